@@ -1,0 +1,101 @@
+"""Errors that reach a socket client.
+
+Every error a request can end with is a :class:`CmuxError`: it carries the wire
+``code`` (snake_case), a human ``message`` and optional ``data``. Handlers raise
+them; the dispatcher turns them into ``{"ok": false, "error": {...}}`` lines and
+nothing else about the server changes.
+
+::
+
+    CmuxError                      code given per instance
+    ├── ProtocolError              envelope problems (parse_error, invalid_request, ...)
+    │   └── RequestTooLarge        request_too_large
+    ├── MethodNotFound             method_not_found
+    ├── InvalidParams              invalid_params (message names the field)
+    ├── NotFound                   <kind>_not_found (workspace, tab, pane, window, ...)
+    ├── InvalidKey                 invalid_key
+    ├── InvalidEnv                 invalid_env
+    ├── WaitTimeout                timeout
+    └── InternalError              internal_error
+
+Codes are not a closed set: method-specific codes (``invalid_regex``,
+``pane_send_failed``, ...) are raised as plain ``CmuxError(code, message)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CmuxError(Exception):
+    """An error with a wire code, a message and optional structured data."""
+
+    code = "internal_error"
+
+    def __init__(self, code: str | None = None, message: str = "", data: Any = None) -> None:
+        if code is not None:
+            self.code = code
+        self.message = message or self.code.replace("_", " ")
+        self.data = data
+        super().__init__(f"{self.code}: {self.message}")
+
+    def to_wire(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            body["data"] = self.data
+        return body
+
+
+class ProtocolError(CmuxError):
+    code = "invalid_request"
+
+
+class RequestTooLarge(ProtocolError):
+    code = "request_too_large"
+
+
+class MethodNotFound(CmuxError):
+    code = "method_not_found"
+
+    def __init__(self, method: str) -> None:
+        super().__init__(message=f"unknown method {method!r}", data={"method": method})
+
+
+class InvalidParams(CmuxError):
+    """A parameter is missing, of the wrong type or out of range; ``field`` names it."""
+
+    code = "invalid_params"
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message=f"{field}: {message}" if field else message,
+                         data={"field": field} if field else None)
+        self.field = field
+
+
+class NotFound(CmuxError):
+    """An id that names nothing: code ``<kind>_not_found``."""
+
+    def __init__(self, kind: str, ident: object = None, message: str | None = None) -> None:
+        if message is None:
+            message = f"{kind} {ident} not found" if ident is not None else f"{kind} not found"
+        super().__init__(f"{kind}_not_found", message)
+        self.kind = kind
+
+
+class InvalidKey(CmuxError):
+    code = "invalid_key"
+
+    def __init__(self, key: str) -> None:
+        super().__init__(message=f"unsupported key {key}", data={"key": key})
+
+
+class InvalidEnv(CmuxError):
+    code = "invalid_env"
+
+
+class WaitTimeout(CmuxError):
+    code = "timeout"
+
+
+class InternalError(CmuxError):
+    code = "internal_error"
