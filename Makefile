@@ -1,0 +1,36 @@
+# Every target bootstraps .venv on first use; later runs reuse it.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SOCKET ?= $(or $(CMUX_SOCKET_PATH),/tmp/cmux-$(shell id -u)/cmux.sock)
+PYTEST_WORKERS ?= 2
+
+.PHONY: serve test lint bench venv clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,ghostty]'
+	touch $(STAMP)
+
+serve: $(STAMP)
+	@echo "Starting cmux on $(SOCKET). In another shell:"
+	@echo "  export CMUX_SOCKET_PATH=$(SOCKET) PATH=$(CURDIR)/$(BIN):\$$PATH"
+	@echo "  cmux ping && cmux call workspace.list"
+	$(BIN)/cmux serve --socket $(SOCKET)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check cmux_core tests bench
+	$(BIN)/mypy --strict cmux_core
+
+bench: $(STAMP)
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache

@@ -1,0 +1,195 @@
+"""Small clients for the socket API: :class:`Client` (blocking, stdlib only) and
+:class:`AsyncClient` (asyncio). Both keep one connection open and send one
+request at a time, so replies match requests by order and by ``id``.
+
+Hook scripts import this module and nothing else from the package, so it must
+stay stdlib-only and quick to import.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import socket
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+from .errors import CmuxError
+
+DEFAULT_TIMEOUT = 30.0
+
+
+def _default_socket() -> str:
+    from .config import socket_path
+
+    return str(socket_path())
+
+
+def _encode(request_id: int, method: str, params: dict[str, Any] | None) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                       "params": params or {}}, separators=(",", ":")).encode() + b"\n"
+
+
+def _result(reply: dict[str, Any]) -> dict[str, Any]:
+    if reply.get("ok") is False or "error" in reply:
+        err = reply.get("error") or {}
+        raise CmuxError(err.get("code", "internal_error"), err.get("message", ""),
+                        err.get("data"))
+    result = reply.get("result")
+    return result if isinstance(result, dict) else {}
+
+
+class Client:
+    """A blocking client. ``timeout`` (seconds) bounds each read; None waits forever.
+
+    Raises :class:`CmuxError` with the server's code for error replies, and
+    ``ConnectionError`` when the server cannot be reached or goes away.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *,
+                 timeout: float | None = DEFAULT_TIMEOUT) -> None:
+        self.path = str(path) if path is not None else _default_socket()
+        self.timeout = timeout
+        self._sock: socket.socket | None = None
+        self._buf = b""
+        self._ids = itertools.count(1)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def connect(self) -> None:
+        if self._sock is not None:
+            return
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(self.path)
+        except OSError as exc:
+            sock.close()
+            raise ConnectionError(f"cannot connect to cmux at {self.path}: {exc.strerror}"
+                                  ) from None
+        self._sock = sock
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        self._buf = b""
+
+    def _readline(self, timeout: float | None) -> bytes:
+        assert self._sock is not None
+        self._sock.settimeout(timeout)
+        while b"\n" not in self._buf:
+            try:
+                chunk = self._sock.recv(65536)
+            except TimeoutError:
+                raise TimeoutError("no reply from the cmux server in time") from None
+            if not chunk:
+                self.close()
+                raise ConnectionError("the cmux server closed the connection")
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line
+
+    def request(self, method: str, params: dict[str, Any] | None = None, *,
+                timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
+        """Send one request and return the whole reply object (``ok``/``result``/``error``)."""
+        self.connect()
+        assert self._sock is not None
+        request_id = next(self._ids)
+        self._sock.sendall(_encode(request_id, method, params))
+        wait = self.timeout if timeout is ... else timeout
+        while True:
+            reply = json.loads(self._readline(wait))
+            if "event" in reply and "id" not in reply:
+                continue
+            return dict(reply)
+
+    def call(self, method: str, params: dict[str, Any] | None = None, *,
+             timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
+        """Call ``method`` and return its ``result``; raises CmuxError on an error reply."""
+        return _result(self.request(method, params, timeout=timeout))
+
+    def events(self, types: list[str], *, timeout: float | None = None
+               ) -> Iterator[dict[str, Any]]:
+        """Subscribe to ``types`` (dotted names) and yield event lines as they come."""
+        self.call("events.subscribe", {"subscriptions": [{"type": t} for t in types]})
+        while True:
+            yield dict(json.loads(self._readline(timeout)))
+
+
+class AsyncClient:
+    """The asyncio twin of :class:`Client`."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *,
+                 timeout: float | None = DEFAULT_TIMEOUT) -> None:
+        self.path = str(path) if path is not None else _default_socket()
+        self.timeout = timeout
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._ids = itertools.count(1)
+        self._lock = asyncio.Lock()
+
+    async def __aenter__(self) -> AsyncClient:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def connect(self) -> None:
+        if self._writer is not None:
+            return
+        try:
+            self._reader, self._writer = await asyncio.open_unix_connection(
+                self.path, limit=1 << 24)
+        except OSError as exc:
+            raise ConnectionError(f"cannot connect to cmux at {self.path}: {exc.strerror}"
+                                  ) from None
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            try:
+                await self._writer.wait_closed()
+            except (ConnectionError, OSError):
+                pass
+        self._reader = self._writer = None
+
+    async def _readline(self, timeout: float | None) -> dict[str, Any]:
+        assert self._reader is not None
+        line = await asyncio.wait_for(self._reader.readline(), timeout)
+        if not line:
+            await self.close()
+            raise ConnectionError("the cmux server closed the connection")
+        return dict(json.loads(line))
+
+    async def request(self, method: str, params: dict[str, Any] | None = None
+                      ) -> dict[str, Any]:
+        async with self._lock:
+            await self.connect()
+            assert self._writer is not None
+            self._writer.write(_encode(next(self._ids), method, params))
+            await self._writer.drain()
+            while True:
+                reply = await self._readline(self.timeout)
+                if "event" in reply and "id" not in reply:
+                    continue
+                return reply
+
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return _result(await self.request(method, params))
+
+    async def events(self, types: list[str]) -> AsyncIterator[dict[str, Any]]:
+        await self.call("events.subscribe", {"subscriptions": [{"type": t} for t in types]})
+        while True:
+            yield await self._readline(None)
+
+
+def socket_for(path: str | Path | None) -> str:
+    return str(path) if path is not None else _default_socket()

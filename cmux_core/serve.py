@@ -1,0 +1,39 @@
+"""``cmux serve``: run the server in the foreground until SIGINT, SIGTERM or server.stop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from .config import Settings
+from .server import Server, ServerAlreadyRunning
+
+log = logging.getLogger(__name__)
+
+
+async def _run(settings: Settings, socket_path: Path, session: str | None,
+               announce: bool) -> int:
+    server = Server(settings, socket_path, session=session)
+    try:
+        await server.start()
+    except ServerAlreadyRunning as exc:
+        print(f"cmux: {exc}", file=sys.stderr)
+        return 1
+    if announce:
+        pane = server.mux.focused_pane()
+        print(f"cmux server listening on {socket_path}", flush=True)
+        print(f"  area {settings.columns}x{settings.rows}, emulator "
+              f"{pane.terminal.emulator.backend if pane else settings.emulator}", flush=True)
+        print(f"  try:  CMUX_SOCKET_PATH={socket_path} cmux ping", flush=True)
+        print(f"        CMUX_SOCKET_PATH={socket_path} cmux call workspace.list", flush=True)
+    await server.serve_until_stopped()
+    return 0
+
+
+def serve(settings: Settings, socket_path: Path, *, session: str | None = None,
+          announce: bool = True) -> int:
+    """Serve in the foreground; returns the process exit code."""
+    logging.basicConfig(level=logging.INFO, format="cmux %(levelname)s %(name)s: %(message)s")
+    return asyncio.run(_run(settings, socket_path, session, announce))

@@ -1,0 +1,193 @@
+"""Shared test helpers: a schema-checking API client and a raw socket connection.
+
+Every reply to a method that the herdr Local API schema knows, and every event
+of a kind it knows, is validated against ``tests/data/herdr-api.schema.json``.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from cmux_core.errors import CmuxError
+from cmux_core.testing import ServerProcess, wait_for
+
+SCHEMA_PATH = Path(__file__).parent / "data" / "herdr-api.schema.json"
+
+
+@functools.cache
+def _schema() -> dict[str, Any]:
+    return dict(json.loads(SCHEMA_PATH.read_text()))
+
+
+@functools.cache
+def schema_methods() -> frozenset[str]:
+    return frozenset(v["properties"]["method"]["const"]
+                     for v in _schema()["schemas"]["request"]["oneOf"])
+
+
+@functools.cache
+def schema_event_kinds() -> frozenset[str]:
+    kinds = _schema()["schemas"]["event"]["$defs"]["EventKind"]
+    return frozenset(kinds.get("enum", []) or [v.get("const") for v in kinds.get("oneOf", [])])
+
+
+@functools.cache
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    schema = _schema()
+    root = {"schemas": schema["schemas"], **schema["schemas"][name]}
+    return jsonschema.Draft202012Validator(root)
+
+
+def check_reply(method: str, reply: dict[str, Any]) -> None:
+    """Validate a reply to ``method`` when the herdr schema covers it."""
+    if method not in schema_methods():
+        return
+    kind = "success_response" if reply.get("ok") else "error_response"
+    errors = sorted(_validator(kind).iter_errors(reply), key=lambda e: e.path)
+    assert not errors, f"{method} reply does not match {kind}: {errors[0].message}\n{reply}"
+
+
+def check_event(event: dict[str, Any]) -> None:
+    if event.get("event") not in schema_event_kinds():
+        return
+    errors = list(_validator("event").iter_errors(event))
+    assert not errors, f"event does not match the schema: {errors[0].message}\n{event}"
+
+
+class Api:
+    """A persistent connection that checks every reply and event against the schema."""
+
+    def __init__(self, server: ServerProcess) -> None:
+        self.server = server
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(str(server.socket_path))
+        self.buf = b""
+        self.ids = itertools.count(1)
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def readline(self, timeout: float = 10.0) -> dict[str, Any]:
+        self.sock.settimeout(timeout)
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("server closed the connection")
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return dict(json.loads(line))
+
+    def request(self, method: str, params: dict[str, Any] | None = None,
+                timeout: float = 10.0) -> dict[str, Any]:
+        request_id = f"t{next(self.ids)}"
+        payload = {"id": request_id, "method": method, "params": params or {}}
+        self.sock.sendall(json.dumps(payload).encode() + b"\n")
+        while True:
+            reply = self.readline(timeout)
+            if "event" in reply and "id" not in reply:
+                check_event(reply)
+                continue
+            assert reply["id"] == request_id
+            check_reply(method, reply)
+            return reply
+
+    def __call__(self, method: str, params: dict[str, Any] | None = None,
+                 timeout: float = 10.0) -> dict[str, Any]:
+        reply = self.request(method, params, timeout)
+        if not reply["ok"]:
+            err = reply["error"]
+            raise CmuxError(err["code"], err["message"], err.get("data"))
+        return dict(reply["result"])
+
+    def error(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Call expecting an error; returns the error object."""
+        reply = self.request(method, params)
+        assert not reply["ok"], f"{method} unexpectedly succeeded: {reply}"
+        return dict(reply["error"])
+
+    def event(self, timeout: float = 10.0) -> dict[str, Any]:
+        event = self.readline(timeout)
+        assert "event" in event, event
+        check_event(event)
+        return event
+
+    # conveniences over the running server
+
+    def focused_pane(self) -> str:
+        return str(self("pane.current")["pane"]["pane_id"])
+
+    def read(self, pane_id: str, source: str = "visible", **kw: Any) -> str:
+        return str(self("pane.read", {"pane_id": pane_id, "source": source, **kw})["read"]["text"])
+
+    def wait_text(self, pane_id: str, needle: str, timeout_ms: int = 10000,
+                  source: str = "recent") -> str:
+        result = self("pane.wait_for_output", {
+            "pane_id": pane_id, "source": source, "timeout_ms": timeout_ms,
+            "match": {"type": "substring", "value": needle}}, timeout=timeout_ms / 1000 + 5)
+        return str(result["matched_line"])
+
+    def run(self, argv: list[str], **kw: Any) -> str:
+        """Split the focused pane running ``argv``; returns the new pane id."""
+        result = self("pane.split", {"command": argv, **kw})
+        return str(result["pane"]["pane_id"])
+
+
+@pytest.fixture
+def api(cmux_server: ServerProcess) -> Iterator[Api]:
+    conn = Api(cmux_server)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+class Raw:
+    """Raw bytes over the socket, for framing tests."""
+
+    def __init__(self, path: Path) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(str(path))
+        self.buf = b""
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def line(self, timeout: float = 10.0) -> dict[str, Any]:
+        self.sock.settimeout(timeout)
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("closed")
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return dict(json.loads(line))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def raw(cmux_server: ServerProcess) -> Iterator[Raw]:
+    conn = Raw(cmux_server.socket_path)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def eventually(predicate: Any, timeout: float = 5.0, message: str = "condition") -> Any:
+    return wait_for(predicate, timeout=timeout, message=message)
+
+
+def now() -> float:
+    return time.monotonic()
