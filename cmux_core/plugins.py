@@ -199,9 +199,9 @@ class PluginSource:
     entry_point: importlib.metadata.EntryPoint | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {"kind": self.kind, "origin": self.origin,
+        """herdr's ``PluginSourceInfo`` (``kind`` is always ``local``) plus how it loads."""
+        return {"kind": "local", "loader": self.kind, "origin": self.origin,
                 "path": str(self.path) if self.path else None,
-                "linked": self.link is not None,
                 "link": str(self.link) if self.link else None}
 
 
@@ -575,6 +575,9 @@ class PluginHost:
             raise InvalidParams("path", "must be an absolute path")
         target = target.resolve()
         sources = _sources_at(target)
+        if not any(self._allowed(s) for s in sources):
+            raise CmuxError("plugin_not_allowed", f"CMUX_LOAD_PLUGINS excludes every plugin "
+                            f"at {target}", {"plugin_ids": [s.plugin_id for s in sources]})
         async with self._lock:
             if target not in self._links:
                 self._links.append(target)
@@ -856,11 +859,14 @@ class PluginHost:
             raise
         except TimeoutError:
             message = f"timed out after {self.budget:g}s"
-            self._fault(plugin, hook, message)
+            if self._by_module.get(id(impl.plugin)) is plugin:
+                self._fault(plugin, hook, message)
             return False, message
         except Exception as exc:
             message = _describe(exc)
-            self._fault(plugin, hook, message, exc=exc)
+            # a version withdrawn while this call ran no longer counts against the plugin
+            if self._by_module.get(id(impl.plugin)) is plugin:
+                self._fault(plugin, hook, message, exc=exc)
             return False, message
         plugin.failures = 0
         return True, result
@@ -1309,7 +1315,7 @@ def _exec_file(plugin_id: str, path: Path, data: bytes) -> types.ModuleType:
     previous = sys.modules.get(name)
     sys.modules[name] = module  # dataclasses and pickling look the module up by name
     try:
-        exec(compile(data, str(path), "exec"), module.__dict__)
+        exec(compile(data, str(path), "exec", dont_inherit=True), module.__dict__)
     except BaseException:
         if previous is not None:
             sys.modules[name] = previous
