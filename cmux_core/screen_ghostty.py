@@ -1,0 +1,542 @@
+"""The ``ghostty`` emulator backend: libghostty-vt through pyghostty's cffi binding.
+
+libghostty-vt (the engine inside Ghostty) keeps the grid, scrollback, modes and
+answers terminal queries itself; this module feeds it, reads rows back through
+its formatter and captures OSC announcements with :class:`OscCapture`, a small
+incremental scanner over the same byte stream (libghostty reports titles and
+progress only as parsed values, and kitty's OSC 99 not at all).
+
+Scrollback is bounded by bytes, not lines: libghostty's line limit trims row by
+row and slows ingest several-fold, its byte limit drops whole pages. The byte
+budget starts from a per-cell estimate and grows when pruning would keep fewer
+than ``scrollback_lines`` rows (style-heavy output costs more per row).
+
+Every :class:`GhosttyEmulator` owns one native terminal, freed when the object
+is garbage; it is not thread-safe (one event loop calls it, as the protocol says).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
+
+import pyghostty
+from pyghostty import ffi, lib
+from pyghostty._ffi import union_fn
+from pyghostty.core import init_sized
+
+from .errors import InternalError
+from .screen import Row, TerminalModes, TerminalSignal
+
+CELL_WIDTH_PX = 8
+CELL_HEIGHT_PX = 16
+"""Cell size reported to pixel-size queries (CSI 14 t); there is no real font."""
+
+DEFAULT_FOREGROUND = (255, 255, 255)
+DEFAULT_BACKGROUND = (0, 0, 0)
+"""Answered to OSC 10/11 colour queries, which programs use to pick a light or dark theme."""
+
+_BYTES_PER_CELL = 9
+_BYTES_PER_ROW = 32
+_PAGE_SLACK_BYTES = 1 << 18
+_MAX_BUDGET_FACTOR = 6
+"""The byte budget never grows past this multiple of its estimate."""
+
+_MODE_NUMBERS = (1, 66, 1004, 2004, 1003, 1002, 1000, 1006)
+"""DEC private modes read after output: cursor keys, keypad, focus, paste, mouse."""
+
+_TITLE_MAX = 256
+_OSC_MAX = 8192
+_KITTY_PENDING_MAX = 16
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_OSC_END = re.compile(rb"[\x07\x18\x1a\x1b]")
+_CONEMU_COMMAND = re.compile(r"\d+(;|\Z)")
+
+SignalKind = Literal["title", "cwd", "progress", "notification"]
+
+
+# -- OSC capture ------------------------------------------------------------------------
+
+
+class OscCapture:
+    """Finds OSC announcements in a byte stream fed in arbitrary slices.
+
+    A sequence split across :meth:`feed` calls is completed by the later call.
+    Terminators follow libghostty: BEL, ST (``ESC \\``) or ESC before anything
+    else end a sequence; CAN and SUB abandon it; other C0 bytes inside are
+    dropped; a payload longer than 8 KiB is discarded. Handled codes: 0 and 2
+    (title; a signal only when it changes), 7 (cwd, likewise), 9 (``9;4``
+    progress, ConEmu commands ignored, otherwise a notification; :attr:`progress`
+    keeps the latest OSC 9 payload whatever it was), 777 (``notify;title;body``)
+    and 99 (kitty notifications, chunks joined by id). Values have control
+    characters removed; ``raw`` is the payload after the code, undecorated.
+    """
+
+    def __init__(self) -> None:
+        self.title: str | None = None
+        self.cwd: str | None = None
+        self.progress: str | None = None
+        self._signals: list[TerminalSignal] = []
+        self._payload: bytearray | None = None
+        self._overflow = False
+        self._after_esc = False
+        self._kitty: dict[str, dict[str, str]] = {}
+
+    def feed(self, data: bytes) -> None:
+        """Scan ``data``; complete sequences become signals for :meth:`take_signals`."""
+        pos = 0
+        end = len(data)
+        if self._after_esc and end:
+            self._after_esc = False
+            if data[0] == 0x5D:  # "]"
+                self._start()
+                pos = 1
+        while pos < end:
+            if self._payload is None:
+                start = data.find(b"\x1b]", pos)
+                if start < 0:
+                    self._after_esc = data[-1] == 0x1B
+                    return
+                self._start()
+                pos = start + 2
+                continue
+            match = _OSC_END.search(data, pos)
+            stop = match.start() if match else end
+            self._append(data[pos:stop])
+            if match is None:
+                return
+            byte = data[stop]
+            payload, self._payload = self._payload, None
+            if byte in (0x07, 0x1B) and not self._overflow:
+                self._dispatch(bytes(payload))
+            pos = stop + 1
+            if byte == 0x1B:
+                if pos == end:
+                    self._after_esc = True
+                elif data[pos] == 0x5D:  # ESC ] right after: the next OSC starts here
+                    self._start()
+                    pos += 1
+
+    def take_signals(self) -> list[TerminalSignal]:
+        """Announcements seen since the last call, oldest first; cleared."""
+        signals, self._signals = self._signals, []
+        return signals
+
+    def _start(self) -> None:
+        self._payload = bytearray()
+        self._overflow = False
+
+    def _append(self, chunk: bytes) -> None:
+        assert self._payload is not None
+        if self._overflow:
+            return
+        if len(self._payload) + len(chunk) > _OSC_MAX:
+            self._overflow = True
+            return
+        self._payload += chunk
+
+    def _dispatch(self, payload: bytes) -> None:
+        code, _, rest_bytes = payload.partition(b";")
+        rest = rest_bytes.decode("utf-8", "replace")
+        if code in (b"0", b"2"):
+            title = _sanitize(rest)[:_TITLE_MAX]
+            if title != self.title:
+                self.title = title
+                self._emit("title", title, raw=rest)
+        elif code == b"7":
+            cwd = _cwd_from_url(rest)
+            if cwd and cwd != self.cwd:
+                self.cwd = cwd
+                self._emit("cwd", cwd, raw=rest)
+        elif code == b"9":
+            self.progress = _sanitize(rest)
+            if rest == "4" or rest.startswith("4;"):
+                state, _, percent = rest[2:].partition(";")
+                self._emit("progress", f"{state or '0'};{percent.partition(';')[0]}", raw=rest)
+            elif not _CONEMU_COMMAND.match(rest):
+                # "9;<n>;..." are ConEmu commands (sleep, tab title, ...), not notifications.
+                self._emit("notification", rest, raw=rest)
+        elif code == b"777":
+            fields = rest.split(";", 2)
+            if fields[0] == "notify" and len(fields) > 1:
+                body = fields[2] if len(fields) > 2 else ""
+                self._emit("notification", body, title=fields[1], raw=rest)
+        elif code == b"99":
+            self._kitty_notification(rest)
+
+    def _kitty_notification(self, rest: str) -> None:
+        """OSC 99: ``metadata;payload`` chunks joined per id until ``d=1`` (the default)."""
+        metadata, _, payload = rest.partition(";")
+        keys = dict(item.split("=", 1) for item in metadata.split(":") if "=" in item)
+        if keys.get("e") == "1":
+            try:
+                payload = base64.b64decode(payload).decode("utf-8", "replace")
+            except (binascii.Error, ValueError):
+                return
+        part = keys.get("p", "title")
+        if part not in ("title", "body"):
+            return
+        ident = keys.get("i", "")
+        note = self._kitty.pop(ident, {})
+        note[part] = note.get(part, "") + _sanitize(payload)
+        if keys.get("d", "1") == "0":
+            self._kitty[ident] = note
+            if len(self._kitty) > _KITTY_PENDING_MAX:
+                del self._kitty[next(iter(self._kitty))]
+            return
+        self._emit("notification", note.get("body", ""), title=note.get("title"), raw=rest)
+
+    def _emit(self, kind: SignalKind, value: str, *, title: str | None = None, raw: str) -> None:
+        self._signals.append(TerminalSignal(kind, value, title, raw))
+
+
+def _sanitize(text: str) -> str:
+    return _CONTROL_CHARS.sub("", text)
+
+
+def _cwd_from_url(text: str) -> str | None:
+    """The path of an OSC 7 ``file://host/path`` URL (or a bare absolute path)."""
+    if text.startswith("/"):
+        return _sanitize(text)
+    parts = urlsplit(text)
+    if parts.scheme == "file":
+        return _sanitize(unquote(parts.path))
+    if parts.scheme == "kitty-shell-cwd":
+        return _sanitize(parts.path)
+    return None
+
+
+# -- the native terminal ----------------------------------------------------------------
+
+
+class _Replies:
+    """Bytes the native terminal writes back to the program, reached through its userdata."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+
+def _on_write_pty(terminal: Any, userdata: Any, data: Any, length: int) -> None:
+    ffi.from_handle(userdata).data += ffi.buffer(data, length)
+
+
+def _on_size_query(terminal: Any, userdata: Any, out: Any) -> bool:
+    value = ffi.new("uint16_t*")
+    lib.ghostty_terminal_get(terminal, lib.GHOSTTY_TERMINAL_DATA_COLS, value)
+    out.columns = value[0]
+    lib.ghostty_terminal_get(terminal, lib.GHOSTTY_TERMINAL_DATA_ROWS, value)
+    out.rows = value[0]
+    out.cell_width, out.cell_height = CELL_WIDTH_PX, CELL_HEIGHT_PX
+    return True
+
+
+_WRITE_PTY_CALLBACK: Any = ffi.callback("GhosttyTerminalWritePtyFn", _on_write_pty)
+_SIZE_CALLBACK: Any = ffi.callback("GhosttyTerminalSizeFn", _on_size_query)
+
+
+def _check(result: Any, what: str) -> None:
+    if result != lib.GHOSTTY_SUCCESS:
+        raise InternalError(message=f"libghostty-vt {what} failed ({int(result)})")
+
+
+class _NativeTerminal:
+    """One libghostty-vt terminal; every untyped call into the binding stays in here.
+
+    The callbacks are module-level and find their state through the userdata
+    handle, so no reference cycle keeps a dropped terminal's native memory alive.
+    """
+
+    def __init__(self, columns: int, lines: int) -> None:
+        self.replies = _Replies()
+        self._term: Any = pyghostty.Terminal(columns, lines, fg=DEFAULT_FOREGROUND,
+                                             bg=DEFAULT_BACKGROUND)
+        # pyghostty wraps only some options; the rest need its native handle.
+        self._handle: Any = self._term._t[0]
+        self._userdata: Any = ffi.new_handle(self.replies)
+        self._set(lib.GHOSTTY_TERMINAL_OPT_USERDATA, self._userdata, "userdata")
+        self._set(lib.GHOSTTY_TERMINAL_OPT_WRITE_PTY, _WRITE_PTY_CALLBACK, "write_pty")
+        self._set(lib.GHOSTTY_TERMINAL_OPT_SIZE, _SIZE_CALLBACK, "size")
+        self._set(lib.GHOSTTY_TERMINAL_OPT_SCROLLBACK_MAX_LINES, ffi.NULL, "scrollback lines")
+        self._size: Any = ffi.new("size_t*")
+        self._u16: Any = ffi.new("uint16_t*")
+        self._u64: Any = ffi.new("uint64_t*")
+        self._mode_configs: Any = ffi.new("GhosttyTerminalModeConfig[]", len(_MODE_NUMBERS))
+        for config, number in zip(self._mode_configs, _MODE_NUMBERS, strict=True):
+            config.mode = number  # DEC private modes: the ANSI bit (15) stays clear
+        self._kitty_flags: Any = ffi.new("uint8_t*")
+        self._screen: Any = ffi.new("GhosttyTerminalScreen*")
+        self._ground: Any = ffi.new("bool*")
+        data_mode = lib.GHOSTTY_TERMINAL_DATA_MODE
+        self._mode_keys: Any = ffi.new(
+            "GhosttyTerminalData[]",
+            [data_mode] * len(_MODE_NUMBERS)
+            + [lib.GHOSTTY_TERMINAL_DATA_KITTY_KEYBOARD_FLAGS,
+               lib.GHOSTTY_TERMINAL_DATA_ACTIVE_SCREEN, lib.GHOSTTY_TERMINAL_DATA_VT_GROUND])
+        self._mode_values: Any = ffi.new(
+            "void*[]", [ffi.addressof(c) for c in self._mode_configs]
+            + [self._kitty_flags, self._screen, self._ground])
+        self._row: Any = ffi.new("GhosttyRow*")
+        self._flag: Any = ffi.new("bool*")
+        self._compression: Any = ffi.new("GhosttyTerminalCompressionResult*")
+        self._buf: Any = ffi.new("uint8_t[]", 1 << 16)
+        # GhosttyPoint is a union passed by value, which cffi cannot call directly;
+        # pyghostty declares a layout-identical struct twin for it.
+        self._grid_ref: Any = union_fn(
+            "ghostty_terminal_grid_ref",
+            "GhosttyResult(*)(GhosttyTerminal, GhosttyPointS, GhosttyGridRef*)")
+        self._point: Any = ffi.new("GhosttyPointS*")
+        self._point.tag = lib.GHOSTTY_POINT_TAG_SCREEN
+        self._ref: Any = init_sized("GhosttyGridRef")
+
+    def _set(self, option: Any, value: Any, what: str) -> None:
+        _check(lib.ghostty_terminal_set(self._handle, option, value), f"set {what}")
+
+    def write(self, data: bytes) -> None:
+        lib.ghostty_terminal_vt_write(self._handle, data, len(data))
+
+    def resize(self, columns: int, lines: int) -> None:
+        _check(lib.ghostty_terminal_resize(self._handle, columns, lines, CELL_WIDTH_PX,
+                                           CELL_HEIGHT_PX), "resize")
+
+    def set_scrollback_bytes(self, budget: int) -> None:
+        self._size[0] = budget
+        self._set(lib.GHOSTTY_TERMINAL_OPT_SCROLLBACK_MAX_BYTES, self._size, "scrollback bytes")
+
+    def total_rows(self) -> int:
+        _check(lib.ghostty_terminal_get(self._handle, lib.GHOSTTY_TERMINAL_DATA_TOTAL_ROWS,
+                                        self._size), "total rows")
+        return int(self._size[0])
+
+    def scrollback_rows(self) -> int:
+        _check(lib.ghostty_terminal_get(self._handle, lib.GHOSTTY_TERMINAL_DATA_SCROLLBACK_ROWS,
+                                        self._size), "scrollback rows")
+        return int(self._size[0])
+
+    def cursor(self) -> tuple[int, int]:
+        _check(lib.ghostty_terminal_get(self._handle, lib.GHOSTTY_TERMINAL_DATA_CURSOR_X,
+                                        self._u16), "cursor x")
+        x = int(self._u16[0])
+        _check(lib.ghostty_terminal_get(self._handle, lib.GHOSTTY_TERMINAL_DATA_CURSOR_Y,
+                                        self._u16), "cursor y")
+        return x, int(self._u16[0])
+
+    def read_modes(self, modes: TerminalModes) -> bool:
+        """Fill ``modes`` from the terminal's mode state in one native call.
+
+        Returns whether the parser is at ground, i.e. not inside a sequence that
+        the next output may finish (and so change a mode).
+        """
+        _check(lib.ghostty_terminal_get_multi(self._handle, len(self._mode_keys), self._mode_keys,
+                                              self._mode_values, self._size), "modes")
+        c = self._mode_configs  # in _MODE_NUMBERS order
+        modes.app_cursor = bool(c[0].value)
+        modes.app_keypad = bool(c[1].value)
+        modes.focus_reporting = bool(c[2].value)
+        modes.bracketed_paste = bool(c[3].value)
+        modes.mouse_tracking = (1003 if c[4].value else 1002 if c[5].value
+                                else 1000 if c[6].value else 0)
+        modes.mouse_sgr = bool(c[7].value)
+        modes.kitty_flags = int(self._kitty_flags[0])
+        modes.alt_screen = bool(self._screen[0] == lib.GHOSTTY_TERMINAL_SCREEN_ALTERNATE)
+        return bool(self._ground[0])
+
+    def _locate(self, x: int, y: int) -> Any:
+        """A grid reference to cell ``(x, y)`` in screen coordinates, reused by the next call."""
+        self._point.value.x, self._point.value.y = x, y
+        _check(self._grid_ref(self._handle, self._point[0], self._ref), f"grid ref {x},{y}")
+        return self._ref
+
+    def wrapped(self, y: int) -> bool:
+        """The soft-wrap flag of row ``y`` (screen coordinates: 0 = oldest scrollback row)."""
+        _check(lib.ghostty_grid_ref_row(self._locate(0, y), self._row), "grid row")
+        _check(lib.ghostty_row_get(self._row[0], lib.GHOSTTY_ROW_DATA_WRAP, self._flag),
+               "row wrap")
+        return bool(self._flag[0])
+
+    def format_rows(self, first: int, last: int, styled: bool) -> str:
+        """Rows ``first..last`` (inclusive, screen coordinates), one per line.
+
+        Plain rows are joined by ``\\n``, styled (SGR) rows by ``\\r\\n``, each
+        styled row self-contained. Cells never written to are left out, so a row
+        ends at its last printed cell; trailing blank rows are omitted.
+        """
+        selection = init_sized("GhosttySelection")
+        selection.start = self._locate(0, first)[0]
+        selection.end = self._locate(self._columns() - 1, last)[0]
+        options = init_sized("GhosttyFormatterTerminalOptions")
+        options.emit = (lib.GHOSTTY_FORMATTER_FORMAT_VT if styled
+                        else lib.GHOSTTY_FORMATTER_FORMAT_PLAIN)
+        options.selection = selection
+        formatter = ffi.new("GhosttyFormatter*")
+        _check(lib.ghostty_formatter_terminal_new(ffi.NULL, formatter, self._handle,
+                                                  options[0]), "formatter")
+        try:
+            result = lib.ghostty_formatter_format_buf(formatter[0], self._buf, len(self._buf),
+                                                      self._size)
+            if result == lib.GHOSTTY_OUT_OF_SPACE:
+                self._buf = ffi.new("uint8_t[]", int(self._size[0]))
+                result = lib.ghostty_formatter_format_buf(formatter[0], self._buf,
+                                                          len(self._buf), self._size)
+            _check(result, "format")
+        finally:
+            lib.ghostty_formatter_free(formatter[0])
+        return bytes(ffi.buffer(self._buf, self._size[0])).decode("utf-8", "replace")
+
+    def _columns(self) -> int:
+        _check(lib.ghostty_terminal_get(self._handle, lib.GHOSTTY_TERMINAL_DATA_COLS,
+                                        self._u16), "columns")
+        return int(self._u16[0])
+
+    def compression_activity(self) -> int:
+        _check(lib.ghostty_terminal_compression_activity(self._handle, self._u64),
+               "compression activity")
+        return int(self._u64[0])
+
+    def compress_step(self) -> bool:
+        """One bounded compression pass; true while more work is pending."""
+        _check(lib.ghostty_terminal_compress(
+            self._handle, lib.GHOSTTY_TERMINAL_COMPRESSION_MODE_INCREMENTAL,
+            self._compression), "compress")
+        return bool(self._compression[0] == lib.GHOSTTY_TERMINAL_COMPRESSION_RESULT_PENDING)
+
+
+# -- the emulator -----------------------------------------------------------------------
+
+
+class GhosttyEmulator:
+    """An :class:`~cmux_core.screen.Emulator` backed by libghostty-vt.
+
+    ``scrollback_lines`` is the number of primary-screen rows kept above the
+    screen (at least that many; pruning works in whole pages, so a few hundred
+    more may be kept). Alternate-screen content never enters scrollback.
+    """
+
+    backend = "ghostty"
+
+    def __init__(self, columns: int, lines: int, *, scrollback_lines: int = 10000) -> None:
+        self.columns = columns
+        self.lines = lines
+        self.modes = TerminalModes()
+        self.title: str | None = None
+        self.cwd: str | None = None
+        self.progress: str | None = None
+        self._native = _NativeTerminal(columns, lines)
+        self._osc = OscCapture()
+        self._scrollback_lines = scrollback_lines
+        self._budget = 0
+        self._budget_ceiling = 0
+        self._last_scrollback = 0
+        self._compressed_at: int | None = None
+        self._mid_sequence = False
+        self._fit_budget()
+        self._native.read_modes(self.modes)
+
+    def feed(self, data: bytes) -> None:
+        """Absorb output bytes; partial UTF-8 and escape sequences carry over.
+
+        Query answers produced meanwhile wait in :meth:`take_replies`, OSC
+        announcements in :meth:`take_signals`; :attr:`modes` is current on return.
+        """
+        if not data:
+            return
+        self._native.write(data)
+        osc = self._osc
+        osc.feed(data)
+        self.title, self.cwd, self.progress = osc.title, osc.cwd, osc.progress
+        if self._mid_sequence or b"\x1b" in data:
+            self._mid_sequence = not self._native.read_modes(self.modes)
+        if not self.modes.alt_screen:
+            self._keep_scrollback_depth(data)
+
+    def resize(self, columns: int, lines: int) -> None:
+        """Change the screen size; the primary screen reflows, the byte budget follows."""
+        self._native.resize(columns, lines)
+        self.columns, self.lines = columns, lines
+        self._fit_budget()
+        self._last_scrollback = self._native.scrollback_rows()
+
+    def visible_rows(self) -> list[Row]:
+        """The ``lines`` rows on screen, top first."""
+        total = self._native.total_rows()
+        return self._rows(total - self.lines, total)
+
+    def history_rows(self, limit: int) -> tuple[list[Row], int]:
+        """The last ``limit`` rows of the active buffer and its total row count."""
+        total = self._native.total_rows()
+        if limit <= 0:
+            return [], total
+        return self._rows(max(0, total - limit), total), total
+
+    def cursor(self) -> tuple[int, int]:
+        """Cursor position as ``(column, row)``, zero-based, row 0 = top of the screen."""
+        return self._native.cursor()
+
+    def take_replies(self) -> bytes:
+        """Answers to DSR, DA1/DA2, DECRQM, kitty ``CSI ? u``, XTVERSION, OSC 4/10/11
+        colour and CSI t size queries, in order; cleared."""
+        replies = bytes(self._native.replies.data)
+        self._native.replies.data.clear()
+        return replies
+
+    def take_signals(self) -> list[TerminalSignal]:
+        """OSC announcements seen since the last call, oldest first; cleared."""
+        return self._osc.take_signals()
+
+    def compress(self) -> bool:
+        """Compress cold scrollback pages a bounded step at a time (LZ4 in libghostty).
+
+        Meant for an idle pane: call it after ~250 ms without output, again while
+        it returns true. Cheap when nothing changed since the last completed pass.
+        Rows stay readable; a read decompresses the pages it touches.
+        """
+        activity = self._native.compression_activity()
+        if activity == self._compressed_at:
+            return False
+        if self._native.compress_step():
+            return True
+        self._compressed_at = activity
+        return False
+
+    def _rows(self, first: int, end: int) -> list[Row]:
+        count = end - first
+        if count <= 0:
+            return []
+        plain = self._native.format_rows(first, end - 1, styled=False).split("\n")
+        styled = self._native.format_rows(first, end - 1, styled=True).split("\r\n")
+        rows = []
+        for i in range(count):
+            wrapped = self._native.wrapped(first + i)
+            text = plain[i] if i < len(plain) else ""
+            ansi = styled[i] if i < len(styled) else ""
+            # A wrapped row keeps its trailing spaces: they are part of the logical line.
+            if not wrapped:
+                text, ansi = text.rstrip(" "), ansi.rstrip(" ")
+            rows.append(Row(text, ansi, wrapped))
+        return rows
+
+    def _fit_budget(self) -> None:
+        """Size the scrollback byte budget for the current width, keeping what was learnt."""
+        rows = self._scrollback_lines + self.lines
+        estimate = rows * (self.columns * _BYTES_PER_CELL + _BYTES_PER_ROW) + _PAGE_SLACK_BYTES
+        self._budget_ceiling = estimate * _MAX_BUDGET_FACTOR
+        self._set_budget(min(self._budget_ceiling, max(self._budget, estimate)))
+
+    def _set_budget(self, budget: int) -> None:
+        self._budget = budget
+        self._native.set_scrollback_bytes(budget)
+
+    def _keep_scrollback_depth(self, data: bytes) -> None:
+        # Pruning drops a whole page, so a fall in the row count while short of the
+        # target means the budget is too small for this output's styling and width.
+        rows = self._native.scrollback_rows()
+        previous, self._last_scrollback = self._last_scrollback, rows
+        if not 0 < rows < min(previous, self._scrollback_lines) \
+                or self._budget >= self._budget_ceiling:
+            return
+        if b"[3J" in data or b"\x1bc" in data:  # cleared by the program, not pruned
+            return
+        wanted = self._budget * (self._scrollback_lines + previous - rows) // rows
+        self._set_budget(min(self._budget_ceiling, 2 * self._budget, wanted))
