@@ -366,6 +366,7 @@ class PluginHost:
         self._disabled: set[str] = set()
         self._links: list[Path] = []
         self._lock = asyncio.Lock()
+        self._loaded = False
         self._started = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._watch_task: asyncio.Task[None] | None = None
@@ -389,15 +390,25 @@ class PluginHost:
                 seen.append(d)
         return seen
 
-    async def start(self) -> None:
-        """Load every plugin, deliver ``cmux_startup``, then start watching plugin dirs.
+    async def load(self) -> None:
+        """Discover and load every plugin (registrations, methods) without starting them.
 
-        Never raises for a plugin's fault: broken plugins end up blocked with their error.
+        Call before the socket accepts connections so the first request sees every plugin
+        method; idempotent. Never raises for a plugin's fault: broken plugins end up
+        blocked with their error.
         """
+        if self._loaded:
+            return
+        self._loaded = True
         self._read_state()
         async with self._lock:
             for source in self._discover():
                 await self._admit(source)
+
+    async def start(self) -> None:
+        """Load (unless :meth:`load` ran), deliver ``cmux_startup``, start the watcher."""
+        await self.load()
+        async with self._lock:
             self._started = True
             for plugin in list(self._plugins.values()):
                 if plugin.status == "loaded":
@@ -411,7 +422,7 @@ class PluginHost:
             for plugin in reversed(list(self._plugins.values())):
                 if plugin.status == "loaded":
                     await self._unload(plugin, "disabled", reason="server_stopped", publish=False)
-            self._started = False
+            self._started = self._loaded = False
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):
