@@ -1,0 +1,80 @@
+"""``python -m bench``: run the cases, print the table, write ``bench/results/latest.json``."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+from .cases import CASES, FULL, QUICK, Context
+from .report import Row, table
+from .tmux import version as tmux_version
+
+RESULTS = Path(__file__).with_name("results") / "latest.json"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench",
+                                     description="cmux against tmux on this machine, one run")
+    parser.add_argument("--quick", action="store_true",
+                        help="smaller sizes: about a minute instead of a few")
+    parser.add_argument("--emulator", choices=["auto", "pyte", "ghostty"], default="auto",
+                        help="the cmux screen backend (default: auto)")
+    parser.add_argument("--only", action="append", choices=sorted(CASES), metavar="NAME",
+                        help=f"run only this case (repeatable): {', '.join(CASES)}")
+    parser.add_argument("--json", type=Path, default=RESULTS, metavar="PATH",
+                        help=f"where to write the results (default: {RESULTS})")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if shutil.which("tmux") is None:
+        print("tmux is not installed; the bench compares against it", file=sys.stderr)
+        return 2
+    names = args.only or list(CASES)
+    sizes = QUICK if args.quick else FULL
+    started = datetime.datetime.now(datetime.UTC)
+    rows: list[Row] = []
+    timings: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="cmux-bench-") as workdir:
+        ctx = Context(sizes, args.emulator, Path(workdir))
+        for name in names:
+            print(f"running {name} ...", file=sys.stderr, flush=True)
+            began = time.perf_counter()
+            rows += CASES[name](ctx)
+            timings[name] = round(time.perf_counter() - began, 1)
+    backend = ", ".join(sorted(b for b in ctx.backends if b)) or args.emulator
+    heading = (f"cmux (emulator {backend}) vs {tmux_version()} - {started:%Y-%m-%d %H:%M} UTC, "
+               f"{os.cpu_count()} CPUs, {'quick' if args.quick else 'full'} run")
+    print(heading)
+    print(table(rows), flush=True)
+    report = {
+        "date": started.isoformat(timespec="seconds"),
+        "emulator_requested": args.emulator,
+        "emulator": backend,
+        "tmux": tmux_version(),
+        "quick": args.quick,
+        "cases": names,
+        "case_seconds": timings,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                    "python": platform.python_version()},
+        "sizes": sizes.__dict__,
+        "rows": [row.as_json() for row in rows],
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+    print(f"\nwritten to {args.json}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

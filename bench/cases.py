@@ -1,0 +1,547 @@
+"""The benchmark cases. Each case has a cmux half and a tmux half measured the same way.
+
+The halves take an already started side so the smoke test can run the cmux
+halves alone with tiny sizes; the case functions at the bottom start a fresh
+server for each half, one after the other, so the two never share the CPU.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cmux_core.errors import CmuxError
+
+from .cmux import CmuxSide, Connection, python_argv, wait_request
+from .proc import CLOCK_TICKS, cpu_seconds, rss_bytes
+from .report import Row
+from .tmux import ControlClient, Tmux
+
+COLOUR_LINES = Path(__file__).with_name("colour_lines.py")
+CAT_ARGV = ["sh", "-c", "stty -echo; echo ready-cat; exec cat"]
+IDLE_ARGV = ["cat"]
+PIPELINE_DEPTH = 100
+"""Requests in flight per write when pipelining; keeps both socket buffers far from full."""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much work each case does."""
+
+    ingest_lines: int
+    ingest_runs: int
+    round_trips: int
+    pings: int
+    idle_panes: int
+    idle_seconds: float
+    rss_panes: int
+    rss_lines: int
+    flood_bytes: int
+    flood_timeout: float
+
+
+FULL = Sizes(ingest_lines=2_000_000, ingest_runs=3, round_trips=200, pings=10_000,
+             idle_panes=50, idle_seconds=10.0, rss_panes=10, rss_lines=10_000,
+             flood_bytes=100_000_000, flood_timeout=120.0)
+QUICK = Sizes(ingest_lines=200_000, ingest_runs=1, round_trips=50, pings=2_000,
+              idle_panes=50, idle_seconds=3.0, rss_panes=3, rss_lines=10_000,
+              flood_bytes=10_000_000, flood_timeout=30.0)
+
+
+def percentile(values: list[float], p: float) -> float:
+    """The nearest-rank ``p``-th percentile (0 < p <= 100) of a non-empty list."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def ms(seconds: float) -> float:
+    return seconds * 1000
+
+
+# -- (a) ingest --------------------------------------------------------------------
+
+
+def ingest_argv(lines: int) -> list[str]:
+    """Print ``ready-ingest``, wait for a newline, then ``seq 1 lines`` and stay alive."""
+    return ["sh", "-c", f"echo ready-ingest; read _; seq 1 {lines}; exec sleep 3600"]
+
+
+def seq_bytes(lines: int) -> int:
+    """Bytes ``seq 1 lines`` puts through the PTY (each ``\\n`` becomes ``\\r\\n``)."""
+    return sum(len(str(i)) + 2 for i in range(1, lines + 1))
+
+
+def ingest_cmux(side: CmuxSide, lines: int, timeout: float = 300.0) -> float:
+    """Seconds from the newline that starts ``seq`` until its last line is in the pane."""
+    pane = side.new_pane(ingest_argv(lines))
+    side.wait_for(pane, "ready-ingest")
+    start = time.perf_counter()
+    side.send_text(pane, "\n")
+    side.wait_for(pane, str(lines), timeout)
+    elapsed = time.perf_counter() - start
+    side.close_pane(pane)
+    return elapsed
+
+
+def ingest_tmux(tmux: Tmux, session: str, lines: int, timeout: float = 300.0) -> float:
+    """The same for a tmux pane, polling ``capture-pane`` every 10 ms."""
+    pane = tmux.new_window(session, ingest_argv(lines))
+    tmux.wait_visible(pane, "ready-ingest", interval=0.01)
+    start = time.perf_counter()
+    tmux.run("send-keys", "-t", pane, "Enter")
+    tmux.wait_visible(pane, str(lines), timeout, interval=0.01)
+    elapsed = time.perf_counter() - start
+    tmux.kill_pane(pane)
+    return elapsed
+
+
+# -- (b) round trip ----------------------------------------------------------------
+
+
+def token(prefix: str, i: int) -> str:
+    return f"{prefix}{i:06d}z"
+
+
+def round_trip_cmux(side: CmuxSide, count: int, poll: bool = False) -> list[float]:
+    """Seconds per send→visible round trip through ``cat`` (echo off).
+
+    By default ``pane.send_text`` and ``pane.wait_for_output`` go out in one write
+    on the persistent connection and the clock stops at the wait's reply; with
+    ``poll`` the client instead calls ``pane.read`` back to back until the line shows.
+    """
+    pane = side.new_pane(CAT_ARGV)
+    side.wait_for(pane, "ready-cat")
+    read = {"pane_id": pane, "source": "visible"}
+    times = []
+    for i in range(count):
+        tok = token("rt", i)
+        start = time.perf_counter()
+        if poll:
+            side.send_text(pane, tok + "\n")
+            deadline = start + 10.0
+            while tok not in side.conn.call("pane.read", read)["read"]["text"]:
+                if time.perf_counter() > deadline:
+                    raise TimeoutError(f"{tok} not visible in {pane}")
+        else:
+            side.conn.send([("pane.send_text", {"pane_id": pane, "text": tok + "\n"}),
+                            wait_request(pane, tok, 10.0)])
+            side.conn.reply()
+            side.conn.reply(15.0)
+        times.append(time.perf_counter() - start)
+    side.close_pane(pane)
+    return times
+
+
+def round_trip_tmux_control(tmux: Tmux, session: str, pane: str, count: int) -> list[float]:
+    """The same through a ``tmux -C`` client: ``send-keys``, then wait for ``%output``."""
+    client = ControlClient(tmux, session)
+    times = []
+    try:
+        for i in range(count):
+            tok = token("cc", i)
+            start = time.perf_counter()
+            client.send([f"send-keys -t {pane} {tok} Enter"])
+            client.wait_output(pane, tok.encode(), 10.0)
+            times.append(time.perf_counter() - start)
+    finally:
+        client.close()
+    return times
+
+
+def round_trip_tmux_poll(tmux: Tmux, pane: str, count: int) -> list[float]:
+    """The same with one ``tmux send-keys`` process, then ``capture-pane`` polled back to back."""
+    times = []
+    for i in range(count):
+        tok = token("cp", i)
+        start = time.perf_counter()
+        tmux.run("send-keys", "-t", pane, tok, "Enter")
+        tmux.wait_visible(pane, tok, 10.0)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+# -- (c) pings ---------------------------------------------------------------------
+
+
+def pings_cmux(conn: Connection, count: int, pipelined: bool) -> float:
+    """``ping`` requests per second on one connection, one at a time or pipelined."""
+    start = time.perf_counter()
+    if pipelined:
+        for done in range(0, count, PIPELINE_DEPTH):
+            batch = min(PIPELINE_DEPTH, count - done)
+            conn.send([("ping", {})] * batch)
+            for _ in range(batch):
+                conn.reply()
+    else:
+        for _ in range(count):
+            conn.call("ping")
+    return count / (time.perf_counter() - start)
+
+
+def pings_tmux(client: ControlClient, count: int, pipelined: bool) -> float:
+    """The nearest tmux equivalent: ``display-message -p`` commands per second on ``tmux -C``."""
+    command = "display-message -p ping"
+    start = time.perf_counter()
+    if pipelined:
+        for done in range(0, count, PIPELINE_DEPTH):
+            batch = min(PIPELINE_DEPTH, count - done)
+            client.send([command] * batch)
+            client.replies(batch)
+    else:
+        for _ in range(count):
+            client.command(command)
+    return count / (time.perf_counter() - start)
+
+
+# -- (d) idle CPU ------------------------------------------------------------------
+
+
+def cpu_percent(pid: int, seconds: float) -> float:
+    """CPU the process uses over ``seconds`` of wall time, in percent of one core."""
+    before = cpu_seconds(pid)
+    time.sleep(seconds)
+    return (cpu_seconds(pid) - before) / seconds * 100
+
+
+def idle_cpu_cmux(side: CmuxSide, panes: int, seconds: float, settle: float = 1.0) -> float:
+    """Server CPU % with ``panes`` idle panes (the default shell plus ``cat`` tabs)."""
+    for _ in range(panes - 1):
+        side.new_pane(IDLE_ARGV)
+    time.sleep(settle)
+    return cpu_percent(side.pid, seconds)
+
+
+def idle_cpu_tmux(tmux: Tmux, session: str, panes: int, seconds: float,
+                  settle: float = 1.0) -> float:
+    for _ in range(panes - 1):
+        tmux.new_window(session, IDLE_ARGV)
+    time.sleep(settle)
+    return cpu_percent(tmux.server_pid(), seconds)
+
+
+# -- (e) RSS per pane --------------------------------------------------------------
+
+
+def rss_cmux(side: CmuxSide, panes: int, lines: int, settle: float = 0.5) -> tuple[int, int]:
+    """Server RSS in bytes with the default pane only, then with ``panes`` more panes
+    that each printed ``lines`` coloured lines (all scrolled into history)."""
+    time.sleep(settle)
+    baseline = rss_bytes(side.pid)
+    ids = [side.new_pane(python_argv(COLOUR_LINES, str(lines))) for _ in range(panes)]
+    for pane in ids:
+        side.wait_for(pane, "colour-done", 120.0)
+    time.sleep(settle)
+    return baseline, rss_bytes(side.pid)
+
+
+def rss_tmux(tmux: Tmux, session: str, panes: int, lines: int,
+             settle: float = 0.5) -> tuple[int, int]:
+    """The same for tmux; the caller sets ``history-limit`` before the panes exist."""
+    time.sleep(settle)
+    pid = tmux.server_pid()
+    baseline = rss_bytes(pid)
+    ids = [tmux.new_window(session, python_argv(COLOUR_LINES, str(lines)))
+           for _ in range(panes)]
+    for pane in ids:
+        tmux.wait_visible(pane, "colour-done", 120.0, interval=0.05)
+    time.sleep(settle)
+    return baseline, rss_bytes(pid)
+
+
+# -- (f) flood ---------------------------------------------------------------------
+
+
+def flood_argv(size: int) -> list[str]:
+    """Wait for a newline, write ``size`` bytes of ``yes`` lines, then ``flood-done``."""
+    return ["sh", "-c", "echo ready-flood; read _; "
+            f"yes 'flood 0123456789 abcdefghijklmnopqrstuvwxyz' | head -c {size}; "
+            "echo; echo flood-done; exec sleep 3600"]
+
+
+@dataclass
+class Flood:
+    """What happened while one pane flooded: seconds to absorb it (None when it did
+    not finish in time), and latencies in seconds of probes on other connections."""
+
+    seconds: float | None
+    pings: list[float] = field(default_factory=list)
+    round_trips: list[float] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+
+class Prober(threading.Thread):
+    """Calls ``probe(i)`` every ``interval`` seconds until stopped, timing each call."""
+
+    def __init__(self, probe: Callable[[int], None], interval: float, times: list[float],
+                 failures: list[str]) -> None:
+        super().__init__(daemon=True)
+        self.probe, self.interval = probe, interval
+        self.times, self.failures = times, failures
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        i = 0
+        while not self.stopped.is_set():
+            start = time.perf_counter()
+            try:
+                self.probe(i)
+            except (TimeoutError, CmuxError, RuntimeError) as exc:
+                self.failures.append(f"{type(exc).__name__}: {exc}")
+            else:
+                self.times.append(time.perf_counter() - start)
+            i += 1
+            self.stopped.wait(self.interval)
+
+
+def run_flood(start: Callable[[], None], finished: Callable[[], None],
+              ping: Callable[[int], None], round_trip: Callable[[int], None]) -> Flood:
+    """Start the flood, probe ping (every 10 ms) and round trips (every 50 ms) until
+    ``finished`` returns or raises a timeout."""
+    result = Flood(None)
+    probers = [Prober(ping, 0.01, result.pings, result.failures),
+               Prober(round_trip, 0.05, result.round_trips, result.failures)]
+    for prober in probers:
+        prober.start()
+    began = time.perf_counter()
+    start()
+    try:
+        finished()
+        result.seconds = time.perf_counter() - began
+    except (TimeoutError, CmuxError):
+        result.failures.append("the flood did not finish in time")
+    for prober in probers:
+        prober.stopped.set()
+        prober.join()
+    return result
+
+
+def flood_cmux(side: CmuxSide, size: int, timeout: float) -> Flood:
+    flood = side.new_pane(flood_argv(size))
+    cat = side.new_pane(CAT_ARGV)
+    side.wait_for(flood, "ready-flood")
+    side.wait_for(cat, "ready-cat")
+    ping_conn, rt_conn = side.connect(), side.connect()
+
+    def ping(i: int) -> None:
+        ping_conn.call("ping", timeout=10.0)
+
+    def round_trip(i: int) -> None:
+        tok = token("fl", i)
+        rt_conn.send([("pane.send_text", {"pane_id": cat, "text": tok + "\n"}),
+                      wait_request(cat, tok, 5.0)])
+        rt_conn.reply(10.0)
+        rt_conn.reply(10.0)
+
+    try:
+        return run_flood(lambda: side.send_text(flood, "\n"),
+                         lambda: side.wait_for(flood, "flood-done", timeout),
+                         ping, round_trip)
+    finally:
+        ping_conn.close()
+        rt_conn.close()
+
+
+def flood_tmux(tmux: Tmux, size: int, timeout: float) -> Flood:
+    """The same in tmux: the probes are ``tmux -C`` clients attached to other sessions,
+    so they receive no ``%output`` of the flooding pane."""
+    flood = tmux.new_session("flood", flood_argv(size))
+    cat = tmux.new_session("cat", CAT_ARGV)
+    tmux.new_session("idle", IDLE_ARGV)
+    tmux.wait_visible(flood, "ready-flood", interval=0.01)
+    tmux.wait_visible(cat, "ready-cat", interval=0.01)
+    ping_client, rt_client = ControlClient(tmux, "idle"), ControlClient(tmux, "cat")
+
+    def ping(i: int) -> None:
+        ping_client.command("display-message -p ping", timeout=10.0)
+
+    def round_trip(i: int) -> None:
+        tok = token("fl", i)
+        rt_client.send([f"send-keys -t {cat} {tok} Enter"])
+        rt_client.wait_output(cat, tok.encode(), 5.0)
+
+    try:
+        return run_flood(lambda: tmux.run("send-keys", "-t", flood, "Enter"),
+                         lambda: tmux.wait_visible(flood, "flood-done", timeout, 0.05),
+                         ping, round_trip)
+    finally:
+        ping_client.close()
+        rt_client.close()
+
+
+# -- the cases: fresh servers, cmux half then tmux half ---------------------------------
+
+
+@dataclass
+class Context:
+    """What every case gets: sizes, the emulator to ask cmux for, a scratch directory."""
+
+    sizes: Sizes
+    emulator: str
+    workdir: Path
+    backends: set[str] = field(default_factory=set)
+
+    def cmux(self) -> CmuxSide:
+        return CmuxSide(self.emulator)
+
+    def tmux(self) -> Tmux:
+        return Tmux(Path(tempfile.mkdtemp(prefix="tmux-", dir=self.workdir)))
+
+
+def case_ingest(ctx: Context) -> list[Row]:
+    n, runs = ctx.sizes.ingest_lines, ctx.sizes.ingest_runs
+    with ctx.cmux() as side:
+        cmux_runs = [ingest_cmux(side, n) for _ in range(runs)]
+        ctx.backends.add(side.backend)
+    with ctx.tmux() as tmux:
+        tmux.new_session("main", ["sh"])
+        tmux_runs = [ingest_tmux(tmux, "main", n) for _ in range(runs)]
+    c, t = statistics.median(cmux_runs), statistics.median(tmux_runs)
+    megabytes = seq_bytes(n) / 1e6
+    detail = {"lines": n, "bytes": seq_bytes(n), "cmux_s": cmux_runs, "tmux_s": tmux_runs}
+    return [
+        Row("ingest_s", f"ingest: seq 1..{n} visible (s)", c, t, "lower",
+            f"median of {runs}; cmux wakes on pane.wait_for_output, tmux polls "
+            "capture-pane every 10 ms", detail),
+        Row("ingest_mb_s", "ingest rate (MB/s through the PTY)", megabytes / c, megabytes / t,
+            "higher"),
+    ]
+
+
+def case_roundtrip(ctx: Context) -> list[Row]:
+    count = ctx.sizes.round_trips
+    with ctx.cmux() as side:
+        waited = round_trip_cmux(side, count)
+        read = round_trip_cmux(side, count, poll=True)
+        ctx.backends.add(side.backend)
+    with ctx.tmux() as tmux:
+        pane = tmux.new_session("main", CAT_ARGV)
+        tmux.wait_visible(pane, "ready-cat", interval=0.01)
+        control = round_trip_tmux_control(tmux, "main", pane, count)
+        polled = round_trip_tmux_poll(tmux, pane, count)
+    median = {name: ms(statistics.median(times)) for name, times in
+              [("wait", waited), ("read", read), ("control", control), ("poll", polled)]}
+    detail = {"count": count, **{f"{name}_p90_ms": ms(percentile(times, 90)) for name, times in
+                                 [("wait", waited), ("read", read), ("control", control),
+                                  ("poll", polled)]}}
+    return [
+        Row("roundtrip_wait_control_ms", "round trip (wait_for_output) vs tmux -C, median (ms)",
+            median["wait"], median["control"], "lower",
+            f"median of {count}: a line to cat (echo off) until its output is seen; "
+            "send_text + wait_for_output pipelined on one connection; tmux -C: send-keys, "
+            "then its %output", detail),
+        Row("roundtrip_read_control_ms", "round trip (pane.read polled) vs tmux -C, median (ms)",
+            median["read"], median["control"], "lower",
+            "send_text, then pane.read back to back until the line shows"),
+        Row("roundtrip_wait_poll_ms",
+            "round trip (wait_for_output) vs send-keys+capture-pane, median (ms)",
+            median["wait"], median["poll"], "lower",
+            "tmux: one send-keys process, then capture-pane processes back to back"),
+    ]
+
+
+def case_pings(ctx: Context) -> list[Row]:
+    count = ctx.sizes.pings
+    with ctx.cmux() as side:
+        conn = side.connect()
+        try:
+            sequential = pings_cmux(conn, count, pipelined=False)
+            pipelined = pings_cmux(conn, count, pipelined=True)
+        finally:
+            conn.close()
+    with ctx.tmux() as tmux:
+        tmux.new_session("main", IDLE_ARGV)
+        client = ControlClient(tmux, "main")
+        try:
+            t_sequential = pings_tmux(client, count, pipelined=False)
+            t_pipelined = pings_tmux(client, count, pipelined=True)
+        finally:
+            client.close()
+    return [
+        Row("pings_sequential", "pings/s, one at a time", sequential, t_sequential, "higher",
+            f"{count} requests on one connection; tmux: display-message -p on tmux -C"),
+        Row("pings_pipelined", f"pings/s, pipelined {PIPELINE_DEPTH} deep", pipelined,
+            t_pipelined, "higher"),
+    ]
+
+
+def case_cpu(ctx: Context) -> list[Row]:
+    panes, seconds = ctx.sizes.idle_panes, ctx.sizes.idle_seconds
+    with ctx.cmux() as side:
+        c = idle_cpu_cmux(side, panes, seconds)
+        ctx.backends.add(side.backend)
+    with ctx.tmux() as tmux:
+        tmux.new_session("main", ["sh"])
+        t = idle_cpu_tmux(tmux, "main", panes, seconds)
+    return [Row("idle_cpu_pct", f"server CPU, {panes} idle panes (% of a core)", c, t, "lower",
+                f"utime+stime of the server process over {seconds:g} s, clock tick "
+                f"{1000 / CLOCK_TICKS:g} ms")]
+
+
+def case_rss(ctx: Context) -> list[Row]:
+    panes, lines = ctx.sizes.rss_panes, ctx.sizes.rss_lines
+    with ctx.cmux() as side:
+        c_base, c_after = rss_cmux(side, panes, lines)
+        ctx.backends.add(side.backend)
+    with ctx.tmux() as tmux:
+        tmux.new_session("main", ["sh"])
+        tmux.run("set-option", "-g", "history-limit", str(lines))
+        t_base, t_after = rss_tmux(tmux, "main", panes, lines)
+    mib = 1 << 20
+    return [Row("rss_per_pane_mib", f"RSS per pane, {lines} coloured lines (MiB)",
+                (c_after - c_base) / panes / mib, (t_after - t_base) / panes / mib, "lower",
+                f"(server RSS with {panes} more panes - RSS with one pane) / {panes}; "
+                f"tmux history-limit {lines}; baselines cmux {c_base / mib:.0f} MiB, "
+                f"tmux {t_base / mib:.0f} MiB",
+                {"cmux_baseline": c_base, "cmux_after": c_after, "tmux_baseline": t_base,
+                 "tmux_after": t_after, "panes": panes})]
+
+
+def case_flood(ctx: Context) -> list[Row]:
+    size, timeout = ctx.sizes.flood_bytes, ctx.sizes.flood_timeout
+    with ctx.cmux() as side:
+        c = flood_cmux(side, size, timeout)
+        ctx.backends.add(side.backend)
+    with ctx.tmux() as tmux:
+        t = flood_tmux(tmux, size, timeout)
+
+    def p(values: list[float], q: float) -> float | None:
+        return ms(percentile(values, q)) if values else None
+
+    mb = size / 1e6
+    detail = {"bytes": size, "cmux_failures": c.failures[:20],
+              "tmux_failures": t.failures[:20], "cmux_probes": [len(c.pings), len(c.round_trips)],
+              "tmux_probes": [len(t.pings), len(t.round_trips)],
+              "cmux_ping_max_ms": p(c.pings, 100), "tmux_ping_max_ms": p(t.pings, 100)}
+    failures = (f"; failed probes: cmux {len(c.failures)}, tmux {len(t.failures)}"
+                if c.failures or t.failures else "")
+    return [
+        Row("flood_s", f"flood: {mb:g} MB printed in one pane (s)", c.seconds, t.seconds,
+            "lower", f"time until its last line is visible (- = not within {timeout:g} s)"
+            + failures, detail),
+        Row("flood_ping_p50_ms", "flood: ping p50 on another connection (ms)",
+            p(c.pings, 50), p(t.pings, 50), "lower",
+            "a ping every 10 ms during the flood; tmux: display-message -p on tmux -C"),
+        Row("flood_ping_p99_ms", "flood: ping p99 on another connection (ms)",
+            p(c.pings, 99), p(t.pings, 99), "lower", "target: under 20 ms"),
+        Row("flood_rt_p50_ms", "flood: other pane's round trip p50 (ms)",
+            p(c.round_trips, 50), p(t.round_trips, 50), "lower",
+            "a line to cat in another pane every 50 ms, until its output is seen"),
+        Row("flood_rt_p99_ms", "flood: other pane's round trip p99 (ms)",
+            p(c.round_trips, 99), p(t.round_trips, 99), "lower"),
+    ]
+
+
+CASES: dict[str, Callable[[Context], list[Row]]] = {
+    "ingest": case_ingest,
+    "roundtrip": case_roundtrip,
+    "pings": case_pings,
+    "cpu": case_cpu,
+    "rss": case_rss,
+    "flood": case_flood,
+}
