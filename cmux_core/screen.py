@@ -466,20 +466,22 @@ class _Screen(pyte.Screen):
 
     def index(self) -> None:
         """Move down a line, scrolling the region (into scrollback when it is the whole screen)."""
-        top, bottom = self.margins or Margins(0, self.lines - 1)
         cursor = self.cursor
+        last = self.lines - 1
+        top, bottom = (0, last) if self.margins is None else self.margins
         if cursor.y != bottom:
-            if cursor.y < self.lines - 1:
+            if cursor.y < last:
                 cursor.y += 1
             return
         buffer = self.buffer
-        if top == 0 and bottom == self.lines - 1:
+        if top == 0 and bottom == last:
             if self._stash is None:
                 self._push_history(buffer.get(0))
             moved = [(y - 1, line) for y, line in buffer.items() if y]
             buffer.clear()
             buffer.update(moved)
-            self.dirty.update(range(self.lines))
+            if len(self.dirty) <= last:
+                self.dirty.update(range(self.lines))
             return
         pop = buffer.pop
         for y in range(top, bottom):
@@ -520,6 +522,11 @@ class _Screen(pyte.Screen):
         self.index()
         if modes.LNM in self.mode:
             self.cursor.x = 0
+
+    def carriage_return_linefeed(self) -> None:
+        """CR LF in one call: the most common control pair in program output."""
+        self.cursor.x = 0
+        self.index()
 
     def erase_in_line(self, how: int = 0, private: bool = False) -> None:
         cursor = self.cursor
@@ -1017,6 +1024,7 @@ class _Parser:
             text, self._tail = self._tail + text, ""
         screen = self.screen
         draw = screen.draw
+        crlf = screen.carriage_return_linefeed
         search = _CONTROLS.search
         n = len(text)
         i = self._string_body(text, 0) if self._string is not None else 0
@@ -1030,11 +1038,11 @@ class _Parser:
                 draw(text[i:j])
             char = text[j]
             if char == "\r":
-                screen.cursor.x = 0
                 if text.startswith("\n", j + 1):
-                    screen.linefeed()
+                    crlf()
                     i = j + 2
                 else:
+                    screen.cursor.x = 0
                     i = j + 1
             elif char == "\n" or char == "\x0b" or char == "\x0c":
                 screen.linefeed()
@@ -1225,7 +1233,7 @@ class _Parser:
         elif final == "u":
             screen.kitty_keyboard(marker, args)
         elif marker == ">" and final == "c" and first == 0:
-            screen.replies.append("\x1b[>1;10;0c")
+            screen.replies.append("\x1b[>1;0;0c")
 
     def _csi_intermediate(
         self, marker: str, args: list[int], intermediates: str, final: str
