@@ -260,6 +260,10 @@ class _NativeTerminal:
         self._set(lib.GHOSTTY_TERMINAL_OPT_WRITE_PTY, _WRITE_PTY_CALLBACK, "write_pty")
         self._set(lib.GHOSTTY_TERMINAL_OPT_SIZE, _SIZE_CALLBACK, "size")
         self._set(lib.GHOSTTY_TERMINAL_OPT_SCROLLBACK_MAX_LINES, ffi.NULL, "scrollback lines")
+        # Nothing here displays images; a zero limit stops kitty graphics (10 MB by
+        # default) from being stored, and programs see the protocol as unsupported.
+        self._set(lib.GHOSTTY_TERMINAL_OPT_KITTY_IMAGE_STORAGE_LIMIT, ffi.new("uint64_t*", 0),
+                  "kitty image storage")
         self._size: Any = ffi.new("size_t*")
         self._u16: Any = ffi.new("uint16_t*")
         self._u64: Any = ffi.new("uint64_t*")

@@ -180,6 +180,13 @@ def test_background_colour_query_is_answered_with_a_dark_background() -> None:
     assert emulator.take_replies() == b"\x1b]11;rgb:0000/0000/0000\x1b\\"
 
 
+def test_kitty_graphics_are_not_stored_or_acknowledged() -> None:
+    emulator = screen(data=b"\x1b_Gi=31,s=1,v=1,a=q,t=d,f=24;AAAA\x1b\\\x1b[c")
+    replies = emulator.take_replies()
+    assert b"\x1b_G" not in replies and replies.startswith(b"\x1b[?")
+    assert texts(emulator.visible_rows())[0] == ""
+
+
 # --- modes -------------------------------------------------------------------------------------
 
 
