@@ -13,6 +13,7 @@ result everywhere.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -60,10 +61,11 @@ def table(rows: list[Result], columns: list[tuple[str, Callable[[Result], object
 
 
 def fields(obj: Result) -> None:
-    """Print a flat object as ``key: value`` lines (nested values as JSON-ish reprs)."""
+    """Print an object as aligned ``key  value`` lines; non-strings as JSON."""
     width = max((len(k) for k in obj), default=0)
     for key, value in obj.items():
-        print(f"{key.ljust(width)}  {value}")
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        print(f"{key.ljust(width)}  {shown}".rstrip())
 
 
 def star(flag: object) -> str:
@@ -126,30 +128,32 @@ def show_windows(r: Result) -> None:
     ])
 
 
+def outline(depth: int, *parts: object) -> None:
+    """One indented line of a tree; empty parts are left out."""
+    print("  " * depth + "  ".join(str(p) for p in parts if p not in (None, "")))
+
+
 def show_tree(r: Result) -> None:
     for window in r["windows"]:
-        print(f"{window['ref']}{'  (active)' if window.get('key') else ''}")
+        outline(0, window["ref"], star(window.get("key")))
         for ws in window["workspaces"]:
-            mark = "  [selected]" if ws.get("selected") else ""
-            print(f"  {ws['ref']}  {ws['workspace_id']}  {ws.get('title', '')}{mark}")
+            outline(1, ws["ref"], ws["workspace_id"], ws.get("title"), star(ws.get("selected")))
             for pane in ws["panes"]:
                 surface = pane["surfaces"][0] if pane["surfaces"] else {}
-                focus = "  *" if pane.get("focused") else ""
-                title = f"  {surface['title']}" if surface.get("title") else ""
-                print(f"    {pane['ref']}  {surface.get('public_pane_id', '')}{focus}{title}")
+                outline(2, pane["ref"], surface.get("public_pane_id"), star(pane.get("focused")),
+                        surface.get("title"))
 
 
 def show_snapshot(r: Result) -> None:
     snap = r["snapshot"]
     print(f"cmux {snap.get('version')} (protocol {snap.get('protocol')})")
     for ws in snap["workspaces"]:
-        print(f"{ws['workspace_id']}  {ws.get('label', '')}{'  *' if ws.get('focused') else ''}")
+        outline(0, ws["workspace_id"], ws.get("label"), star(ws.get("focused")))
         for tab in (t for t in snap["tabs"] if t["workspace_id"] == ws["workspace_id"]):
-            print(f"  {tab['tab_id']}  {tab.get('label', '')}{'  *' if tab.get('focused') else ''}")
+            outline(1, tab["tab_id"], tab.get("label"), star(tab.get("focused")))
             for p in (p for p in snap["panes"] if p["tab_id"] == tab["tab_id"]):
-                title = pane_title(p) or ""
-                print(f"    {p['pane_id']}  {p.get('columns')}x{p.get('rows')}  {title}"
-                      f"{'  *' if p.get('focused') else ''}")
+                outline(2, p["pane_id"], f"{p.get('columns')}x{p.get('rows')}",
+                        star(p.get("focused")), pane_title(p))
 
 
 def show_text(r: Result) -> None:
@@ -288,7 +292,7 @@ GROUPS: dict[str, tuple[str, list[Command]]] = {
                 (arg("--pane", dest="pane_id", metavar="PANE",
                      help="pane to split (default: $CMUX_PANE_ID, else the focused pane)"),
                  arg("--direction", choices=["right", "down"], default="right"),
-                 arg("--ratio", type=float, help="share kept by the split pane (0.1-0.9)"),
+                 arg("--ratio", type=float, help="split ratio (clamped to 0.1-0.9)"),
                  CWD, ENV, FOCUS, ARGV),
                 show_key("pane", "pane_id"), pane_default=True),
         Command("focus", "pane.focus", "focus a pane (and its workspace and tab)", (PANE,)),
@@ -310,11 +314,11 @@ GROUPS: dict[str, tuple[str, list[Command]]] = {
                  arg("--ansi", dest="format", action="store_const", const="ansi",
                      help="keep colours and attributes as escape sequences")),
                 show_text, pane_default=True),
-        Command("wait", "pane.wait_for_output", "wait until a line of output matches; "
-                "print it", (PANE, arg("pattern"),
-                             arg("--regex", action="store_true", help="pattern is a regex"),
-                             arg("--timeout", type=float, help="seconds (default: forever)"),
-                             SOURCE, LINES),
+        Command("wait", "pane.wait_for_output", "wait for a matching line and print it",
+                (PANE, arg("pattern"),
+                 arg("--regex", action="store_true", help="pattern is a regex"),
+                 arg("--timeout", type=float, help="seconds (default: forever)"),
+                 SOURCE, LINES),
                 show_key("matched_line"), params=wait_params),
         Command("process-info", "pane.process_info", "show a pane's foreground processes",
                 (OPTIONAL_PANE,), show_process_info, pane_default=True),
