@@ -1,0 +1,69 @@
+"""The bench harness runs end to end against a real server, in a tiny form.
+
+Only that every cmux half completes and returns well-formed figures is checked;
+nothing here asserts on timing.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# bench/ sits next to tests/ and is not an installed package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import cases
+from bench.cmux import CmuxSide
+from bench.report import Row, table
+
+
+@pytest.fixture(scope="module")
+def side() -> Iterator[CmuxSide]:
+    """One server for the module: starting one takes longer than all the halves here."""
+    with CmuxSide("auto") as s:
+        yield s
+
+
+def test_ingest_and_round_trips(side: CmuxSide) -> None:
+    assert cases.ingest_cmux(side, 1000, timeout=30) > 0
+    assert len(cases.round_trip_cmux(side, 2)) == 2
+    assert len(cases.round_trip_cmux(side, 2, poll=True)) == 2
+    assert side.backend in ("ghostty", "pyte")
+
+
+def test_pings(side: CmuxSide) -> None:
+    conn = side.connect()
+    try:
+        assert cases.pings_cmux(conn, 10, pipelined=False) > 0
+        assert cases.pings_cmux(conn, 250, pipelined=True) > 0
+        assert conn.call("ping") is not None
+    finally:
+        conn.close()
+
+
+def test_idle_cpu_and_rss(side: CmuxSide) -> None:
+    assert cases.idle_cpu_cmux(side, 3, 0.05, settle=0.0) >= 0
+    baseline, after = cases.rss_cmux(side, 1, 50, settle=0.0)
+    assert baseline > 0
+    assert after > 0
+
+
+def test_flood_finishes_and_probes_do_not_fail(side: CmuxSide) -> None:
+    flood = cases.flood_cmux(side, 20_000, timeout=30)
+    assert flood.seconds is not None
+    assert flood.failures == []
+
+
+def test_table_reads_ratios_by_direction() -> None:
+    rows = [Row("a", "lower wins", 1.0, 2.0, "lower"),
+            Row("b", "higher wins", 1.0, 4.0, "higher", note="a note"),
+            Row("c", "no tmux figure", 1.0, None, "lower")]
+    assert [r.reading() for r in rows] == ["cmux 2.0x better", "tmux 4.0x better", "n/a"]
+    text = table(rows)
+    assert "lower wins" in text
+    assert "* higher wins: a note" in text
+    assert cases.percentile([3.0, 1.0, 2.0], 50) == 2.0
+    assert cases.percentile([3.0, 1.0, 2.0], 100) == 3.0
