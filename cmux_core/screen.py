@@ -39,7 +39,6 @@ from cmux_core.errors import CmuxError, InvalidParams
 
 ReadSource = Literal["visible", "recent", "recent_unwrapped", "detection"]
 ReadFormat = Literal["text", "ansi"]
-EmulatorBackend = Literal["pyte", "ghostty", "auto"]
 
 READ_LINES_MAX = 1000
 RECENT_LINES_DEFAULT = 80
