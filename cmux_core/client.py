@@ -9,6 +9,7 @@ stay stdlib-only and quick to import.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -20,6 +21,8 @@ from typing import Any
 from .errors import CmuxError
 
 DEFAULT_TIMEOUT = 30.0
+CLIENT_DEFAULT = -1.0
+"""Pass as ``timeout`` to use the client's own timeout."""
 
 
 def _default_socket() -> str:
@@ -97,13 +100,13 @@ class Client:
         return line
 
     def request(self, method: str, params: dict[str, Any] | None = None, *,
-                timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
+                timeout: float | None = CLIENT_DEFAULT) -> dict[str, Any]:
         """Send one request and return the whole reply object (``ok``/``result``/``error``)."""
         self.connect()
         assert self._sock is not None
         request_id = next(self._ids)
         self._sock.sendall(_encode(request_id, method, params))
-        wait = self.timeout if timeout is ... else timeout
+        wait = self.timeout if timeout == CLIENT_DEFAULT else timeout
         while True:
             reply = json.loads(self._readline(wait))
             if "event" in reply and "id" not in reply:
@@ -111,7 +114,7 @@ class Client:
             return dict(reply)
 
     def call(self, method: str, params: dict[str, Any] | None = None, *,
-             timeout: float | None = ...) -> dict[str, Any]:  # type: ignore[assignment]
+             timeout: float | None = CLIENT_DEFAULT) -> dict[str, Any]:
         """Call ``method`` and return its ``result``; raises CmuxError on an error reply."""
         return _result(self.request(method, params, timeout=timeout))
 
@@ -155,10 +158,8 @@ class AsyncClient:
     async def close(self) -> None:
         if self._writer is not None:
             self._writer.close()
-            try:
+            with contextlib.suppress(ConnectionError, OSError):
                 await self._writer.wait_closed()
-            except (ConnectionError, OSError):
-                pass
         self._reader = self._writer = None
 
     async def _readline(self, timeout: float | None) -> dict[str, Any]:

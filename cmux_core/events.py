@@ -31,7 +31,7 @@ EVENT_KINDS = (
     "pane_notification", "plugin_loaded", "plugin_unloaded", "plugin_error",
     "server_manifests_reloaded",
 )
-"""Every generic event kind; subscribe with the dotted form (``pane_created`` → ``pane.created``)."""
+"""Every generic event kind; subscribe with the dotted form (``pane.created``)."""
 
 
 def dotted(kind: str) -> str:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from . import ids, layout
 from .config import Settings
@@ -31,6 +31,7 @@ from .terminal import Terminal
 log = logging.getLogger(__name__)
 
 Direction = Literal["right", "down"]
+T = TypeVar("T")
 
 
 @dataclass(eq=False)
@@ -149,7 +150,7 @@ class Mux:
 
     # -- construction --------------------------------------------------------------
 
-    def _mint(self, kind: str, obj: object) -> tuple[str, str]:
+    def _mint(self, kind: ids.RefKind, obj: object) -> tuple[str, str]:
         uuid = ids.new_uuid()
         ref = self.refs.mint(kind)
         self._by_uuid[uuid] = obj
@@ -361,7 +362,7 @@ class Mux:
         return self._by_ref.get(str(handle))
 
     def _workspace_from(self, handle: ids.Handle) -> Workspace | None:
-        if isinstance(handle, ids.ShortRef | ids.UuidRef):
+        if isinstance(handle, (ids.ShortRef, ids.UuidRef)):
             obj = self._lookup(handle)
             return obj if isinstance(obj, Workspace) else None
         if isinstance(handle, ids.WorkspaceId):
@@ -430,7 +431,7 @@ class Mux:
         return None
 
     def find_window(self, text: str) -> Window | None:
-        handle = ids.parse_handle("window", text.strip())
+        handle = ids.parse_window_ref(text.strip())
         if handle is None:
             return None
         obj = self._lookup(handle)
@@ -812,7 +813,8 @@ class Mux:
         return [t for t in terms if not t.process_done]
 
 
-def require(obj: object, kind: str, text: str) -> Any:
+def require(obj: T | None, kind: str, text: str | None) -> T:
+    """``obj``, or ``<kind>_not_found`` naming ``text`` when it is None."""
     if obj is None:
         raise NotFound(kind, text)
     return obj

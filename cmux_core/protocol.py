@@ -50,7 +50,8 @@ def parse_line(line: bytes) -> Request:
     try:
         line.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise RequestError(CmuxError("invalid_utf8", f"request is not valid UTF-8 ({exc.reason})"))
+        raise RequestError(CmuxError("invalid_utf8", f"request is not valid UTF-8 ({exc.reason})")
+                           ) from None
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:

@@ -158,9 +158,9 @@ class Connection:
     async def until_gone(self, awaitable: Awaitable[T]) -> T:
         """Await ``awaitable`` unless the peer disconnects first (then Disconnected)."""
         task: asyncio.Future[T] = asyncio.ensure_future(awaitable)
-        gone = asyncio.ensure_future(self.gone.wait())
+        gone: asyncio.Future[Any] = asyncio.ensure_future(self.gone.wait())
         try:
-            done, _ = await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait([task, gone], return_when=asyncio.FIRST_COMPLETED)
         finally:
             gone.cancel()
         if task in done:
@@ -211,9 +211,13 @@ class Server:
         self.stopping = asyncio.Event()
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[Any]] = set()
-        self.plugins: Any = None
         from .methods import register_core_methods
+        from .plugins import PluginHost
+
         register_core_methods(self.methods)
+        self.plugins = PluginHost(settings, methods=self.methods, publish=self.events.publish,
+                                  socket_path=socket_path)
+        self.events.observe(self.plugins.on_event)
 
     async def call(self, request: Request, connection: Connection | None) -> dict[str, Any]:
         call = Call(self, connection, request.id, request.method)
@@ -234,6 +238,8 @@ class Server:
             if await _socket_is_live(path):
                 raise ServerAlreadyRunning(f"a cmux server is already running on {path}")
             path.unlink()
+        # Plugins are loaded before the socket exists, so no request sees half of them.
+        await self.plugins.load()
         old_umask = os.umask(0o177)
         try:
             self._server = await asyncio.start_unix_server(
@@ -243,6 +249,7 @@ class Server:
         os.chmod(path, 0o600)
         self.mux.create_window()
         self.mux.create_workspace(focus=True)
+        await self.plugins.start()
 
     async def _on_connect(self, reader: asyncio.StreamReader,
                           writer: asyncio.StreamWriter) -> None:
@@ -277,6 +284,7 @@ class Server:
         """Stop accepting, SIGHUP every pane, reap the children, unlink the socket."""
         if self._server is not None:
             self._server.close()
+        await self.plugins.stop()
         for task in list(self._connections):
             task.cancel()
         terms = self.mux.close_all()
@@ -300,13 +308,13 @@ def _peer_allowed(sock: socket.socket) -> bool:
     except OSError:
         return True
     _pid, uid, _gid = struct.unpack("3i", creds)
-    return uid == os.getuid()
+    return bool(uid == os.getuid())
 
 
 async def _socket_is_live(path: Path) -> bool:
     try:
         _reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(str(path)), 1.0)
-    except (OSError, asyncio.TimeoutError):
+    except (TimeoutError, OSError):
         return False
     writer.close()
     return True

@@ -14,6 +14,7 @@ through a pidfd, so no process is left a zombie.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import fcntl
 import logging
@@ -346,10 +347,8 @@ class Terminal:
         try:
             os.killpg(self.pid, sig)
         except (ProcessLookupError, PermissionError):
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(self.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
 
     @property
     def process_done(self) -> bool:

@@ -84,9 +84,17 @@ class ServerProcess:
 
 def start_server(args: list[str] | None = None, env: dict[str, str] | None = None,
                  size: str = "80x24") -> ServerProcess:
-    """Start a real server in a fresh temporary home; returns once it answers ``ping``."""
+    """Start a real server in a fresh temporary home; returns once it answers ``ping``.
+
+    The socket is ``<home>/s.sock`` unless ``args`` holds ``--socket PATH``.
+    """
     home = Path(tempfile.mkdtemp(prefix="cmux-t-", dir=tempfile.gettempdir()))
-    sock = home / "s.sock"
+    args = list(args or [])
+    if "--socket" in args:
+        sock = Path(args[args.index("--socket") + 1])
+    else:
+        sock = home / "s.sock"
+        args[:0] = ["--socket", str(sock)]
     log_path = home / "server.log"
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("CMUX_")}
     full_env.update({
@@ -97,8 +105,7 @@ def start_server(args: list[str] | None = None, env: dict[str, str] | None = Non
         "ENV": "",
     })
     full_env.update(env or {})
-    cmd = [sys.executable, "-m", "cmux_core", "serve", "--socket", str(sock), "--size", size,
-           "--quiet", *(args or [])]
+    cmd = [sys.executable, "-m", "cmux_core", "serve", "--size", size, "--quiet", *args]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 env=full_env, cwd=str(home))

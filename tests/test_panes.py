@@ -7,9 +7,9 @@ import os
 import sys
 
 import pytest
+from conftest import Api
 
 from cmux_core.testing import ServerProcess, wait_for
-from conftest import Api
 
 PY = sys.executable
 

@@ -7,9 +7,9 @@ import socket
 import threading
 
 import pytest
+from conftest import Api, Raw
 
 from cmux_core.testing import ServerProcess
-from conftest import Api, Raw
 
 
 def snapshot(api: Api) -> dict[str, object]:

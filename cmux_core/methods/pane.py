@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from typing import Any, Literal
@@ -326,7 +327,7 @@ async def pane_wait_for_output(call: Call, p: WaitForOutputParams) -> Result:
                 raise WaitTimeout(message="timed out waiting for output match")
             try:
                 await asyncio.wait_for(changed.wait(), remaining)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise WaitTimeout(message="timed out waiting for output match") from None
             pause = WAIT_RECHECK_S - (time.monotonic() - checked)
             if pause > 0:
@@ -352,10 +353,8 @@ def process_entry(pid: int) -> dict[str, Any] | None:
     entry: dict[str, Any] = {"pid": pid, "name": name}
     if argv:
         entry.update({"argv0": argv[0], "argv": argv, "cmdline": " ".join(argv)})
-    try:
+    with contextlib.suppress(OSError):
         entry["cwd"] = os.readlink(f"/proc/{pid}/cwd")
-    except OSError:
-        pass
     return entry
 
 

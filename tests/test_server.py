@@ -1,0 +1,175 @@
+"""Server lifecycle: binding, permissions, peers, shutdown; event subscriptions."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import Api
+
+from cmux_core.testing import ServerProcess, start_server, wait_for
+
+
+def test_socket_and_directory_permissions(cmux_server: ServerProcess) -> None:
+    mode = stat.S_IMODE(os.stat(cmux_server.socket_path).st_mode)
+    assert mode == 0o600
+    parent = cmux_server.socket_path.parent / "nested" / "dir"
+    server = start_server(["--socket", str(parent / "x.sock")])
+    try:
+        assert stat.S_IMODE(os.stat(parent).st_mode) == 0o700
+    finally:
+        server.stop()
+
+
+def test_refuses_to_start_when_a_live_server_answers(cmux_server: ServerProcess) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "cmux_core", "serve", "--socket", str(cmux_server.socket_path),
+         "--quiet"], capture_output=True, text=True, timeout=30, env=cmux_server.env)
+    assert proc.returncode == 1
+    assert "already running" in proc.stderr
+    assert cmux_server.call("ping")["type"] == "pong"
+
+
+def test_stale_socket_file_is_replaced(tmp_path_factory: pytest.TempPathFactory) -> None:
+    first = start_server()
+    path = first.socket_path
+    first.process.kill()  # dies without cleaning up: the socket file stays behind
+    first.process.wait()
+    assert path.exists()
+    second = start_server(["--socket", str(path)])
+    try:
+        assert second.call("ping")["type"] == "pong"
+    finally:
+        second.stop()
+
+
+def _pane_pid(server: ServerProcess) -> int:
+    info = server.call("pane.process_info", {"pane_id": "w1:p1"})["process_info"]
+    return int(info["shell_pid"])
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("how", ["sigterm", "sigint", "server.stop"])
+def test_graceful_shutdown(how: str) -> None:
+    server = start_server()
+    pid = _pane_pid(server)
+    if how == "server.stop":
+        assert server.call("server.stop") == {"type": "ok"}
+    else:
+        server.process.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGINT)
+    assert server.process.wait(15) == 0
+    assert not server.socket_path.exists()
+    wait_for(lambda: _gone(pid), 5, message="pane shell to end")
+
+
+def test_peer_of_another_uid_is_rejected() -> None:
+    if os.getuid() != 0:
+        pytest.skip("needs root to connect as another user")
+    # A directory another user can reach (the temp dir may be private), opened up on purpose.
+    shared = Path(tempfile.mkdtemp(dir="/dev/shm"))
+    cmux_server = start_server(["--socket", str(shared / "open.sock")])
+    os.chmod(shared, 0o755)
+    os.chmod(cmux_server.socket_path, 0o666)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child becomes "nobody" and reports what the server said
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(str(cmux_server.socket_path))
+            s.sendall(b'{"id":1,"method":"ping"}\n')
+            s.settimeout(10)
+            os.write(write_end, s.recv(4096))
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    os.waitpid(pid, 0)
+    with os.fdopen(read_end, "rb") as f:
+        reply = json.loads(f.read())
+    assert reply["ok"] is False and reply["error"]["code"] == "forbidden"
+    assert "another user" in reply["error"]["message"]
+    assert cmux_server.call("ping")["type"] == "pong"
+    cmux_server.stop()
+    shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_pane_close_returns_before_a_hup_ignoring_process_is_killed(api: Api) -> None:
+    pane = api.run(["sh", "-c", "trap '' HUP; echo armed; while :; do sleep 1; done"])
+    api.wait_text(pane, "armed")
+    pid = api("pane.process_info", {"pane_id": pane})["process_info"]["shell_pid"]
+    api("pane.close", {"pane_id": pane})
+    # The reply came while the process still lives: close never waits for it.
+    assert not _gone(pid)
+    assert api("ping")["type"] == "pong"
+    wait_for(lambda: _gone(pid), 10, message="SIGKILL after the grace period")
+
+
+def test_subscription_stream_is_ordered_and_schema_valid(api: Api) -> None:
+    api("events.subscribe", {"subscriptions": [{"type": "pane.created"},
+                                               {"type": "pane.closed"}]})
+    other = Api(api.server)
+    created = other("pane.split", {})["pane"]["pane_id"]
+    other("pane.close", {"pane_id": created})
+    first, second = api.event(), api.event()
+    assert first["event"] == "pane_created" and first["data"]["pane"]["pane_id"] == created
+    assert second == {"event": "pane_closed", "data": {"type": "pane_closed",
+                                                       "pane_id": created,
+                                                       "workspace_id": "w1"}}
+    other.close()
+
+
+def test_unknown_subscription_type_is_invalid_params(api: Api) -> None:
+    err = api.error("events.subscribe", {"subscriptions": [{"type": "pane.created"},
+                                                           {"type": "pane.exploded"}]})
+    assert err["code"] == "invalid_params" and "subscriptions[1].type" in err["message"]
+
+
+def test_slow_subscriber_is_dropped_without_slowing_anyone(cmux_server: ServerProcess) -> None:
+    stalled = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stalled.connect(str(cmux_server.socket_path))
+    stalled.sendall(b'{"id":1,"method":"events.subscribe","params":{"subscriptions":'
+                    b'[{"type":"tab.renamed"}]}}\n')
+    reader = Api(cmux_server)
+    reader("events.subscribe", {"subscriptions": [{"type": "tab.renamed"}]})
+    seen: list[str] = []
+    thread = threading.Thread(target=lambda: seen.extend(
+        reader.readline(60)["data"]["label"][:11] for _ in range(10_000)))
+    thread.start()
+    producer = Api(cmux_server)
+    for i in range(10_000):
+        producer("tab.rename", {"tab_id": "w1:t1", "label": f"label-{i:05d}-" + "x" * 40})
+    thread.join(120)
+    # The reading subscriber got every event, in order, despite the stalled one.
+    assert len(seen) == 10_000
+    assert seen[0] == "label-00000" and seen[-1] == "label-09999"
+    assert producer("ping")["type"] == "pong"
+    # The stalled subscriber was cut off with a final overflow notice.
+    stalled.settimeout(10)
+    data = b""
+    while chunk := stalled.recv(1 << 20):
+        data += chunk
+    lines = [json.loads(line) for line in data.splitlines()]
+    assert lines[0]["result"]["type"] == "subscription_started"
+    assert lines[-1]["event"] == "subscription_overflow"
+    assert len(lines) < 10_000
+    for conn in (stalled, reader.sock, producer.sock):
+        conn.close()
