@@ -16,12 +16,13 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from . import ids, layout
+from .agents import AgentTracker
 from .config import Settings
 from .errors import CmuxError, NotFound
 from .events import EventHub
@@ -147,6 +148,8 @@ class Mux:
         self._by_ref: dict[str, object] = {}
         self._reaping: set[Terminal] = set()
         self._output_events: dict[str, asyncio.Event] = {}
+        self.output_listeners: list[Callable[[Pane], None]] = []
+        self.agents = AgentTracker(self, events)
 
     # -- construction --------------------------------------------------------------
 
@@ -270,7 +273,12 @@ class Mux:
         term = surface.terminal
         term.on_signal = lambda t, sig: self._on_signal(surface, sig)
         term.on_exit = lambda t: self._on_exit(surface)
-        term.on_output = lambda t: self._wake(pane)
+        term.on_output = lambda t: self._on_output(pane)
+
+    def _on_output(self, pane: Pane) -> None:
+        self._wake(pane)
+        for listener in self.output_listeners:
+            listener(pane)
 
     def output_signal(self, pane: Pane) -> asyncio.Event:
         """An event set at the pane's next output (or exit, or close); fresh after it fires."""
@@ -488,12 +496,15 @@ class Mux:
         before = self._focus_key()
         self._select_workspace(ws)
         self._emit_focus_if_changed(before)
+        if ws.active_tab is not None:
+            self.agents.mark_tab_seen(ws.active_tab)
 
     def focus_tab(self, tab: Tab) -> None:
         before = self._focus_key()
         tab.workspace.active_tab = tab
         self._select_workspace(tab.workspace)
         self._emit_focus_if_changed(before)
+        self.agents.mark_tab_seen(tab)
 
     def focus_pane(self, pane: Pane) -> None:
         before = self._focus_key()
@@ -504,6 +515,7 @@ class Mux:
         tab.workspace.active_tab = tab
         self._select_workspace(tab.workspace)
         self._emit_focus_if_changed(before)
+        self.agents.mark_tab_seen(tab)
         if tab.zoomed:
             self.apply_sizes(tab)
 
@@ -585,6 +597,7 @@ class Mux:
     def _discard_pane(self, pane: Pane) -> None:
         del self.panes[pane.key]
         self._wake(pane)
+        self.agents.forget(pane)
         self._forget(pane.key, pane.ref)
         for alias, key in list(self.aliases.items()):
             if key == pane.key:
@@ -704,7 +717,7 @@ class Mux:
             "pane_count": sum(len(layout.panes(t.tree)) for t in ws.tabs),
             "tab_count": len(ws.tabs),
             "active_tab_id": active.id if active else "",
-            "agent_status": "unknown",
+            "agent_status": self.agents.rollup(self.workspace_panes(ws)),
             "cwd": ws.cwd,
             "uuid": ws.uuid,
             "ref": ws.ref,
@@ -719,7 +732,7 @@ class Mux:
             "label": self.tab_label(tab),
             "focused": self.active_workspace() is ws and ws.active_tab is tab,
             "pane_count": len(layout.panes(tab.tree)),
-            "agent_status": "unknown",
+            "agent_status": self.agents.rollup(self.tab_panes(tab)),
             "zoomed": tab.zoomed,
         }
 
@@ -744,8 +757,8 @@ class Mux:
             "workspace_id": ws.id,
             "tab_id": pane.tab.id,
             "focused": self.is_focused(pane),
-            "agent_status": "unknown",
             "revision": pane.title_revision,
+            **self.agents.pane_fields(pane),
         }
         cwd = self.pane_cwd(pane)
         if cwd:
