@@ -3,6 +3,7 @@ through a real server; every reply and event is checked against the herdr schema
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import sys
@@ -13,6 +14,8 @@ from typing import Any
 import pytest
 from conftest import Api
 
+from cmux_core.cli import add_common, build_parser
+from cmux_core.cli_layout import add_layout_commands
 from cmux_core.errors import CmuxError
 from cmux_core.testing import wait_for
 
@@ -567,9 +570,10 @@ def test_tab_and_workspace_order(api: Api) -> None:
 DIRECTIONS = ("left", "right", "up", "down")
 
 
-def test_random_rearrangements_keep_every_invariant(api: Api) -> None:
+@pytest.mark.parametrize("seed", [4, 11, 2024])
+def test_random_rearrangements_keep_every_invariant(api: Api, seed: int) -> None:
     """Seeded random split/close/swap/move/resize/zoom steps; invariants after each."""
-    rng = random.Random(4)
+    rng = random.Random(seed)
     deadline = time.monotonic() + 75
     terminals: dict[str, str] = {"w1:p1": api("pane.get", {"pane_id": "w1:p1"})["pane"][
         "terminal_id"]}
@@ -581,9 +585,12 @@ def test_random_rearrangements_keep_every_invariant(api: Api) -> None:
         tabs = [t["tab_id"] for t in snap["tabs"]]
         zoomed = {lay["tab_id"] for lay in snap["layouts"] if lay["zoomed"]}
         pane = rng.choice(panes)
-        op = rng.choice(["split", "split", "close", "swap", "swap_explicit", "move", "move",
-                         "resize", "resize", "zoom", "focus", "ratio"])
-        if op == "split" and len(panes) < 8:
+        same_tab = [p["pane_id"] for p in snap["panes"]
+                    if p["tab_id"] == next(q["tab_id"] for q in snap["panes"]
+                                           if q["pane_id"] == pane)]
+        op = rng.choice(["split"] * 3 + ["close", "swap", "swap", "swap_explicit", "move",
+                                         "move", "resize", "resize", "zoom", "focus", "ratio"])
+        if op == "split" and len(panes) < 10:
             info = api("pane.split", {"target_pane_id": pane, "direction": rng.choice(
                 ["right", "down"]), "ratio": rng.uniform(0.2, 0.8),
                 "focus": rng.random() < 0.3})["pane"]
@@ -595,12 +602,15 @@ def test_random_rearrangements_keep_every_invariant(api: Api) -> None:
         elif op == "swap":
             api("pane.swap", {"pane_id": pane, "direction": rng.choice(DIRECTIONS)})
         elif op == "swap_explicit":
-            api("pane.swap", {"source_pane_id": pane, "target_pane_id": rng.choice(panes)})
+            others = same_tab if rng.random() < 0.8 else panes
+            api("pane.swap", {"source_pane_id": pane, "target_pane_id": rng.choice(others)})
         elif op == "move":
-            kind = rng.choice(["tab", "tab", "new_tab", "new_workspace"])
+            kind = rng.choice(["tab", "tab", "tab", "new_tab", "new_workspace"])
             dest: dict[str, Any] = {"type": kind}
             if kind == "tab":
-                dest.update(tab_id=rng.choice(tabs), split=rng.choice(["right", "down"]),
+                pane_tab = next(p["tab_id"] for p in snap["panes"] if p["pane_id"] == pane)
+                others = [t for t in tabs if t != pane_tab and rng.random() < 0.8] or tabs
+                dest.update(tab_id=rng.choice(others), split=rng.choice(["right", "down"]),
                             ratio=rng.uniform(0.1, 0.9))
             result = api("pane.move", {"pane_id": pane, "destination": dest,
                                        "focus": rng.random() < 0.5})["move_result"]
@@ -620,7 +630,8 @@ def test_random_rearrangements_keep_every_invariant(api: Api) -> None:
             api("pane.resize", {"pane_id": pane, "direction": rng.choice(DIRECTIONS),
                                 "amount": rng.uniform(0.01, 0.3)})
         elif op == "zoom":
-            api("pane.zoom", {"pane_id": pane, "mode": rng.choice(["toggle", "on", "off"])})
+            mode = rng.choice(["toggle", "on", "off", "off"])
+            api("pane.zoom", {"pane_id": pane, "mode": mode})
         elif op == "focus":
             api("pane.focus_direction", {"pane_id": pane, "direction": rng.choice(DIRECTIONS)})
         elif op == "ratio":
@@ -647,3 +658,57 @@ def test_area_change_resizes_every_tab(api: Api) -> None:
     assert {lay["area"]["width"] for lay in snap["layouts"]} == {101}
     with pytest.raises(CmuxError):
         api("server.set_area", {"width": 0, "height": 0})
+
+
+# -- the command line -------------------------------------------------------------------
+
+
+def run_cli(api: Api, capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """Run one ``cmux`` command in-process against the test server; returns its stdout."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    if "layout" not in sub.choices:
+        add_layout_commands(sub, add_common)
+    args = parser.parse_args([*argv, "--socket", str(api.server.socket_path)])
+    capsys.readouterr()
+    assert args.func(args) == 0
+    return capsys.readouterr().out
+
+
+def test_cli_arranges_panes_and_saves_and_restores_a_layout(
+        api: Api, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CMUX_PANE_ID", raising=False)
+    p2 = split(api, "w1:p1")
+    p3 = split(api, p2, "down")
+
+    def cli(*argv: str) -> str:
+        return run_cli(api, capsys, *argv)
+
+    assert cli("pane", "neighbor", "right", "--pane", "w1:p1") == f"{p2}\n"
+    assert cli("pane", "edges", p3) == "right down\n"
+    assert cli("pane", "swap", "left", "--pane", p3) == f"swapped {p3} with w1:p1\n"
+    assert cli("pane", "swap", p2, "--pane", "w1:p1") == f"swapped w1:p1 with {p2}\n"
+    assert cli("pane", "swap", "up", "--pane", p3) == "unchanged: no_neighbor\n"
+    shown = cli("pane", "layout", p3)
+    assert shown.splitlines()[0] == "tab w1:t1  area 80x24"
+    assert "split_0_root" in shown and "split_1_1" in shown
+    assert cli("pane", "focus-direction", "right", "--pane", p3) in (f"{p2}\n", "w1:p1\n")
+    assert cli("pane", "resize", "right", "--pane", p3, "--amount", "0.2").startswith("tab ")
+    assert cli("pane", "zoom", p3, "--on") == "zoomed\n"
+    assert cli("pane", "zoom", p3, "--on") == "zoomed (already_zoomed)\n"
+    assert cli("pane", "zoom", p3) == "unzoomed\n"
+    assert cli("pane", "move", p2, "--new-workspace", "--label", "side") == "w2:p1\n"
+    assert cli("pane", "move", "w2:p1", "--tab", "w1:t1", "--target", p3, "--split",
+               "down") == "w1:p4\n"
+    assert cli("workspace", "move", "w1", "0") == "w1\n"
+    cli("layout", "set-ratio", "0.3", "--path", "0")
+    saved = tmp_path / "setup.json"
+    saved.write_text(cli("layout", "export", "--tab", "w1:t1"))
+    tab_id = cli("layout", "apply", str(saved), "--workspace", "w1", "--label", "copy").strip()
+    assert tab_id == "w1:t2"
+    exported = json.loads(saved.read_text())
+    again = json.loads(cli("layout", "export", "--tab", tab_id))
+    assert strip_ids(again["root"]) == strip_ids(exported["root"])
+    assert cli("tab", "move", tab_id, "0") == "w1:t2\nw1:t1\n"
+    check_snapshot(api)
