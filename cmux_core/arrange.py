@@ -292,7 +292,7 @@ def apply(mux: Mux, ws: Workspace, root: object, *, replace: Tab | None = None,
             rect = sizes[stand_in[step.leaf]]
             created[step.leaf] = mux._new_pane(
                 tab, cwd=cwds[step.leaf], command=step.spec.get("command"),
-                env=step.spec.get("env"), size=(rect.width, rect.height))
+                env=step.spec.get("env"), size=(max(rect.width, 2), max(rect.height, 1)))
     except CmuxError as exc:
         for pane in created.values():
             mux._discard_pane(pane)

@@ -420,6 +420,21 @@ def test_export_apply_export_round_trip(api: Api, tmp_path: Path) -> None:
     watcher.close()
 
 
+def test_documented_example_layout_applies(api: Api) -> None:
+    example = Path(__file__).parent.parent / "docs" / "examples" / "layouts" / "review.json"
+    applied = api("layout.apply", {"root": json.loads(example.read_text()), "focus": True})
+    root = applied["layout"]["root"]
+    labels = [root["first"]["label"], root["second"]["first"]["label"],
+              root["second"]["second"]["label"]]
+    assert labels == ["editor", "tests", "logs"]
+    tests = root["second"]["first"]["pane_id"]
+    api.wait_text(tests, "run your tests here")
+    api("pane.send_text", {"pane_id": tests, "text": "echo verbose=$TEST_VERBOSE\r"})
+    api.wait_text(tests, "verbose=1")
+    assert api.focused_pane() == root["first"]["pane_id"]
+    check_snapshot(api)
+
+
 def test_apply_replaces_a_tab_in_place(api: Api) -> None:
     api("tab.rename", {"tab_id": "w1:t1", "label": "main"})
     api("tab.create", {})

@@ -92,7 +92,7 @@ async def pane_swap(call: Call, p: SwapParams) -> Result:
         if explicit:
             raise CmuxError("invalid_pane_swap", SWAP_FORMS)
         swap = arrange.swap_direction(mux, mux.pane(p.pane_id), p.direction)
-    elif p.source_pane_id is None or p.target_pane_id is None or p.pane_id is not None:
+    elif p.source_pane_id is None or p.target_pane_id is None:
         raise CmuxError("invalid_pane_swap", SWAP_FORMS)
     else:
         swap = arrange.swap_panes(mux, p.source_pane_id, p.target_pane_id)
