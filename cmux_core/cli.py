@@ -78,6 +78,23 @@ def cmd_events(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_api_schema(args: argparse.Namespace) -> int:
+    """Print every method's params schema, generated from the params models."""
+    from .dispatch import MethodTable
+    from .methods import register_core_methods
+
+    table = MethodTable()
+    register_core_methods(table)
+    schema = table.schema()
+    if args.json:
+        _print_json(schema)
+    else:
+        for name, entry in schema["methods"].items():
+            fields = ", ".join(entry["params"].get("properties", {}))
+            print(f"{name}({fields})")
+    return 0
+
+
 def add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     """``--socket``, ``--session``, ``--json``; accepted before or after the subcommand."""
     keep = None if top else argparse.SUPPRESS
@@ -119,6 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("types", nargs="*", help="dotted event names (default: all)")
     p.set_defaults(func=cmd_events)
 
+    p = sub.add_parser("api", help="describe the socket API")
+    api_sub = p.add_subparsers(dest="api_command", metavar="COMMAND", required=True)
+    p = api_sub.add_parser("schema", help="params schema of every method (from the models)")
+    add_common(p)
+    p.set_defaults(func=cmd_api_schema)
+
     from .cli_commands import add_object_commands
 
     add_object_commands(sub, add_common)
@@ -143,13 +166,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CmuxError as exc:
         print(f"{exc.code}: {exc.message}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        return 0
     except (ConnectionError, TimeoutError) as exc:
         print(f"server_unavailable: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 def run_and_print(args: argparse.Namespace, method: str, params: dict[str, Any],

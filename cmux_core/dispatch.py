@@ -113,6 +113,15 @@ class MethodTable:
     def __contains__(self, name: str) -> bool:
         return name in self._methods
 
+    def schema(self) -> dict[str, Any]:
+        """JSON Schema of every method's params, with its one-line description."""
+        methods: dict[str, Any] = {}
+        for name in self.names():
+            m = self._methods[name]
+            methods[name] = {"summary": m.doc.split("\n", 1)[0] if m.doc else "",
+                             "owner": m.owner, "params": m.params.model_json_schema()}
+        return {"methods": methods}
+
     def merge(self, other: MethodTable) -> None:
         for m in other._methods.values():
             self.add(m.name, m.params, m.handler, owner=m.owner, doc=m.doc)
