@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     names = args.only or list(CASES)
     sizes = QUICK if args.quick else FULL
     started = datetime.datetime.now(datetime.UTC)
+    load_before = os.getloadavg()
     rows: list[Row] = []
     timings: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="cmux-bench-") as workdir:
@@ -52,9 +53,11 @@ def main(argv: list[str] | None = None) -> int:
             began = time.perf_counter()
             rows += CASES[name](ctx)
             timings[name] = round(time.perf_counter() - began, 1)
+    load_after = os.getloadavg()
     backend = ", ".join(sorted(b for b in ctx.backends if b)) or args.emulator
     heading = (f"cmux (emulator {backend}) vs {tmux_version()} - {started:%Y-%m-%d %H:%M} UTC, "
-               f"{os.cpu_count()} CPUs, {'quick' if args.quick else 'full'} run")
+               f"{os.cpu_count()} CPUs, {'quick' if args.quick else 'full'} run, load average "
+               f"{load_before[0]:.1f} before, {load_after[0]:.1f} after")
     print(heading)
     print(table(rows), flush=True)
     report = {
@@ -66,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         "cases": names,
         "case_seconds": timings,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "python": platform.python_version()},
+                    "python": platform.python_version(),
+                    "loadavg_before": load_before, "loadavg_after": load_after},
         "sizes": sizes.__dict__,
         "rows": [row.as_json() for row in rows],
     }
