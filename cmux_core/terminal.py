@@ -41,6 +41,9 @@ FEED_BUDGET_S = 0.004
 BACKLOG_HIGH = 4 << 20
 BACKLOG_LOW = 1 << 20
 KILL_GRACE_S = 2.0
+COMPACT_AFTER_S = 0.25
+"""Quiet time before an emulator that can compact its scrollback is asked to."""
+COMPACT_STEP_GAP_S = 0.005
 
 MANAGED_ENV_DROP = ("CODEX_THREAD_ID",)
 
@@ -114,6 +117,7 @@ class Terminal:
         self._eof = False
         self._closed = False
         self._kill_timer: asyncio.TimerHandle | None = None
+        self._compact_timer: asyncio.TimerHandle | None = None
 
     @classmethod
     def spawn(cls, terminal_id: str, argv: list[str], *, cwd: str, env: Mapping[str, str],
@@ -209,12 +213,30 @@ class Terminal:
                 self.on_output(self)
         if self._backlog:
             self._schedule_drain()
-        elif self._eof:
-            self._maybe_finish()
+        else:
+            self._schedule_compaction(COMPACT_AFTER_S)
+            if self._eof:
+                self._maybe_finish()
         if not self._reading and not self._eof and self._backlog_size < BACKLOG_LOW \
                 and self.fd >= 0:
             self._loop.add_reader(self.fd, self._on_readable)
             self._reading = True
+
+    def _schedule_compaction(self, delay: float) -> None:
+        """Ask a backend with ``compress()`` to compact once the pane has been quiet."""
+        if self._compact_timer is not None:
+            self._compact_timer.cancel()
+            self._compact_timer = None
+        if hasattr(self.emulator, "compress") and not self._closed:
+            self._compact_timer = self._loop.call_later(delay, self._compact_step)
+
+    def _compact_step(self) -> None:
+        self._compact_timer = None
+        if self._closed or self._backlog:
+            return
+        # One bounded step at a time, so a large scrollback never stalls the loop.
+        if self.emulator.compress():  # type: ignore[attr-defined]
+            self._schedule_compaction(COMPACT_STEP_GAP_S)
 
     def _on_eof(self) -> None:
         self._eof = True
@@ -325,6 +347,9 @@ class Terminal:
         if self._closed:
             return
         self._closed = True
+        if self._compact_timer is not None:
+            self._compact_timer.cancel()
+            self._compact_timer = None
         if self._reading:
             self._loop.remove_reader(self.fd)
             self._reading = False
