@@ -1,0 +1,703 @@
+"""Detection manifests: parse, validate and compile the manifest TOML format.
+
+The format is the herdr agent-detection manifest at engine version 3 (a herdr manifest
+file loads unchanged) plus one key of our own, ``process_names``. Everything is
+validated when a manifest is loaded and every regex is compiled then, so classifying a
+screen never compiles or fails. Any problem raises :class:`ManifestError` naming the
+file, the line and column (or the rule) and what is wrong.
+
+Regexes are written in the Rust ``regex`` dialect and run on the ``regex`` module; the
+translation keeps their meaning: ``\\x{2800}``/``\\u{fe0f}`` escapes become code points,
+a bare ``$`` outside ``(?m)`` matches only at the end of the text, ``\\z`` is ``\\Z``, and
+inline flags such as ``a(?i)b`` apply from where they stand to the end of their group.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import regex
+
+AgentState = Literal["idle", "working", "blocked", "unknown"]
+
+ENGINE_VERSION = 3
+"""Highest ``min_engine_version`` a manifest may ask for."""
+
+MAX_RULES = 128
+MAX_DEPTH = 8
+"""Deepest allowed nesting of ``all``/``any``/``not`` gates below a rule."""
+MAX_GATES = 512
+"""Nested gates in one manifest (rules themselves are not counted)."""
+MAX_MATCHERS_PER_GATE = 32
+"""``contains`` + ``regex`` + ``line_regex`` strings directly in one rule or gate."""
+MAX_MATCHERS = 1024
+"""``contains`` + ``regex`` + ``line_regex`` strings in one manifest."""
+MAX_MATCHER_CHARS = 512
+MAX_REGION_COUNT = 65535
+
+STATES: tuple[AgentState, ...] = ("idle", "working", "blocked", "unknown")
+
+_TOP_KEYS = frozenset({"id", "version", "min_engine_version", "updated_at", "aliases",
+                       "process_names", "rules"})
+_MATCHER_KEYS = ("contains", "regex", "line_regex", "all", "any", "not")
+_RULE_KEYS = frozenset({"id", "state", "priority", "region", "visible_idle", "visible_blocker",
+                        "visible_working", "skip_state_update", *_MATCHER_KEYS})
+
+SIMPLE_REGIONS = frozenset({
+    "whole_recent",
+    "after_last_prompt_marker", "before_current_prompt_marker",
+    "whole_recent_without_current_prompt_marker", "current_prompt_block_marker",
+    "after_current_prompt_block_marker",
+    "after_last_horizontal_rule", "prompt_box_body", "above_prompt_box",
+    "last_non_empty_above_prompt_box",
+    "osc_title", "osc_progress",
+})
+COUNTED_REGIONS = frozenset({"bottom_lines", "bottom_non_empty_lines", "top_non_empty_lines"})
+
+_COUNTED_RE = re.compile(r"^([a-z_]+)\((.*)\)$", re.DOTALL)
+_VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+)*$")
+_TOML_POS_RE = re.compile(r"\(at line (\d+), column (\d+)\)")
+_U64_MAX = 2**64 - 1
+_I32 = (-(2**31), 2**31 - 1)
+_U32_MAX = 2**32 - 1
+
+
+class ManifestError(Exception):
+    """A manifest that cannot be used; ``str()`` is ``file:line:col: rule "id": message``.
+
+    ``line``/``column`` are 1-based and point at the offending key or table when the
+    manifest came from text; ``rule_id`` names the rule when the problem is inside one.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 column: int | None = None, rule_id: str | None = None) -> None:
+        self.message = message
+        self.path = path
+        self.line = line
+        self.column = column
+        self.rule_id = rule_id
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        where = self.path or "<manifest>"
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        rule = f" rule {self.rule_id!r}:" if self.rule_id is not None else ""
+        return f"{where}:{rule} {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "column": self.column,
+                "rule_id": self.rule_id, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """The slice of the input a rule looks at; ``name`` is the spelling in the manifest."""
+
+    name: str
+    kind: str
+    count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A regex as written (Rust dialect) and compiled for the ``regex`` module."""
+
+    source: str
+    compiled: Any = field(compare=False, repr=False)
+
+    def search(self, text: str) -> bool:
+        return self.compiled.search(text) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """Matchers that must all hold: the body of a rule or of an ``all``/``any``/``not`` entry.
+
+    ``contains`` keeps the needles as written; ``folded`` holds them lowercased for the
+    case-insensitive substring test.
+    """
+
+    contains: tuple[str, ...] = ()
+    folded: tuple[str, ...] = ()
+    regex: tuple[Pattern, ...] = ()
+    line_regex: tuple[Pattern, ...] = ()
+    all: tuple[Gate, ...] = ()
+    any: tuple[Gate, ...] = ()
+    not_: tuple[Gate, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One rule: when its gate matches its region, the screen is in ``state``.
+
+    ``state`` is ``None`` when the manifest leaves it out (the result is then ``unknown``).
+    """
+
+    id: str
+    state: AgentState | None
+    priority: int
+    region: Region
+    gate: Gate
+    visible_idle: bool = False
+    visible_blocker: bool = False
+    visible_working: bool = False
+    skip_state_update: bool = False
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A validated manifest with compiled rules, in file order.
+
+    ``source`` says where it came from: a file path, ``bundled:<file>`` or
+    ``plugin:<id>``. ``labels`` (id and aliases, lowercased) and ``process_names`` are
+    what process identification matches a pane's foreground process against.
+    """
+
+    id: str
+    aliases: tuple[str, ...]
+    process_names: tuple[str, ...]
+    rules: tuple[Rule, ...]
+    source: str = "<string>"
+    version: str | None = None
+    min_engine_version: int | None = None
+    updated_at: str | None = None
+    by_priority: tuple[Rule, ...] = field(init=False, repr=False, compare=False)
+    """The rules from highest to lowest priority, file order among equals: the first that
+    matches is the one classification selects."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_priority",
+                           tuple(sorted(self.rules, key=lambda rule: -rule.priority)))
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for name in (self.id, *self.aliases):
+            seen[name.strip().lower()] = None
+        return tuple(seen)
+
+    @property
+    def regions(self) -> tuple[Region, ...]:
+        """Distinct regions the rules use, in first-use order."""
+        return tuple(dict.fromkeys(rule.region for rule in self.rules))
+
+
+def bundled_manifests_dir() -> Path:
+    """The directory of manifests shipped with cmux (``manifests/`` at the repository root,
+    or the copy installed next to the package)."""
+    root = Path(__file__).resolve().parents[2] / "manifests"
+    if root.is_dir():
+        return root
+    return Path(__file__).resolve().parent / "manifests"
+
+
+def load_manifest(path: Path, *, source: str | None = None) -> Manifest:
+    """Read, parse and validate one manifest file; raises :class:`ManifestError` (also when
+    the file cannot be read or is not UTF-8)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"cannot read manifest: {exc}", path=str(path)) from None
+    return parse_manifest(text, source=source or str(path), path=str(path))
+
+
+def parse_manifest(text: str, *, source: str = "<string>", path: str | None = None) -> Manifest:
+    """Parse and validate manifest TOML ``text``. ``path`` (default: ``source``) is the
+    file name errors report."""
+    where = path if path is not None else source
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        pos = _TOML_POS_RE.search(message)
+        line = column = None
+        if pos:
+            line, column = int(pos.group(1)), int(pos.group(2))
+            message = message[:pos.start()].rstrip()
+        raise ManifestError(f"invalid TOML: {message}", path=where, line=line,
+                            column=column) from None
+    return _Builder(data, source=source, path=where, text=text).build()
+
+
+def manifest_from_data(data: Mapping[str, Any], *, source: str) -> Manifest:
+    """Validate an already parsed manifest table (a plugin's mapping); errors carry no
+    line numbers."""
+    return _Builder(dict(data), source=source, path=source, text=None).build()
+
+
+def translate_regex(pattern: str) -> str:
+    """Rewrite a Rust-dialect regex into an equivalent ``regex``-module pattern.
+
+    Raises ``ValueError`` for an unterminated ``\\x{``/``\\u{`` escape or a code point
+    out of range.
+    """
+    out: list[str] = []
+    # Per open group: [multiline flag at group start, flags of an open wrapper or None]
+    stack: list[list[Any]] = []
+    multiline = False
+    wrapper: str | None = None  # inline flags "(?i)" rewritten as "(?i:" up to the group end
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            if i + 1 >= n:
+                out.append("\\")
+                break
+            nxt = pattern[i + 1]
+            if nxt in "xuU" and i + 2 < n and pattern[i + 2] == "{":
+                end = pattern.find("}", i + 3)
+                if end < 0:
+                    raise ValueError(f"unterminated \\{nxt}{{ escape at offset {i}")
+                digits = pattern[i + 3:end]
+                try:
+                    cp = int(digits, 16)
+                    chr(cp)
+                except ValueError:
+                    raise ValueError(f"invalid code point \\{nxt}{{{digits}}}") from None
+                out.append(f"\\U{cp:08x}")
+                i = end + 1
+                continue
+            out.append("\\Z" if nxt == "z" else "\\" + nxt)
+            i += 2
+            continue
+        if ch == "[":
+            end = _class_end(pattern, i)
+            out.append(_translate_class(pattern[i:end]))
+            i = end
+            continue
+        if ch == "$":
+            out.append("$" if multiline else "\\Z")
+            i += 1
+            continue
+        if ch == "(":
+            flags = _inline_flags(pattern, i)
+            if flags is not None and flags[1] == ")":
+                spec = flags[0]
+                multiline = _apply_m(spec, multiline)
+                if wrapper is not None:
+                    out.append(")")
+                    spec = _merge_flags(wrapper, spec)
+                wrapper = spec
+                out.append(f"(?{spec}:")
+                i += len(flags[0]) + 3
+                continue
+            stack.append([multiline, wrapper])
+            wrapper = None
+            if flags is not None:
+                multiline = _apply_m(flags[0], multiline)
+                out.append(f"(?{flags[0]}:")
+                i += len(flags[0]) + 3
+                continue
+            out.append("(")
+            i += 1
+            continue
+        if ch == ")":
+            if wrapper is not None:
+                out.append(")")
+            if stack:
+                multiline, wrapper = stack.pop()
+            out.append(")")
+            i += 1
+            continue
+        if ch == "|" and wrapper is not None:
+            # Rust flags reach across alternation to the end of the group.
+            out.append(f")|(?{wrapper}:")
+            i += 1
+            continue
+        out.append(ch)
+        i += 1
+    if wrapper is not None:
+        out.append(")")
+    return "".join(out)
+
+
+def compile_regex(pattern: str) -> Any:
+    """Translate and compile a Rust-dialect regex; raises ``ValueError`` with the reason."""
+    try:
+        return regex.compile(translate_regex(pattern))
+    except regex.error as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _inline_flags(pattern: str, i: int) -> tuple[str, str] | None:
+    """``("im-s", ")")`` for ``(?im-s)`` at ``i``, ``(…, ":")`` for ``(?im-s:``; else None."""
+    m = re.compile(r"\(\?([imsxU]*(?:-[imsxU]*)?)([):])").match(pattern, i)
+    if m is None or m.group(1) in ("", "-"):
+        return None
+    return m.group(1), m.group(2)
+
+
+def _apply_m(spec: str, multiline: bool) -> bool:
+    on, _, off = spec.partition("-")
+    if "m" in off:
+        return False
+    if "m" in on:
+        return True
+    return multiline
+
+
+def _merge_flags(old: str, new: str) -> str:
+    """Flags in force after ``(?old)`` then ``(?new)`` as one ``on-off`` spec."""
+    old_on, _, old_off = old.partition("-")
+    new_on, _, new_off = new.partition("-")
+    on = {c for c in old_on if c not in new_off} | set(new_on)
+    off = {c for c in old_off if c not in new_on} | set(new_off)
+    spec = "".join(sorted(on))
+    if off:
+        spec += "-" + "".join(sorted(off))
+    return spec
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """Index just past the character class opening at ``start`` (nested classes allowed)."""
+    depth = 0
+    i, n = start, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            if pattern.startswith("[:", i):
+                close = pattern.find(":]", i + 2)
+                if close >= 0:
+                    i = close + 2
+                    continue
+            depth += 1
+            i += 1
+            # A ']' (after an optional '^') right at the start is a literal.
+            if pattern.startswith("^", i):
+                i += 1
+            if pattern.startswith("]", i):
+                i += 1
+            continue
+        if ch == "]":
+            depth -= 1
+            i += 1
+            if depth == 0:
+                return i
+            continue
+        i += 1
+    return n
+
+
+def _translate_class(text: str) -> str:
+    r"""A character class with ``\x{…}``/``\u{…}`` escapes rewritten; ``$`` stays literal."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] == "\\" and i + 1 < n:
+            nxt = text[i + 1]
+            if nxt in "xuU" and i + 2 < n and text[i + 2] == "{":
+                end = text.find("}", i + 3)
+                if end < 0:
+                    raise ValueError("unterminated escape in character class")
+                digits = text[i + 3:end]
+                try:
+                    cp = int(digits, 16)
+                    chr(cp)
+                except ValueError:
+                    raise ValueError(f"invalid code point \\{nxt}{{{digits}}}") from None
+                out.append(f"\\U{cp:08x}")
+                i = end + 1
+                continue
+            out.append(text[i:i + 2])
+            i += 2
+            continue
+        out.append(text[i])
+        i += 1
+    return "".join(out)
+
+
+class _Locator:
+    """Finds where a key or rule sits in the manifest text, for error positions."""
+
+    _HEADER = re.compile(r"^[ \t]*\[")
+    _RULES = re.compile(r"^[ \t]*\[\[[ \t]*rules[ \t]*\]\]")
+
+    def __init__(self, text: str | None) -> None:
+        self.lines = text.splitlines() if text is not None else []
+        self.rule_lines = [i for i, line in enumerate(self.lines) if self._RULES.match(line)]
+
+    def _key(self, key: str, start: int, stop: int) -> tuple[int, int] | None:
+        pattern = re.compile(rf"^([ \t]*)(?:{re.escape(key)}|\"{re.escape(key)}\")[ \t]*=")
+        for i in range(start, min(stop, len(self.lines))):
+            m = pattern.match(self.lines[i])
+            if m:
+                return i + 1, len(m.group(1)) + 1
+        return None
+
+    def top(self, key: str | None) -> tuple[int | None, int | None]:
+        if not self.lines:
+            return None, None
+        stop = next((i for i, line in enumerate(self.lines) if self._HEADER.match(line)),
+                    len(self.lines))
+        pos = self._key(key, 0, stop) if key else None
+        if pos is None and key == "rules" and self.rule_lines:
+            return self.rule_lines[0] + 1, 1
+        return pos if pos else (None, None)
+
+    def rule(self, index: int, key: str | None, rule_id: str | None,
+             rule_count: int) -> tuple[int | None, int | None]:
+        """Position of ``key`` in rule ``index`` (or of the rule); ``[[rules]]`` headers are
+        trusted only when there is one per rule, else the rule's ``id`` line is searched."""
+        if not self.lines:
+            return None, None
+        if index < len(self.rule_lines) and len(self.rule_lines) == rule_count:
+            start = self.rule_lines[index]
+            stop = next((i for i in range(start + 1, len(self.lines))
+                         if self._RULES.match(self.lines[i])), len(self.lines))
+            if key:
+                pos = self._key(key, start + 1, stop)
+                if pos:
+                    return pos
+            return start + 1, 1
+        if rule_id is not None:
+            quoted = re.compile(r"\bid\s*=\s*(['\"])" + re.escape(rule_id) + r"\1")
+            for i, line in enumerate(self.lines):
+                m = quoted.search(line)
+                if m:
+                    return i + 1, m.start() + 1
+        return None, None
+
+
+class _Builder:
+    def __init__(self, data: dict[str, Any], *, source: str, path: str | None,
+                 text: str | None) -> None:
+        self.data = data
+        self.source = source
+        self.path = path
+        self.locator = _Locator(text)
+        self.gates = 0
+        self.matchers = 0
+        self.min_engine: int | None = None
+        self.rule_count = 0
+
+    def fail(self, message: str, *, key: str | None = None, rule: int | None = None,
+             rule_id: str | None = None) -> ManifestError:
+        if rule is None:
+            line, column = self.locator.top(key)
+        else:
+            line, column = self.locator.rule(rule, key, rule_id, self.rule_count)
+        return ManifestError(message, path=self.path, line=line, column=column, rule_id=rule_id)
+
+    def build(self) -> Manifest:
+        data = self.data
+        for key in data:
+            if key not in _TOP_KEYS:
+                raise self.fail(f"unknown key {key!r} (expected one of: "
+                                f"{', '.join(sorted(_TOP_KEYS))})", key=key)
+        ident = data.get("id")
+        if not isinstance(ident, str) or not ident.strip():
+            raise self.fail("'id' is required and must be a non-blank string", key="id")
+        version = data.get("version")
+        if version is not None and not (isinstance(version, str) and _valid_version(version)):
+            raise self.fail("'version' must be a dotted numeric string such as "
+                            "\"2026.08.04.1\"", key="version")
+        engine = data.get("min_engine_version")
+        if engine is not None:
+            if not _is_int(engine) or not 0 <= engine <= _U32_MAX:
+                raise self.fail("'min_engine_version' must be a non-negative integer",
+                                key="min_engine_version")
+            if engine > ENGINE_VERSION:
+                raise self.fail(f"'min_engine_version' {engine} is newer than this engine "
+                                f"(version {ENGINE_VERSION})", key="min_engine_version")
+            self.min_engine = engine
+        updated = data.get("updated_at")
+        if updated is not None and not isinstance(updated, str):
+            raise self.fail("'updated_at' must be a string", key="updated_at")
+        aliases = self.names("aliases")
+        process_names = self.names("process_names")
+        raw_rules = data.get("rules")
+        if not isinstance(raw_rules, list) or not all(isinstance(r, dict) for r in raw_rules):
+            raise self.fail("'rules' must be an array of tables ([[rules]])", key="rules")
+        self.rule_count = len(raw_rules)
+        if not 1 <= len(raw_rules) <= MAX_RULES:
+            raise self.fail(f"a manifest needs 1 to {MAX_RULES} rules, not {len(raw_rules)}",
+                            key="rules")
+        rules = tuple(self.rule(index, raw) for index, raw in enumerate(raw_rules))
+        if self.gates > MAX_GATES:
+            raise self.fail(f"too many nested gates: {self.gates} (at most {MAX_GATES})",
+                            key="rules")
+        if self.matchers > MAX_MATCHERS:
+            raise self.fail(f"too many matchers: {self.matchers} (at most {MAX_MATCHERS})",
+                            key="rules")
+        return Manifest(id=ident.strip(), aliases=aliases, process_names=process_names,
+                        rules=rules, source=self.source, version=version,
+                        min_engine_version=engine, updated_at=updated)
+
+    def names(self, key: str) -> tuple[str, ...]:
+        value = self.data.get(key, [])
+        if not isinstance(value, list) or not all(
+                isinstance(v, str) and v.strip() for v in value):
+            raise self.fail(f"{key!r} must be an array of non-blank strings", key=key)
+        return tuple(v.strip() for v in value)
+
+    def rule(self, index: int, raw: dict[str, Any]) -> Rule:
+        rid = raw.get("id")
+        label = rid if isinstance(rid, str) and rid.strip() else None
+
+        def fail(message: str, key: str | None = None) -> ManifestError:
+            where = "" if label is not None else f"rules[{index}]: "
+            return self.fail(where + message, key=key, rule=index, rule_id=label)
+
+        for key in raw:
+            if key not in _RULE_KEYS:
+                raise fail(f"unknown key {key!r} (expected one of: "
+                           f"{', '.join(sorted(_RULE_KEYS))})", key)
+        if label is None:
+            raise fail("'id' is required and must be a non-blank string", "id")
+        state = raw.get("state")
+        if state is not None and state not in STATES:
+            raise fail(f"'state' must be one of {', '.join(STATES)}, not {state!r}", "state")
+        priority = raw.get("priority", 0)
+        if not _is_int(priority) or not _I32[0] <= priority <= _I32[1]:
+            raise fail("'priority' must be a 32-bit integer", "priority")
+        flags: dict[str, bool] = {}
+        for key in ("visible_idle", "visible_blocker", "visible_working", "skip_state_update"):
+            value = raw.get(key, False)
+            if not isinstance(value, bool):
+                raise fail(f"{key!r} must be true or false", key)
+            flags[key] = value
+        if flags["skip_state_update"]:
+            if state != "unknown":
+                raise fail("'skip_state_update' requires state = \"unknown\"",
+                           "skip_state_update")
+            if flags["visible_idle"] or flags["visible_blocker"] or flags["visible_working"]:
+                raise fail("'skip_state_update' cannot be combined with visible_* flags",
+                           "skip_state_update")
+        region_raw = raw.get("region", "whole_recent")
+        if not isinstance(region_raw, str):
+            raise fail("'region' must be a string", "region")
+        try:
+            region = parse_region(region_raw, min_engine_version=self.min_engine)
+        except ValueError as exc:
+            raise fail(str(exc), "region") from None
+        try:
+            gate = self.gate(raw, depth=0, where="")
+        except _GateError as exc:
+            raise fail(exc.message, exc.key) from None
+        line = self.locator.rule(index, None, label, self.rule_count)[0]
+        return Rule(id=label, state=cast("AgentState | None", state), priority=priority,
+                    region=region, gate=gate, line=line, **flags)
+
+    def gate(self, raw: dict[str, Any], *, depth: int, where: str,
+             negative: bool = False) -> Gate:
+        if depth > MAX_DEPTH:
+            raise _GateError(f"{where.rstrip('.')}: gates nest deeper than {MAX_DEPTH} levels",
+                             None)
+        if depth:
+            for key in raw:
+                if key not in _MATCHER_KEYS:
+                    raise _GateError(f"{where}{key}: unknown key in gate {key!r} (a gate has "
+                                     f"only {', '.join(_MATCHER_KEYS)})", None)
+        strings: dict[str, tuple[str, ...]] = {}
+        for key in ("contains", "regex", "line_regex"):
+            value = raw.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise _GateError(f"{where}{key}: must be an array of strings", key)
+            for v in value:
+                if len(v) > MAX_MATCHER_CHARS:
+                    raise _GateError(f"{where}{key}: matcher longer than {MAX_MATCHER_CHARS} "
+                                     f"characters ({len(v)})", key)
+            strings[key] = tuple(value)
+        nested: dict[str, tuple[dict[str, Any], ...]] = {}
+        for key in ("all", "any", "not"):
+            value = raw.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+                raise _GateError(f"{where}{key}: must be an array of inline tables", key)
+            nested[key] = tuple(value)
+        direct = sum(len(v) for v in strings.values())
+        if direct > MAX_MATCHERS_PER_GATE:
+            raise _GateError(f"{where.rstrip('.') or 'rule'}: {direct} matchers in one gate "
+                             f"(at most {MAX_MATCHERS_PER_GATE})", None)
+        positive = bool(strings["contains"] or strings["regex"] or strings["line_regex"]
+                        or nested["all"] or nested["any"])
+        if negative:
+            if not positive and not nested["not"]:
+                raise _GateError(f"{where.rstrip('.')}: a 'not' gate needs at least one "
+                                 "matcher", None)
+        elif not positive:
+            what = where.rstrip(".") or "rule"
+            raise _GateError(f"{what}: needs at least one positive matcher (contains, regex, "
+                             "line_regex, all or any); 'not' alone never matches anything",
+                             None)
+        self.matchers += direct
+        compiled: dict[str, tuple[Pattern, ...]] = {}
+        for key in ("regex", "line_regex"):
+            patterns = []
+            for source in strings[key]:
+                try:
+                    patterns.append(Pattern(source, compile_regex(source)))
+                except ValueError as exc:
+                    raise _GateError(f"{where}{key}: invalid regex {source!r}: {exc}",
+                                     key) from None
+            compiled[key] = tuple(patterns)
+        children: dict[str, tuple[Gate, ...]] = {}
+        for key in ("all", "any", "not"):
+            self.gates += len(nested[key])
+            children[key] = tuple(
+                self.gate(sub, depth=depth + 1, where=f"{where}{key}[{i}].",
+                          negative=key == "not")
+                for i, sub in enumerate(nested[key]))
+        contains = strings["contains"]
+        return Gate(contains=contains, folded=tuple(s.lower() for s in contains),
+                    regex=compiled["regex"], line_regex=compiled["line_regex"],
+                    all=children["all"], any=children["any"], not_=children["not"])
+
+
+class _GateError(Exception):
+    def __init__(self, message: str, key: str | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.key = key
+
+
+def parse_region(name: str, *, min_engine_version: int | None = None) -> Region:
+    """Parse a region spelling (``whole_recent``, ``bottom_lines(20)``, ...); raises
+    ``ValueError`` naming what is wrong."""
+    spec = name.strip()
+    if spec in SIMPLE_REGIONS:
+        return Region(spec, spec)
+    m = _COUNTED_RE.match(spec)
+    if m is None or m.group(1) not in COUNTED_REGIONS:
+        raise ValueError(f"unknown region {name!r}")
+    kind, digits = m.group(1), m.group(2)
+    if kind == "top_non_empty_lines":
+        if min_engine_version is not None and min_engine_version < 3:
+            raise ValueError("region top_non_empty_lines(N) needs min_engine_version >= 3")
+        if not re.fullmatch(r"[1-9][0-9]*", digits) or int(digits) > MAX_REGION_COUNT:
+            raise ValueError(f"region {name!r}: the count must be a whole number from 1 to "
+                             f"{MAX_REGION_COUNT} without leading zeros")
+    elif not re.fullmatch(r"\+?[0-9]+", digits) or int(digits) > _U64_MAX:
+        raise ValueError(f"region {name!r}: the count must be a non-negative whole number")
+    return Region(spec, kind, int(digits))
+
+
+def compare_versions(a: str, b: str) -> int:
+    """-1, 0 or 1 comparing dotted numeric versions segment-wise (trailing zeros ignored)."""
+    pa = [int(s) for s in a.split(".")]
+    pb = [int(s) for s in b.split(".")]
+    while pa and pa[-1] == 0:
+        pa.pop()
+    while pb and pb[-1] == 0:
+        pb.pop()
+    return (pa > pb) - (pa < pb)
+
+
+def _valid_version(version: str) -> bool:
+    return bool(_VERSION_RE.match(version)) and all(
+        int(s) <= _U64_MAX for s in version.split("."))
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
