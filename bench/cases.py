@@ -20,7 +20,7 @@ from pathlib import Path
 from cmux_core.errors import CmuxError
 
 from .cmux import CmuxSide, Connection, python_argv, wait_request
-from .proc import CLOCK_TICKS, cpu_seconds, rss_bytes
+from .proc import CLOCK_TICKS, cpu_seconds, rss_bytes, steady_rss
 from .report import Row
 from .tmux import ControlClient, Tmux
 
@@ -231,30 +231,26 @@ def idle_cpu_tmux(tmux: Tmux, session: str, panes: int, seconds: float,
 # -- (e) RSS per pane --------------------------------------------------------------
 
 
-def rss_cmux(side: CmuxSide, panes: int, lines: int, settle: float = 0.5) -> tuple[int, int]:
-    """Server RSS in bytes with the default pane only, then with ``panes`` more panes
-    that each printed ``lines`` coloured lines (all scrolled into history)."""
-    time.sleep(settle)
-    baseline = rss_bytes(side.pid)
+def rss_cmux(side: CmuxSide, panes: int, lines: int) -> tuple[int, int, int]:
+    """Server RSS in bytes: steady with the default pane only, right after ``panes``
+    more panes each printed ``lines`` coloured lines (all scrolled into history), and
+    steady after that."""
+    baseline = steady_rss(side.pid)
     ids = [side.new_pane(python_argv(COLOUR_LINES, str(lines))) for _ in range(panes)]
     for pane in ids:
         side.wait_for(pane, "colour-done", 120.0)
-    time.sleep(settle)
-    return baseline, rss_bytes(side.pid)
+    return baseline, rss_bytes(side.pid), steady_rss(side.pid)
 
 
-def rss_tmux(tmux: Tmux, session: str, panes: int, lines: int,
-             settle: float = 0.5) -> tuple[int, int]:
+def rss_tmux(tmux: Tmux, session: str, panes: int, lines: int) -> tuple[int, int, int]:
     """The same for tmux; the caller sets ``history-limit`` before the panes exist."""
-    time.sleep(settle)
     pid = tmux.server_pid()
-    baseline = rss_bytes(pid)
+    baseline = steady_rss(pid)
     ids = [tmux.new_window(session, python_argv(COLOUR_LINES, str(lines)))
            for _ in range(panes)]
     for pane in ids:
         tmux.wait_visible(pane, "colour-done", 120.0, interval=0.05)
-    time.sleep(settle)
-    return baseline, rss_bytes(pid)
+    return baseline, rss_bytes(pid), steady_rss(pid)
 
 
 # -- (f) flood ---------------------------------------------------------------------
@@ -494,20 +490,30 @@ def case_cpu(ctx: Context) -> list[Row]:
 def case_rss(ctx: Context) -> list[Row]:
     panes, lines = ctx.sizes.rss_panes, ctx.sizes.rss_lines
     with ctx.cmux() as side:
-        c_base, c_after = rss_cmux(side, panes, lines)
+        c_base, c_done, c_steady = rss_cmux(side, panes, lines)
         ctx.backends.add(side.backend)
     with ctx.tmux() as tmux:
         tmux.new_session("main", ["sh"])
         tmux.run("set-option", "-g", "history-limit", str(lines))
-        t_base, t_after = rss_tmux(tmux, "main", panes, lines)
+        t_base, t_done, t_steady = rss_tmux(tmux, "main", panes, lines)
     mib = 1 << 20
-    return [Row("rss_per_pane_mib", f"RSS per pane, {lines} coloured lines (MiB)",
-                (c_after - c_base) / panes / mib, (t_after - t_base) / panes / mib, "lower",
-                f"(server RSS with {panes} more panes - RSS with one pane) / {panes}; "
-                f"tmux history-limit {lines}; baselines cmux {c_base / mib:.0f} MiB, "
-                f"tmux {t_base / mib:.0f} MiB",
-                {"cmux_baseline": c_base, "cmux_after": c_after, "tmux_baseline": t_base,
-                 "tmux_after": t_after, "panes": panes})]
+
+    def per_pane(base: int, after: int) -> float:
+        return (after - base) / panes / mib
+
+    return [
+        Row("rss_per_pane_mib", f"RSS per pane, {lines} coloured lines (MiB)",
+            per_pane(c_base, c_steady), per_pane(t_base, t_steady), "lower",
+            f"(steady server RSS with {panes} more panes - steady RSS with one pane) / "
+            f"{panes}; tmux history-limit {lines}; baselines cmux {c_base / mib:.0f} MiB, "
+            f"tmux {t_base / mib:.0f} MiB",
+            {"cmux_baseline": c_base, "cmux_done": c_done, "cmux_steady": c_steady,
+             "tmux_baseline": t_base, "tmux_done": t_done, "tmux_steady": t_steady,
+             "panes": panes}),
+        Row("rss_per_pane_done_mib", "RSS per pane, as the last line shows (MiB)",
+            per_pane(c_base, c_done), per_pane(t_base, t_done), "lower",
+            "the same, measured at once, before any deferred compaction"),
+    ]
 
 
 def case_flood(ctx: Context) -> list[Row]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 """Kernel clock ticks per second, the unit of /proc CPU times."""
@@ -24,3 +25,19 @@ def rss_bytes(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def steady_rss(pid: int, window: float = 1.0, limit: float = 10.0) -> int:
+    """RSS in bytes once it has stayed within 1 % for ``window`` seconds (sampled every
+    0.25 s), or the last sample after ``limit`` seconds; lets a server finish work it
+    defers to quiet time (scrollback compaction) before it is measured."""
+    samples = [rss_bytes(pid)]
+    needed = max(2, round(window / 0.25) + 1)
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        recent = samples[-needed:]
+        if len(recent) == needed and max(recent) - min(recent) <= max(recent) // 100:
+            break
+        time.sleep(0.25)
+        samples.append(rss_bytes(pid))
+    return samples[-1]

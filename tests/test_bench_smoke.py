@@ -46,9 +46,7 @@ def test_pings(side: CmuxSide) -> None:
 
 def test_idle_cpu_and_rss(side: CmuxSide) -> None:
     assert cases.idle_cpu_cmux(side, 3, 0.05, settle=0.0) >= 0
-    baseline, after = cases.rss_cmux(side, 1, 50, settle=0.0)
-    assert baseline > 0
-    assert after > 0
+    assert all(rss > 0 for rss in cases.rss_cmux(side, 1, 50))
 
 
 def test_flood_finishes_and_probes_do_not_fail(side: CmuxSide) -> None:
