@@ -145,6 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_commands import add_object_commands
 
     add_object_commands(sub, add_common)
+    from .cli_layout import add_layout_commands
+
+    add_layout_commands(sub, add_common)
     try:
         from .cli_plugin import add_plugin_commands
     except ImportError:
