@@ -17,6 +17,8 @@ import os
 import signal
 import socket
 import struct
+import time
+from collections import deque
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -196,6 +198,43 @@ class Connection:
             pass
 
 
+class LoopMonitor:
+    """Measures how late the event loop runs a timer: the worst stall any client saw.
+
+    One wake-up every :attr:`interval` seconds; keeps the last ``keep`` lateness samples.
+    """
+
+    def __init__(self, interval: float = 0.1, keep: int = 600) -> None:
+        self.interval = interval
+        self.samples: deque[float] = deque(maxlen=keep)
+        self.worst = 0.0
+        self._handle: asyncio.TimerHandle | None = None
+        self._due = 0.0
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._due = loop.time() + self.interval
+        self._handle = loop.call_at(self._due, self._tick)
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+
+    def _tick(self) -> None:
+        loop = asyncio.get_running_loop()
+        late = max(0.0, loop.time() - self._due)
+        self.samples.append(late)
+        self.worst = max(self.worst, late)
+        self._due = loop.time() + self.interval
+        self._handle = loop.call_at(self._due, self._tick)
+
+    def summary(self) -> dict[str, float]:
+        ordered = sorted(self.samples)
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
+        return {"max_ms": round(self.worst * 1000, 3), "p99_ms": round(p99 * 1000, 3),
+                "recent_max_ms": round((ordered[-1] if ordered else 0.0) * 1000, 3)}
+
+
 class Server:
     """Owns the loop's state: settings, the mux, the event hub and the method table."""
 
@@ -209,6 +248,8 @@ class Server:
         self.methods = MethodTable()
         self.version = __version__
         self.stopping = asyncio.Event()
+        self.started_at = time.time()
+        self.loop_monitor = LoopMonitor()
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[Any]] = set()
         from .methods import register_core_methods
@@ -218,6 +259,9 @@ class Server:
         self.plugins = PluginHost(settings, methods=self.methods, publish=self.events.publish,
                                   socket_path=socket_path)
         self.events.observe(self.plugins.on_event)
+
+    def connection_count(self) -> int:
+        return len(self._connections)
 
     async def call(self, request: Request, connection: Connection | None) -> dict[str, Any]:
         call = Call(self, connection, request.id, request.method)
@@ -249,6 +293,7 @@ class Server:
         os.chmod(path, 0o600)
         self.mux.create_window()
         self.mux.create_workspace(focus=True)
+        self.loop_monitor.start()
         await self.plugins.start()
 
     async def _on_connect(self, reader: asyncio.StreamReader,
@@ -282,6 +327,7 @@ class Server:
 
     async def shutdown(self) -> None:
         """Stop accepting, SIGHUP every pane, reap the children, unlink the socket."""
+        self.loop_monitor.stop()
         if self._server is not None:
             self._server.close()
         await self.plugins.stop()

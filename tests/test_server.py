@@ -173,3 +173,12 @@ def test_slow_subscriber_is_dropped_without_slowing_anyone(cmux_server: ServerPr
     assert len(lines) < 10_000
     for conn in (stalled, reader.sock, producer.sock):
         conn.close()
+
+
+def test_server_stats(api: Api) -> None:
+    api("pane.split", {})
+    stats = api("server.stats")
+    assert stats["type"] == "server_stats" and stats["panes"] == 2 and stats["workspaces"] == 1
+    assert stats["connections"] >= 1 and stats["rss_bytes"] > 0
+    assert set(stats["loop_lag"]) == {"max_ms", "p99_ms", "recent_max_ms"}
+    assert sum(stats["emulators"].values()) == 2

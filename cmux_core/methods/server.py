@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
 from pydantic import Field
@@ -31,6 +33,33 @@ async def server_stop(call: Call, p: Empty) -> Result:
     """Stop the server after this reply: every pane's process group gets SIGHUP."""
     call.server.stopping.set()
     return {"type": "ok"}
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
+
+
+@methods.method("server.stats", Empty)
+async def server_stats(call: Call, p: Empty) -> Result:
+    """Health figures: uptime, counts, memory, and how long the loop was ever stalled."""
+    server = call.server
+    panes = server.mux.all_panes()
+    backends: dict[str, int] = {}
+    for pane in panes:
+        name = pane.terminal.emulator.backend
+        backends[name] = backends.get(name, 0) + 1
+    return {"type": "server_stats", "version": server.version,
+            "uptime_s": round(time.time() - server.started_at, 3),
+            "pid": os.getpid(), "socket_path": str(server.socket_path),
+            "connections": server.connection_count(),
+            "subscribers": server.events.subscriber_count(),
+            "workspaces": sum(1 for _ in server.mux.workspaces()), "panes": len(panes),
+            "emulators": backends, "rss_bytes": _rss_bytes(),
+            "loop_lag": server.loop_monitor.summary(), "event_seq": server.events.seq}
 
 
 class SetAreaParams(Params):
