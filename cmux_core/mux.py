@@ -718,6 +718,7 @@ class Mux:
             "tab_count": len(ws.tabs),
             "active_tab_id": active.id if active else "",
             "agent_status": self.agents.rollup(self.workspace_panes(ws)),
+            **self.agents.workspace_fields(ws),
             "cwd": ws.cwd,
             "uuid": ws.uuid,
             "ref": ws.ref,
