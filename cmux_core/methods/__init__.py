@@ -13,7 +13,7 @@ from ..dispatch import MethodTable
 
 log = logging.getLogger(__name__)
 
-CORE_MODULES = ("server", "workspace", "pane", "layout", "system", "plugin")
+CORE_MODULES = ("server", "workspace", "pane", "layout", "system", "plugin", "views", "detect")
 
 
 def register_core_methods(table: MethodTable) -> None:
