@@ -252,6 +252,7 @@ class Server:
         self.loop_monitor = LoopMonitor()
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[Any]] = set()
+        from .detect.runtime import DetectionRuntime
         from .methods import register_core_methods
         from .plugins import PluginHost
 
@@ -259,6 +260,7 @@ class Server:
         self.plugins = PluginHost(settings, methods=self.methods, publish=self.events.publish,
                                   socket_path=socket_path)
         self.events.observe(self.plugins.on_event)
+        self.detection = DetectionRuntime(self)
 
     def connection_count(self) -> int:
         return len(self._connections)
@@ -295,6 +297,7 @@ class Server:
         self.mux.create_workspace(focus=True)
         self.loop_monitor.start()
         await self.plugins.start()
+        await self.detection.start()
 
     async def _on_connect(self, reader: asyncio.StreamReader,
                           writer: asyncio.StreamWriter) -> None:
@@ -331,6 +334,7 @@ class Server:
         if self._server is not None:
             self._server.close()
         await self.plugins.stop()
+        await self.detection.stop()
         for task in list(self._connections):
             task.cancel()
         terms = self.mux.close_all()
