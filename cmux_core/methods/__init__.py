@@ -13,7 +13,8 @@ from ..dispatch import MethodTable
 
 log = logging.getLogger(__name__)
 
-CORE_MODULES = ("server", "workspace", "pane", "layout", "system", "plugin", "views", "detect")
+CORE_MODULES = ("server", "workspace", "pane", "layout", "system", "plugin", "views", "detect",
+                "agent")
 
 
 def register_core_methods(table: MethodTable) -> None:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from ..dispatch import Call, MethodTable, Params, Result
 from ..errors import CmuxError, InvalidParams
 from ..events import SUBSCRIBABLE
+from .agent import is_parameterised, prepare_subscription
 
 methods = MethodTable()
 
@@ -100,6 +102,9 @@ async def session_snapshot(call: Call, p: Empty) -> Result:
 
 
 class Subscription(Params):
+    """``type`` names the kind; pane-scoped kinds carry more fields (kept as extras)."""
+
+    model_config = ConfigDict(extra="allow")
     type: str
 
 
@@ -113,13 +118,20 @@ async def events_subscribe(call: Call, p: SubscribeParams) -> Result:
     if call.connection is None:
         raise CmuxError("invalid_request", "events.subscribe needs a connection")
     kinds: set[str] = set()
+    pane_streams: list[Callable[[], None]] = []
     for i, sub in enumerate(p.subscriptions):
+        raw = sub.model_dump()
+        if is_parameterised(raw):
+            pane_streams.append(prepare_subscription(call, raw, f"subscriptions[{i}]"))
+            continue
         kind = SUBSCRIBABLE.get(sub.type)
         if kind is None:
             raise InvalidParams(f"subscriptions[{i}].type",
                                 f"unknown event type {sub.type!r}; known: "
                                 + ", ".join(sorted(SUBSCRIBABLE)))
         kinds.add(kind)
-    stream = call.server.events.subscribe(kinds)
-    call.connection.start_stream(stream)
+    if kinds or not pane_streams:
+        call.connection.start_stream(call.server.events.subscribe(kinds))
+    for start in pane_streams:
+        start()
     return {"type": "subscription_started"}
