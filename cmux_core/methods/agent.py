@@ -39,6 +39,7 @@ from ..events import Event, EventHub, Subscriber
 from ..keys import encode_keys
 from ..mux import Mux, Pane
 from ..terminal import validate_env
+from ..views import project_for
 from .pane import (
     WAIT_RECHECK_S,
     OutputMatch,
@@ -350,11 +351,17 @@ class AgentTarget(Params):
     target: str
 
 
-@methods.method("agent.list", Empty)
-async def agent_list(call: Call, p: Empty) -> Result:
-    """Every agent terminal, in workspace, tab and layout order."""
+class AgentListParams(Params):
+    view: bool | str | None = None
+
+
+@methods.method("agent.list", AgentListParams)
+async def agent_list(call: Call, p: AgentListParams) -> Result:
+    """Every agent terminal, in workspace, tab and layout order; with ``view``, projected
+    through the caller's agent view (true) or that ``client_id``'s (a string)."""
     tracker = tracker_of(call)
-    return {"type": "agent_list", "agents": [tracker.agent_info(x) for x in tracker.agent_panes()]}
+    rows = [tracker.agent_info(x) for x in tracker.agent_panes()]
+    return {"type": "agent_list", "agents": await project_for(call, rows, p.view)}
 
 
 @methods.method("agent.get", AgentTarget)
