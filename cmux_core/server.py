@@ -276,6 +276,9 @@ class Server:
 
         Raises :class:`ServerAlreadyRunning` when a live server answers on the path.
         """
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.stopping.set)
         path = self.socket_path
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with contextlib.suppress(PermissionError):
@@ -322,9 +325,6 @@ class Server:
                 self._connections.discard(task)
 
     async def serve_until_stopped(self) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, self.stopping.set)
         await self.stopping.wait()
         await self.shutdown()
 
