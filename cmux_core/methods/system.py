@@ -13,8 +13,8 @@ from ..errors import CmuxError, InvalidParams
 from ..keys import encode_keys
 from ..mux import Mux, Pane, Surface, Window, Workspace
 from ..screen import read_text
-from .pane import paste_bytes, write
-from .workspace import window_keys, workspace_keys
+from .pane import write
+from .workspace import workspace_keys
 
 methods = MethodTable()
 
@@ -234,9 +234,9 @@ class SurfaceTextParams(SurfaceRouting):
 
 @methods.method("surface.send_text", SurfaceTextParams)
 async def surface_send_text(call: Call, p: SurfaceTextParams) -> Result:
-    """Type ``text`` into the terminal (bracketed when the program asked for paste mode)."""
+    """Type ``text`` into the terminal as-is; a newline acts like Enter."""
     surface = route_surface(call.server.mux, p)
-    write(surface, paste_bytes(surface, p.text) if "\n" not in p.text else p.text.encode())
+    write(surface, p.text.encode())
     return {"type": "ok", **surface_keys(surface), "queued": False}
 
 
@@ -283,7 +283,3 @@ async def surface_read_text(call: Call, p: SurfaceReadParams) -> Result:
         text, _ = read_text(emulator, "visible", None, "text")
     return {"type": "surface_text", "text": text,
             "base64": base64.b64encode(text.encode()).decode(), **surface_keys(surface)}
-
-
-def _unused(_: Any) -> None:
-    window_keys  # noqa: B018
