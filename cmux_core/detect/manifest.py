@@ -223,6 +223,10 @@ def parse_manifest(text: str, *, source: str = "<string>", path: str | None = No
         if pos:
             line, column = int(pos.group(1)), int(pos.group(2))
             message = message[:pos.start()].rstrip()
+        elif message.endswith("(at end of document)"):
+            rows = text.split("\n")
+            line, column = len(rows), len(rows[-1]) + 1
+            message = message.removesuffix("(at end of document)").rstrip()
         raise ManifestError(f"invalid TOML: {message}", path=where, line=line,
                             column=column) from None
     return _Builder(data, source=source, path=where, text=text).build()
