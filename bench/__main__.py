@@ -14,6 +14,8 @@ from pathlib import Path
 
 import orjson
 
+from cmux_core.errors import CmuxError
+
 from .cases import CASES, FULL, QUICK, Context
 from .report import Row, table
 from .tmux import version as tmux_version
@@ -46,12 +48,18 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     rows: list[Row] = []
     timings: dict[str, float] = {}
+    failures: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="cmux-bench-") as workdir:
         ctx = Context(sizes, args.emulator, Path(workdir))
         for name in names:
             print(f"running {name} ...", file=sys.stderr, flush=True)
             began = time.perf_counter()
-            rows += CASES[name](ctx)
+            try:
+                rows += CASES[name](ctx)
+            except (OSError, RuntimeError, TimeoutError, CmuxError) as exc:
+                # One broken case should not cost the figures of the others.
+                failures[name] = f"{type(exc).__name__}: {exc}"
+                print(f"{name} failed: {failures[name]}", file=sys.stderr, flush=True)
             timings[name] = round(time.perf_counter() - began, 1)
     load_after = os.getloadavg()
     backend = ", ".join(sorted(b for b in ctx.backends if b)) or args.emulator
@@ -68,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         "quick": args.quick,
         "cases": names,
         "case_seconds": timings,
+        "failures": failures,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                     "python": platform.python_version(),
                     "loadavg_before": load_before, "loadavg_after": load_after},
@@ -77,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     print(f"\nwritten to {args.json}", file=sys.stderr)
-    return 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
