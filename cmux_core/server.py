@@ -250,6 +250,8 @@ class Server:
         self.stopping = asyncio.Event()
         self.started_at = time.time()
         self.loop_monitor = LoopMonitor()
+        self.pending_waits = 0
+        """Requests currently holding their connection open (waits); shown in server.stats."""
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[Any]] = set()
         from .detect.runtime import DetectionRuntime

@@ -9,7 +9,7 @@ import threading
 import pytest
 from conftest import Api, Raw
 
-from cmux_core.testing import ServerProcess
+from cmux_core.testing import ServerProcess, wait_for
 
 
 def snapshot(api: Api) -> dict[str, object]:
@@ -129,6 +129,7 @@ def test_client_disconnecting_mid_request_leaves_server_serving(
         s.close()
     assert api("ping")["type"] == "pong"
     assert api("pane.get", {"pane_id": pane})["pane"]["pane_id"] == pane
+    wait_for(lambda: api("server.stats")["pending_waits"] == 0, message="waits to be dropped")
 
 
 def test_many_concurrent_clients(cmux_server: ServerProcess) -> None:

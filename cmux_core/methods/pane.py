@@ -333,9 +333,13 @@ async def pane_wait_for_output(call: Call, p: WaitForOutputParams) -> Result:
             if pause > 0:
                 await asyncio.sleep(pause)
 
-    if call.connection is None:
-        return await wait()
-    return await call.connection.until_gone(wait())
+    call.server.pending_waits += 1
+    try:
+        if call.connection is None:
+            return await wait()
+        return await call.connection.until_gone(wait())
+    finally:
+        call.server.pending_waits -= 1
 
 
 class ProcessInfoParams(Params):

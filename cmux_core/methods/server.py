@@ -57,7 +57,7 @@ async def server_stats(call: Call, p: Empty) -> Result:
     return {"type": "server_stats", "version": server.version,
             "uptime_s": round(time.time() - server.started_at, 3),
             "pid": os.getpid(), "socket_path": str(server.socket_path),
-            "connections": server.connection_count(),
+            "connections": server.connection_count(), "pending_waits": server.pending_waits,
             "subscribers": server.events.subscriber_count(),
             "workspaces": sum(1 for _ in server.mux.workspaces()), "panes": len(panes),
             "emulators": backends, "rss_bytes": _rss_bytes(),
