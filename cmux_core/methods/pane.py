@@ -312,6 +312,9 @@ async def pane_wait_for_output(call: Call, p: WaitForOutputParams) -> Result:
     deadline = None if p.timeout_ms is None else time.monotonic() + p.timeout_ms / 1000
 
     async def wait() -> Result:
+        # The first wake after a quiet spell re-reads at once; a flood is re-read at most
+        # every WAIT_RECHECK_S, so one busy pane cannot make its waiters burn the loop.
+        burst = False
         while True:
             if pane.key not in mux.panes:
                 raise NotFound("pane", pane.id)
@@ -329,9 +332,10 @@ async def pane_wait_for_output(call: Call, p: WaitForOutputParams) -> Result:
                 await asyncio.wait_for(changed.wait(), remaining)
             except TimeoutError:
                 raise WaitTimeout(message="timed out waiting for output match") from None
-            pause = WAIT_RECHECK_S - (time.monotonic() - checked)
-            if pause > 0:
-                await asyncio.sleep(pause)
+            elapsed = time.monotonic() - checked
+            if burst and elapsed < WAIT_RECHECK_S:
+                await asyncio.sleep(WAIT_RECHECK_S - elapsed)
+            burst = elapsed < WAIT_RECHECK_S
 
     call.server.pending_waits += 1
     try:
