@@ -148,6 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_layout import add_layout_commands
 
     add_layout_commands(sub, add_common)
+    from .cli_detect import add_manifest_commands
+
+    add_manifest_commands(sub, add_common)
     try:
         from .cli_plugin import add_plugin_commands
     except ImportError:
