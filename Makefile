@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-SOCKET ?= $(or $(CMUX_SOCKET_PATH),/tmp/cmux-$(shell id -u)/cmux.sock)
+SOCKET ?=
 PYTEST_WORKERS ?= 2
 
 .PHONY: serve test lint bench venv clean
@@ -17,10 +17,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 serve: $(STAMP)
-	@echo "Starting cmux on $(SOCKET). In another shell:"
-	@echo "  export CMUX_SOCKET_PATH=$(SOCKET) PATH=$(CURDIR)/$(BIN):\$$PATH"
-	@echo "  cmux ping && cmux call workspace.list"
-	$(BIN)/cmux serve --socket $(SOCKET)
+	$(BIN)/cmux serve $(if $(SOCKET),--socket $(SOCKET)) $(SERVE_ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)

@@ -23,11 +23,15 @@ async def _run(settings: Settings, socket_path: Path, session: str | None,
         return 1
     if announce:
         pane = server.mux.focused_pane()
-        print(f"cmux server listening on {socket_path}", flush=True)
-        print(f"  area {settings.columns}x{settings.rows}, emulator "
-              f"{pane.terminal.emulator.backend if pane else settings.emulator}", flush=True)
-        print(f"  try:  CMUX_SOCKET_PATH={socket_path} cmux ping", flush=True)
-        print(f"        CMUX_SOCKET_PATH={socket_path} cmux call workspace.list", flush=True)
+        backend = pane.terminal.emulator.backend if pane else settings.emulator
+        bin_dir = Path(sys.executable).parent
+        print(f"cmux {server.version} listening on {socket_path} "
+              f"(area {settings.columns}x{settings.rows}, {backend} screens, pane "
+              f"{pane.id if pane else '-'} running {settings.shell})\n"
+              "In another shell:\n"
+              f"  export CMUX_SOCKET_PATH={socket_path} PATH={bin_dir}:$PATH\n"
+              "  cmux ping && cmux workspace list && cmux pane list\n"
+              "Stop with Ctrl-C or `cmux server stop`.", flush=True)
     await server.serve_until_stopped()
     return 0
 

@@ -320,6 +320,8 @@ class Server:
             self._connections.add(task)
         try:
             await conn.serve()
+        except asyncio.CancelledError:
+            pass  # server shutdown: the connection ends quietly
         except Exception:
             log.exception("connection failed")
         finally:
