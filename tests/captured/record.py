@@ -25,7 +25,8 @@ Session keys: ``name`` (may contain ``/``), ``argv``, ``cols``/``rows``
 TERM=xterm-256color), ``setup`` (a ``sh -c`` script run first in the work
 directory), ``fake_api`` (a ``fake_api.py`` scenario started first on a free
 port), ``steps``, ``settle`` (seconds of silence that end the session,
-default 0.7), ``expected_from``, ``check``, ``tmux_note``, ``known_bugs``
+default 0.7), ``like`` (the name of an earlier session whose keys are
+the defaults, except ``agent`` and ``known_bugs``), ``expected_from``, ``check``, ``tmux_note``, ``known_bugs``
 (``{backend = "what differs"}``: the test expects that backend to fail) and
 ``agent`` (``{name, state, note}``, state one of idle, working, blocked,
 unknown, menu). Every string in ``argv``, ``env``, ``setup`` and ``send``
@@ -89,9 +90,12 @@ def load_sessions(spec: Path) -> dict[str, dict[str, Any]]:
     with spec.open("rb") as f:
         sessions = tomllib.load(f)["session"]
     by_name: dict[str, dict[str, Any]] = {}
-    for session in sessions:
-        if session["name"] in by_name:
-            raise RecordingError(f"duplicate session {session['name']!r}")
+    for declared in sessions:
+        if declared["name"] in by_name:
+            raise RecordingError(f"duplicate session {declared['name']!r}")
+        base = by_name[declared["like"]] if "like" in declared else {}
+        session = {k: v for k, v in base.items() if k not in ("agent", "known_bugs")}
+        session.update({k: v for k, v in declared.items() if k != "like"})
         agent = session.get("agent")
         if agent and agent.get("state") not in STATES:
             raise RecordingError(f"{session['name']}: agent.state must be one of {STATES}")

@@ -1,0 +1,398 @@
+#!/usr/bin/env python3
+"""A scripted stand-in for the model APIs of Claude Code, Codex and Gemini CLI.
+
+Usage: ``fake_api.py [SCENARIO]`` — listens on a free port on 127.0.0.1, prints
+``PORT <n>`` on stdout, then serves until killed. Each request is logged as one
+JSON line to ``/tmp/cmux-capture/fake_api.log``.
+
+Speaks three wire formats, each streamed the way its CLI expects:
+
+* Anthropic Messages (``POST /v1/messages``, SSE when ``stream`` is true);
+* OpenAI Responses (``POST /v1/responses``, SSE) and Chat Completions
+  (``POST /v1/chat/completions``);
+* Gemini (``POST /v1beta/models/<model>:streamGenerateContent?alt=sse``,
+  ``:generateContent``, ``:countTokens``).
+
+What the model "does" depends on the newest user text of a request that offers
+tools (requests without tools — titles, summaries, quota probes — get a short
+answer at once):
+
+* a tool result in the newest turn → a short final answer ("Done.");
+* ``slowly`` in the text → a long answer streamed one word every 0.4 s, so the
+  CLI shows its working indicator for minutes;
+* ``please run`` in the text → a shell tool call (``touch approved.txt``), so
+  the CLI asks for permission;
+* anything else → a one-line answer, so the CLI goes idle.
+
+``SCENARIO`` is recorded in the log only; behaviour follows the prompts above.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import count
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+LOG = Path("/tmp/cmux-capture/fake_api.log")
+SLOW_WORDS = 400
+SLOW_DELAY = 0.4
+COMMAND = "touch approved.txt"
+COMMAND_REASON = "Create the file approved.txt"
+ids = count(1)
+scenario = "default"
+
+
+# --------------------------------------------------------------------------------------------
+# Deciding what the model does
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """Every string found under a ``text`` key (or a bare string) of a JSON value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
+    elif isinstance(value, dict):
+        for key in ("text", "content", "parts"):
+            if key in value:
+                yield from _texts(value[key])
+
+
+def decide(last_turn: Any, has_tools: bool, tool_result: bool) -> str:
+    """``final``, ``slow``, ``tool`` or ``answer`` for the newest turn of a request."""
+    if not has_tools:
+        return "answer"
+    if tool_result:
+        return "final"
+    text = " ".join(_texts(last_turn)).lower()
+    if "slowly" in text:
+        return "slow"
+    if "please run" in text:
+        return "tool"
+    return "answer"
+
+
+def words(action: str) -> list[str]:
+    if action == "slow":
+        return [f"word{i} " for i in range(SLOW_WORDS)]
+    if action == "final":
+        return ["Done. ", "The ", "file ", "was ", "created."]
+    return ["Hello! ", "This ", "is ", "a ", "scripted ", "answer."]
+
+
+def delay(action: str) -> float:
+    return SLOW_DELAY if action == "slow" else 0.02
+
+
+# --------------------------------------------------------------------------------------------
+# Wire formats
+
+
+def anthropic(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dict[str, Any]]]]:
+    # Newer clients append "system" messages after the user turn; the user turn decides.
+    users = [m for m in body.get("messages", []) if isinstance(m, dict) and m.get("role") == "user"]
+    last = users[-1] if users else {}
+    content = last.get("content")
+    tool_result = isinstance(content, list) and any(
+        isinstance(c, dict) and c.get("type") == "tool_result" for c in content)
+    tools = [t.get("name") for t in body.get("tools", []) if isinstance(t, dict)]
+    action = decide(last, "Bash" in tools, tool_result)
+    model = body.get("model", "claude-sonnet-4-5")
+
+    def events() -> Iterator[tuple[str | None, dict[str, Any]]]:
+        yield "message_start", {"type": "message_start", "message": {
+            "id": f"msg_{next(ids)}", "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": 25, "output_tokens": 1, "cache_read_input_tokens": 0,
+                      "cache_creation_input_tokens": 0}}}
+        yield "content_block_start", {"type": "content_block_start", "index": 0,
+                                      "content_block": {"type": "text", "text": ""}}
+        for word in (["I'll create the file. "] if action == "tool" else words(action)):
+            time.sleep(delay(action))
+            yield "content_block_delta", {"type": "content_block_delta", "index": 0,
+                                          "delta": {"type": "text_delta", "text": word}}
+        yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+        stop = "end_turn"
+        if action == "tool":
+            stop = "tool_use"
+            yield "content_block_start", {"type": "content_block_start", "index": 1,
+                                          "content_block": {"type": "tool_use",
+                                                            "id": f"toolu_{next(ids):04d}",
+                                                            "name": "Bash", "input": {}}}
+            arguments = json.dumps({"command": COMMAND, "description": COMMAND_REASON})
+            yield "content_block_delta", {"type": "content_block_delta", "index": 1,
+                                          "delta": {"type": "input_json_delta",
+                                                    "partial_json": arguments}}
+            yield "content_block_stop", {"type": "content_block_stop", "index": 1}
+        yield "message_delta", {"type": "message_delta",
+                                "delta": {"stop_reason": stop, "stop_sequence": None},
+                                "usage": {"output_tokens": 12}}
+        yield "message_stop", {"type": "message_stop"}
+
+    return action, events()
+
+
+def anthropic_message(body: dict[str, Any]) -> dict[str, Any]:
+    """The non-streaming reply: the streamed events folded into one message."""
+    _, events = anthropic(body)
+    message: dict[str, Any] = {}
+    blocks: list[dict[str, Any]] = []
+    for _, event in events:
+        kind = event["type"]
+        if kind == "message_start":
+            message = event["message"]
+        elif kind == "content_block_start":
+            blocks.append(dict(event["content_block"]))
+        elif kind == "content_block_delta" and event["delta"]["type"] == "text_delta":
+            blocks[-1]["text"] += event["delta"]["text"]
+        elif kind == "content_block_delta":
+            blocks[-1]["input"] = json.loads(event["delta"]["partial_json"])
+        elif kind == "message_delta":
+            message.update(event["delta"])
+    message["content"] = blocks
+    return message
+
+
+def responses(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dict[str, Any]]]]:
+    items = body.get("input", [])
+    last = items[-1] if items else {}
+    tool_result = isinstance(last, dict) and last.get("type") == "function_call_output"
+    users = [i for i in items if isinstance(i, dict) and i.get("role") == "user"]
+    tools = [t.get("name") for t in body.get("tools", []) if isinstance(t, dict)]
+    shell = next((t for t in ("shell_command", "shell", "exec_command") if t in tools), None)
+    action = decide(users[-1] if users else {}, shell is not None, tool_result)
+    response_id = f"resp_{next(ids)}"
+
+    def events() -> Iterator[tuple[str | None, dict[str, Any]]]:
+        yield "response.created", {"type": "response.created",
+                                   "response": {"id": response_id, "status": "in_progress"}}
+        if action == "tool":
+            if shell == "shell":
+                arguments: dict[str, Any] = {"command": ["bash", "-lc", COMMAND]}
+            elif shell == "exec_command":
+                arguments = {"cmd": COMMAND}
+            else:
+                arguments = {"command": COMMAND}
+            arguments |= {"sandbox_permissions": "require_escalated",
+                          "justification": COMMAND_REASON}
+            item = {"type": "function_call", "id": f"fc_{next(ids)}",
+                    "call_id": f"call_{next(ids)}", "name": shell,
+                    "arguments": json.dumps(arguments), "status": "completed"}
+            yield "response.output_item.added", {"type": "response.output_item.added",
+                                                 "output_index": 0, "item": item}
+            yield "response.output_item.done", {"type": "response.output_item.done",
+                                                "output_index": 0, "item": item}
+        else:
+            item_id = f"msg_{next(ids)}"
+            yield "response.output_item.added", {
+                "type": "response.output_item.added", "output_index": 0,
+                "item": {"type": "message", "id": item_id, "role": "assistant",
+                         "status": "in_progress", "content": []}}
+            text = ""
+            for word in words(action):
+                time.sleep(delay(action))
+                text += word
+                yield "response.output_text.delta", {
+                    "type": "response.output_text.delta", "item_id": item_id,
+                    "output_index": 0, "content_index": 0, "delta": word}
+            yield "response.output_item.done", {
+                "type": "response.output_item.done", "output_index": 0,
+                "item": {"type": "message", "id": item_id, "role": "assistant",
+                         "status": "completed",
+                         "content": [{"type": "output_text", "text": text, "annotations": []}]}}
+        yield "response.completed", {"type": "response.completed", "response": {
+            "id": response_id, "status": "completed",
+            "usage": {"input_tokens": 25, "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens": 12, "output_tokens_details": {"reasoning_tokens": 0},
+                      "total_tokens": 37}}}
+
+    return action, events()
+
+
+def chat_completions(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None,
+                                                                      dict[str, Any]]]]:
+    messages = body.get("messages", [])
+    last = messages[-1] if messages else {}
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    action = decide(users[-1] if users else {}, bool(body.get("tools")),
+                    isinstance(last, dict) and last.get("role") == "tool")
+    if action == "tool":
+        action = "answer"
+
+    def events() -> Iterator[tuple[str | None, dict[str, Any]]]:
+        chunk_id = f"chatcmpl-{next(ids)}"
+        for word in words(action):
+            time.sleep(delay(action))
+            yield None, {"id": chunk_id, "object": "chat.completion.chunk", "model": "fake",
+                         "choices": [{"index": 0, "delta": {"content": word},
+                                      "finish_reason": None}]}
+        yield None, {"id": chunk_id, "object": "chat.completion.chunk", "model": "fake",
+                     "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+
+    return action, events()
+
+
+def gemini(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dict[str, Any]]]]:
+    contents = body.get("contents", [])
+    last = contents[-1] if contents else {}
+    parts = last.get("parts", []) if isinstance(last, dict) else []
+    tool_result = any(isinstance(p, dict) and "functionResponse" in p for p in parts)
+    declared = [f.get("name") for t in body.get("tools", []) if isinstance(t, dict)
+                for f in t.get("functionDeclarations", []) if isinstance(f, dict)]
+    action = decide(last, "run_shell_command" in declared, tool_result)
+    wants_json = "json" in str(body.get("generationConfig", {}).get("responseMimeType", ""))
+    usage = {"promptTokenCount": 25, "candidatesTokenCount": 12, "totalTokenCount": 37}
+
+    def chunk(part: dict[str, Any], finish: bool) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": [part]}, "index": 0}
+        if finish:
+            candidate["finishReason"] = "STOP"
+        return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "fake"}
+
+    def events() -> Iterator[tuple[str | None, dict[str, Any]]]:
+        if wants_json:
+            text = json.dumps({"next_speaker": "user", "reasoning": "The answer is complete."})
+            yield None, chunk({"text": text}, True)
+            return
+        if action == "tool":
+            yield None, chunk({"functionCall": {"name": "run_shell_command", "args": {
+                "command": COMMAND, "description": COMMAND_REASON}}}, True)
+            return
+        for word in words(action):
+            time.sleep(delay(action))
+            yield None, chunk({"text": word}, False)
+        yield None, chunk({"text": ""}, True)
+
+    return action, events()
+
+
+def gemini_folded(body: dict[str, Any]) -> dict[str, Any]:
+    _, events = gemini(body)
+    parts: list[dict[str, Any]] = []
+    last: dict[str, Any] = {}
+    for _, event in events:
+        last = event
+        parts.extend(event["candidates"][0]["content"]["parts"])
+    text = "".join(p.get("text", "") for p in parts)
+    folded = [p for p in parts if "text" not in p] or [{"text": text}]
+    last["candidates"][0]["content"]["parts"] = folded
+    last["candidates"][0]["finishReason"] = "STOP"
+    return last
+
+
+# --------------------------------------------------------------------------------------------
+# HTTP
+
+
+class Handler(BaseHTTPRequestHandler):
+    """One request; SSE bodies are written as they are produced and end with the connection."""
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
+        return
+
+    def _log(self, body: Any, action: str = "") -> None:
+        tools = body.get("tools") if isinstance(body, dict) else None
+        entry = {"time": time.time(), "scenario": scenario, "method": self.command,
+                 "path": self.path, "action": action,
+                 "tools": len(tools) if isinstance(tools, list) else None,
+                 "body": json.dumps(body)[:3000], "tail": json.dumps(body)[-6000:]}
+        with LOG.open("a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    def _json(self, status: int, value: Any) -> None:
+        data = json.dumps(value).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _sse(self, events: Iterator[tuple[str | None, dict[str, Any]]], done: bool) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        try:
+            for name, data in events:
+                line = f"event: {name}\n" if name else ""
+                self.wfile.write(f"{line}data: {json.dumps(data)}\n\n".encode())
+                self.wfile.flush()
+            if done:
+                self.wfile.write(b"data: [DONE]\n\n")
+        except (BrokenPipeError, ConnectionResetError):
+            return
+
+    def do_GET(self) -> None:
+        self._log({})
+        path = urlsplit(self.path).path
+        if path.endswith("/models"):
+            self._json(200, {"object": "list", "data": [], "models": []})
+        else:
+            self._json(200, {})
+
+    def do_HEAD(self) -> None:
+        self._log({})
+        self.send_response(200)
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        path = urlsplit(self.path).path
+        if path.endswith("/messages/count_tokens"):
+            self._log(body)
+            self._json(200, {"input_tokens": 25})
+        elif path.endswith("/messages"):
+            action, events = anthropic(body)
+            self._log(body, action)
+            if body.get("stream"):
+                self._sse(events, done=False)
+            else:
+                self._json(200, anthropic_message(body))
+        elif path.endswith("/responses"):
+            action, events = responses(body)
+            self._log(body, action)
+            self._sse(events, done=False)
+        elif path.endswith("/chat/completions"):
+            action, events = chat_completions(body)
+            self._log(body, action)
+            self._sse(events, done=True)
+        elif path.endswith(":countTokens"):
+            self._log(body)
+            self._json(200, {"totalTokens": 25})
+        elif path.endswith(":streamGenerateContent"):
+            action, events = gemini(body)
+            self._log(body, action)
+            self._sse(events, done=False)
+        elif path.endswith(":generateContent"):
+            action, _ = gemini(body)
+            self._log(body, action)
+            self._json(200, gemini_folded(body))
+        else:
+            self._log(body, "unknown")
+            self._json(404, {"error": {"message": f"no route for {path}"}})
+
+
+def main() -> None:
+    global scenario
+    scenario = sys.argv[1] if len(sys.argv) > 1 else "default"
+    LOG.parent.mkdir(parents=True, exist_ok=True)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    print(f"PORT {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
