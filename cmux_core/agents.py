@@ -588,15 +588,16 @@ class AgentTracker:
                 best = status
         return best
 
-    def presentation(self, pane: Pane) -> dict[str, Any]:
-        """Effective presentation: newest unexpired value per field among sources whose
-        guards pass; state labels merged, newer report winning per status."""
+    def presentation(self, pane: Pane, now: float | None = None) -> dict[str, Any]:
+        """Effective presentation: newest value per field unexpired at ``now`` (default: the
+        present) among sources whose guards pass; state labels merged, newer report winning
+        per status."""
         rec = self.records.get(pane.key)
         if rec is None:
             return {}
         agent = self.effective_agent(pane)
         auth_source = rec.authority.source if rec.authority is not None else None
-        now = time.monotonic()
+        now = time.monotonic() if now is None else now
         best: dict[str, Presented] = {}
         labels: dict[str, Presented] = {}
         for entry in rec.presentation.values():
@@ -849,8 +850,8 @@ class AgentTracker:
 
     # -- events ---------------------------------------------------------------------------
 
-    def _snapshot(self, pane: Pane, rec: AgentRecord) -> _Snapshot:
-        pres = self.presentation(pane)
+    def _snapshot(self, pane: Pane, rec: AgentRecord, now: float | None = None) -> _Snapshot:
+        pres = self.presentation(pane, now)
         return _Snapshot(self.effective_agent(pane), rec.status,
                          tuple(sorted((k, str(v)) for k, v in pres.items())),
                          rec.metadata.revision, rec.name)
@@ -931,7 +932,8 @@ class AgentTracker:
         pane = self.mux.panes.get(key)
         rec = self.records.get(key)
         if pane is not None and rec is not None:
-            before = self._snapshot(pane, rec)
+            # Seen from just before the deadline, so the expiry itself is the change.
+            before = self._snapshot(pane, rec, float("-inf"))
             rec.metadata.expire(now)
             for source, entry in list(rec.presentation.items()):
                 for values in (entry.fields, entry.labels):
