@@ -1,0 +1,43 @@
+"""``cmux agent`` commands against a real server (parsed and run in-process)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+from conftest import Api
+
+from cmux_core.cli import add_common
+from cmux_core.cli_agent import add_agent_commands
+
+
+def cmux_agent(api: Api, capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    parser = argparse.ArgumentParser()
+    add_common(parser, top=True)
+    add_agent_commands(parser.add_subparsers(dest="command"), add_common)
+    ns = parser.parse_args(["agent", argv[0], "--socket", str(api.server.socket_path),
+                            *argv[1:]])
+    assert ns.func(ns) == 0
+    return capsys.readouterr().out
+
+
+def test_start_list_wait_prompt_read_rename(api: Api, capsys: pytest.CaptureFixture[str]
+                                            ) -> None:
+    pane = cmux_agent(api, capsys, "start", "builder", "--", "cat").strip()
+    assert pane == api("agent.get", {"target": "builder"})["agent"]["pane_id"]
+    api("pane.report_agent", {"pane_id": pane, "source": "custom:cli", "agent": "catbot",
+                              "state": "working"})
+    listing = cmux_agent(api, capsys, "list").splitlines()
+    assert listing[0].split() == ["NAME", "AGENT", "STATUS", "FOR", "BY", "PANE", "TITLE"]
+    assert listing[1].split()[:3] == ["builder", "catbot", "working"]
+    assert "hook:custom:cli" in listing[1]
+    assert cmux_agent(api, capsys, "wait", "builder", "--until", "working").strip() == "working"
+    assert cmux_agent(api, capsys, "prompt", "builder", "hello").strip() == "working"
+    api.wait_text(pane, "hello")
+    assert "hello" in cmux_agent(api, capsys, "read", "builder")
+    assert cmux_agent(api, capsys, "rename", "builder", "bob").strip() == pane
+    rows = json.loads(cmux_agent(api, capsys, "list", "--json"))["agents"]
+    assert [r["name"] for r in rows] == ["bob"]
+    assert cmux_agent(api, capsys, "focus", "bob").strip() == pane
+    assert api.focused_pane() == pane
