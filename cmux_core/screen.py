@@ -443,21 +443,30 @@ class _Screen(pyte.Screen):
     # -- scrollback ------------------------------------------------------------------------
 
     def _push_history(self, line: StaticDefaultDict[int, Char] | None) -> None:
-        if not self.scrollback_lines:
-            return
-        row = _render(line, self.columns)
-        self.history.append(row)
-        size = _ROW_OVERHEAD + sys.getsizeof(row.text)
-        if row.ansi is not row.text:
-            size += sys.getsizeof(row.ansi)
+        if self.scrollback_lines:
+            self._push_rows([_render(line, self.columns)])
+
+    def _push_rows(self, rows: list[Row]) -> None:
+        """Append rendered rows to scrollback, then drop the oldest beyond either limit."""
+        history = self.history
+        # Rows beyond the line limit would be evicted at once: skip them (the result is the same).
+        if len(rows) > self.scrollback_lines:
+            rows = rows[len(rows) - self.scrollback_lines :]
+        size = 0
+        getsizeof = sys.getsizeof
+        for row in rows:
+            size += _ROW_OVERHEAD + getsizeof(row.text)
+            if row.ansi is not row.text:
+                size += getsizeof(row.ansi)
+        history.extend(rows)
         self.history_bytes += size
-        while self.history and (
-            len(self.history) > self.scrollback_lines or self.history_bytes > self.scrollback_bytes
+        while history and (
+            len(history) > self.scrollback_lines or self.history_bytes > self.scrollback_bytes
         ):
-            old = self.history.popleft()
-            self.history_bytes -= _ROW_OVERHEAD + sys.getsizeof(old.text)
+            old = history.popleft()
+            self.history_bytes -= _ROW_OVERHEAD + getsizeof(old.text)
             if old.ansi is not old.text:
-                self.history_bytes -= sys.getsizeof(old.ansi)
+                self.history_bytes -= getsizeof(old.ansi)
 
     def clear_history(self) -> None:
         self.history.clear()
@@ -490,6 +499,64 @@ class _Screen(pyte.Screen):
             else:
                 buffer[y] = line
         self.dirty.update(range(top, bottom + 1))
+
+    def plain_scroll_ready(self) -> bool:
+        """Whether :meth:`scroll_plain_lines` may stand in for drawing lines one at a time.
+
+        Only in the state it reproduces: primary screen, no scroll region, cursor at the
+        start of an empty bottom row, default pen and character set, insert and origin
+        modes off.
+        """
+        cursor = self.cursor
+        last = self.lines - 1
+        if cursor.y != last or cursor.x or self._stash is not None:
+            return False
+        if cursor.attrs is not _BLANK or (self.margins is not None and self.margins != (0, last)):
+            return False
+        if modes.IRM in self.mode or modes.DECOM in self.mode:
+            return False
+        if (self.g1_charset if self.charset else self.g0_charset) is not charsets.LAT1_MAP:
+            return False
+        line = self.buffer.get(last)
+        return line is None or not (line or getattr(line, "wrapped", False))
+
+    def scroll_plain_lines(self, texts: list[str]) -> None:
+        """Draw each text on the bottom row, then CR LF: the effect of a run of plain lines.
+
+        The caller checked :meth:`plain_scroll_ready` and that every text is printable
+        ASCII no wider than the screen. The rows scrolled off go to scrollback (texts
+        that pass straight through become rows without ever being cells); the last
+        ``lines - 1`` of old rows and texts stay on screen and the cursor stays put.
+        """
+        count = len(texts)
+        if not count:
+            return
+        buffer = self.buffer
+        last = self.lines - 1
+        old = [buffer.get(y) for y in range(last)]
+        passing = max(0, count - last)
+        if self.scrollback_lines:
+            rows = [_render(line, self.columns) for line in old[:count]]
+            for text in texts[:passing]:
+                text = text.rstrip(" ")
+                rows.append(Row(text, text))
+            self._push_rows(rows)
+        cells = self._cells_for(_DEFAULT_STYLE)
+        kept: list[StaticDefaultDict[int, Char] | None] = [*old[count:]]
+        for text in texts[passing:]:
+            if text:
+                line = _Line(_BLANK)
+                line.update(zip(range(len(text)), map(cells.__getitem__, text), strict=False))
+                kept.append(line)
+            else:
+                kept.append(None)
+        buffer.clear()
+        buffer.update((y, line) for y, line in enumerate(kept) if line is not None)
+        for text in reversed(texts):
+            if text:
+                self.last_char = text[-1]
+                break
+        self.dirty.update(range(self.lines))
 
     def scroll_up(self, count: int) -> None:
         """SU: scroll the region up without moving the cursor; nothing enters scrollback."""
@@ -1016,6 +1083,8 @@ class _Parser:
         self._string: Literal["osc", "other"] | None = None
         self._osc: list[str] = []
         self._osc_size = 0
+        self._plain_width = 0
+        self._plain_run = re.compile("")
 
     def feed(self, data: bytes) -> None:
         text = self._decoder.decode(data)
@@ -1040,6 +1109,8 @@ class _Parser:
                 if text.startswith("\n", j + 1):
                     crlf()
                     i = j + 2
+                    if text.startswith("\r\n", i) or (i < n and " " <= text[i] <= "~"):
+                        i = self._plain_lines(text, i)
                 else:
                     screen.cursor.x = 0
                     i = j + 1
@@ -1070,6 +1141,24 @@ class _Parser:
                 i = self._string_body(text, j + 1)
             else:
                 i = j + 1  # BEL and the remaining controls have no effect on the screen
+
+    def _plain_lines(self, text: str, start: int) -> int:
+        """Absorb whole plain lines from ``start`` in one screen call when the screen allows it.
+
+        A run of printable-ASCII lines each ending in CR LF and no wider than the screen
+        scrolls straight into scrollback; returns where the run ends (``start`` when the
+        fast path does not apply).
+        """
+        screen = self.screen
+        if screen.columns != self._plain_width:
+            self._plain_width = screen.columns
+            self._plain_run = re.compile(rf"(?:[ -~]{{0,{screen.columns}}}\r\n)+")
+        match = self._plain_run.match(text, start)
+        if match is None or not screen.plain_scroll_ready():
+            return start
+        end = match.end()
+        screen.scroll_plain_lines(text[start : end - 2].split("\r\n"))
+        return end
 
     # -- sequences -------------------------------------------------------------------------
 
