@@ -433,8 +433,8 @@ def test_plugin_sorts_filters_and_owned_views(api: Api, fleet: dict[str, str]) -
     linked = api("plugin.link", {"path": str(VIEWS_PLUGIN)})
     assert linked["plugin"]["plugin_id"] == "cmux-views"
     api("agent.view.set", {"source": "plugin:cmux-views", "label": "needs me",
-                           "filter": {"plugin": "cmux-views/needs-me"},
-                           "sort": [{"field": {"plugin": "cmux-views/longest-waiting"}}]})
+                           "filter": {"plugin": "cmux-views/waiting"},
+                           "sort": [{"field": {"plugin": "cmux-views/longest-wait"}}]})
     # blocked was reported before done finished, so it has waited longest
     assert listed(api) == [fleet["blocked"], fleet["done"]]
     api("agent.view.set", {"source": "mine", "client_id": "triage",
@@ -455,7 +455,7 @@ def test_plugin_sorts_filters_and_owned_views(api: Api, fleet: dict[str, str]) -
     assert api.error("agent.view.set", {"source": "plugin:cmux-views"})["code"] == \
         "plugin_disabled"
     assert api.error("agent.view.set", {"source": "x", "filter": {
-        "plugin": "cmux-views/needs-me"}})["code"] == "plugin_disabled"
+        "plugin": "cmux-views/waiting"}})["code"] == "plugin_disabled"
 
     api("plugin.enable", {"plugin_id": "cmux-views"})
     api("agent.view.set", {"source": "plugin:cmux-views"})
