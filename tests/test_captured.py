@@ -3,7 +3,9 @@
 Every ``tests/captured/**/<name>.input`` holds the raw bytes a real program wrote
 to its PTY (recorded with ``tests/captured/record.py``); ``<name>.expected`` is
 the ``visible`` read those bytes must produce and ``<name>.meta.toml`` says how
-it was recorded and what was checked against tmux. A backend listed under
+it was recorded, the OSC title and progress the bytes leave behind (what
+detection's ``osc_title``/``osc_progress`` regions read) and what was checked
+against tmux. A backend listed under
 ``known_bugs`` in the meta file is expected to differ (strict xfail), so a fix
 shows up as a failure until the entry is removed.
 
@@ -100,6 +102,8 @@ def test_replay_matches_expected(recording: Path, backend: str, feed: str,
     text, truncated = read_text(emulator, "visible", None, "text")
     assert not truncated
     assert text == recording.with_suffix(".expected").read_text()
+    osc = meta.get("osc", {})
+    assert (emulator.title, emulator.progress) == (osc.get("title"), osc.get("progress"))
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,8 +18,8 @@ tools (requests without tools — titles, summaries, quota probes — get a shor
 answer at once):
 
 * a tool result in the newest turn → a short final answer ("Done.");
-* ``slowly`` in the text → a long answer streamed one word every 0.4 s, so the
-  CLI shows its working indicator for minutes;
+* ``slowly`` in the text → a long answer that starts after 4 s and then streams
+  one word every 0.4 s, so the CLI shows its working indicator for minutes;
 * ``please run`` in the text → a shell tool call (``touch approved.txt``), so
   the CLI asks for permission;
 * anything else → a one-line answer, so the CLI goes idle.
@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 LOG = Path("/tmp/cmux-capture/fake_api.log")
 SLOW_WORDS = 400
 SLOW_DELAY = 0.4
+SLOW_FIRST = 4.0
 COMMAND = "touch approved.txt"
 COMMAND_REASON = "Create the file approved.txt"
 ids = count(1)
@@ -87,8 +88,14 @@ def words(action: str) -> list[str]:
     return ["Hello! ", "This ", "is ", "a ", "scripted ", "answer."]
 
 
-def delay(action: str) -> float:
-    return SLOW_DELAY if action == "slow" else 0.02
+def stream(action: str) -> Iterator[str]:
+    """The answer's words, each after its delay; a slow answer first "thinks" for a while."""
+    for i, word in enumerate(words(action)):
+        if action != "slow":
+            time.sleep(0.02)
+        else:
+            time.sleep(SLOW_FIRST if i == 0 else SLOW_DELAY)
+        yield word
 
 
 # --------------------------------------------------------------------------------------------
@@ -114,8 +121,7 @@ def anthropic(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dic
                       "cache_creation_input_tokens": 0}}}
         yield "content_block_start", {"type": "content_block_start", "index": 0,
                                       "content_block": {"type": "text", "text": ""}}
-        for word in (["I'll create the file. "] if action == "tool" else words(action)):
-            time.sleep(delay(action))
+        for word in (["I'll create the file. "] if action == "tool" else stream(action)):
             yield "content_block_delta", {"type": "content_block_delta", "index": 0,
                                           "delta": {"type": "text_delta", "text": word}}
         yield "content_block_stop", {"type": "content_block_stop", "index": 0}
@@ -196,8 +202,7 @@ def responses(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dic
                 "item": {"type": "message", "id": item_id, "role": "assistant",
                          "status": "in_progress", "content": []}}
             text = ""
-            for word in words(action):
-                time.sleep(delay(action))
+            for word in stream(action):
                 text += word
                 yield "response.output_text.delta", {
                     "type": "response.output_text.delta", "item_id": item_id,
@@ -228,8 +233,7 @@ def chat_completions(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | No
 
     def events() -> Iterator[tuple[str | None, dict[str, Any]]]:
         chunk_id = f"chatcmpl-{next(ids)}"
-        for word in words(action):
-            time.sleep(delay(action))
+        for word in stream(action):
             yield None, {"id": chunk_id, "object": "chat.completion.chunk", "model": "fake",
                          "choices": [{"index": 0, "delta": {"content": word},
                                       "finish_reason": None}]}
@@ -265,8 +269,7 @@ def gemini(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dict[s
             yield None, chunk({"functionCall": {"name": "run_shell_command", "args": {
                 "command": COMMAND, "description": COMMAND_REASON}}}, True)
             return
-        for word in words(action):
-            time.sleep(delay(action))
+        for word in stream(action):
             yield None, chunk({"text": word}, False)
         yield None, chunk({"text": ""}, True)
 
@@ -294,14 +297,16 @@ def gemini_folded(body: dict[str, Any]) -> dict[str, Any]:
 class Handler(BaseHTTPRequestHandler):
     """One request; SSE bodies are written as they are produced and end with the connection."""
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base signature
+    def log_message(self, format: str, *args: Any) -> None:
         return
 
     def _log(self, body: Any, action: str = "") -> None:
         tools = body.get("tools") if isinstance(body, dict) else None
+        names = [t.get("name") or [f.get("name") for f in t.get("functionDeclarations", [])]
+                 for t in tools if isinstance(t, dict)] if isinstance(tools, list) else None
         entry = {"time": time.time(), "scenario": scenario, "method": self.command,
                  "path": self.path, "action": action,
-                 "tools": len(tools) if isinstance(tools, list) else None,
+                 "tools": names,
                  "body": json.dumps(body)[:3000], "tail": json.dumps(body)[-6000:]}
         with LOG.open("a") as f:
             f.write(json.dumps(entry) + "\n")

@@ -16,21 +16,23 @@ tables, keys below). Recording a session writes, relative to this directory:
     bytes into the backend named by ``expected_from`` (default ``pyte``), or
     tmux's ``capture-pane -p`` rendering when ``expected_from = "tmux"``;
 ``<name>.meta.toml``
-    how it was recorded, what the test checks, the agent state the screen
-    shows (agent screens only), how both backends and tmux rendered the same
-    bytes, and the differences that were accepted and why.
+    how it was recorded, what the test checks, the final OSC title and
+    progress (``[osc]``), the agent state the screen shows (agent screens
+    only), how both backends and tmux rendered the same bytes, and the
+    differences that were accepted and why.
 
 Session keys: ``name`` (may contain ``/``), ``argv``, ``cols``/``rows``
 (80x24), ``env`` (added to a minimal environment: PATH, HOME, LANG=C.UTF-8,
 TERM=xterm-256color), ``setup`` (a ``sh -c`` script run first in the work
 directory), ``fake_api`` (a ``fake_api.py`` scenario started first on a free
 port), ``steps``, ``settle`` (seconds of silence that end the session,
-default 0.7), ``like`` (the name of an earlier session whose keys are
-the defaults, except ``agent`` and ``known_bugs``), ``expected_from``, ``check``, ``tmux_note``, ``known_bugs``
-(``{backend = "what differs"}``: the test expects that backend to fail) and
-``agent`` (``{name, state, note}``, state one of idle, working, blocked,
-unknown, menu). Every string in ``argv``, ``env``, ``setup`` and ``send``
-may use ``{home}``, ``{work}`` and ``{port}``.
+default 0.7), ``like`` (the name of an earlier session whose keys are the
+defaults, except ``agent`` and ``known_bugs``), ``expected_from``,
+``check``, ``tmux_note``, ``known_bugs`` (``{backend = "what differs"}``:
+the test expects that backend to fail) and ``agent`` (``{name, state,
+note}``, state one of idle, working, blocked, unknown, menu). Every string
+in ``argv``, ``env``, ``setup`` and ``send`` may use ``{home}``, ``{work}``
+and ``{port}``.
 
 Steps, run in order while output keeps being read and answered:
 ``{wait = "text", timeout = 20}`` waits until the live screen shows text;
@@ -248,10 +250,13 @@ def _run_step(live: Live, step: dict[str, Any], port: int | None) -> None:
 # Rendering
 
 
-def render(data: bytes, backend: str, cols: int, rows: int) -> str:
+def render(data: bytes, backend: str, cols: int, rows: int) -> tuple[str, dict[str, str]]:
+    """The visible text after replaying ``data``, and the final OSC title and progress."""
     emulator = make_emulator(backend, cols, rows)
     emulator.feed(data)
-    return read_text(emulator, "visible", None, "text")[0]
+    osc = {k: v for k, v in (("title", emulator.title), ("progress", emulator.progress))
+           if v is not None}
+    return read_text(emulator, "visible", None, "text")[0], osc
 
 
 def normalise(text: str) -> str:
@@ -349,9 +354,11 @@ def write_outputs(session: dict[str, Any], data: bytes, recorded: str | None, tm
     if recorded is None and meta_path.exists():
         with meta_path.open("rb") as f:
             recorded = tomllib.load(f).get("recorded")
-    renders = {"pyte": render(data, "pyte", cols, rows)}
+    renders: dict[str, str] = {}
+    oscs: dict[str, dict[str, str]] = {}
+    renders["pyte"], oscs["pyte"] = render(data, "pyte", cols, rows)
     try:
-        renders["ghostty"] = render(data, "ghostty", cols, rows)
+        renders["ghostty"], oscs["ghostty"] = render(data, "ghostty", cols, rows)
     except Exception as exc:  # the native backend is optional
         print(f"  ghostty unavailable: {exc}", file=sys.stderr)
     if tmux:
@@ -371,6 +378,9 @@ def write_outputs(session: dict[str, Any], data: bytes, recorded: str | None, tm
     if session.get("fake_api"):
         top["fake_api"] = session["fake_api"]
     tables: dict[str, dict[str, Any]] = {"": top}
+    tables["osc"] = oscs["pyte"]
+    if oscs.get("ghostty", oscs["pyte"]) != oscs["pyte"]:
+        print(f"  OSC state differs: pyte {oscs['pyte']}, ghostty {oscs['ghostty']}")
     if session.get("agent"):
         tables["agent"] = dict(session["agent"])
     tables["known_bugs"] = dict(known)
