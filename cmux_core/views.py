@@ -634,7 +634,8 @@ class ViewBook:
 
     A view keyed by a connection is dropped when that connection closes; a view keyed by a
     named ``client_id`` stays until cleared. Views owned by a plugin (``plugin:<id>``) are
-    dropped when the server reports that plugin disabled, unlinked or blocked.
+    dropped when the server reports that plugin disabled, unlinked or blocked. Every change
+    to a named client's view is published as ``agent_view_changed``.
     """
 
     def __init__(self, server: Server) -> None:
