@@ -275,7 +275,7 @@ def render_tmux(data: bytes, cols: int, rows: int) -> str:
         done = Path(tmp) / "done"
         conf = Path(tmp) / "tmux.conf"
         conf.write_text("set -g status off\nset -g default-terminal xterm-256color\n")
-        tmux = ["tmux", "-L", f"cmux-capture-{os.getpid()}", "-f", str(conf)]
+        tmux = ["tmux", "-L", f"cmux-capture-{Path(tmp).name}", "-f", str(conf)]
         script = f"stty raw -echo -opost; cat {source}; touch {done}; exec sleep 600"
         subprocess.run([*tmux, "new-session", "-d", "-x", str(cols), "-y", str(rows), script],
                        check=True)
