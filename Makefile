@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,ghostty]'
+	$(BIN)/python -m pip install --quiet -e plugins/cmux-views
 	touch $(STAMP)
 
 serve: $(STAMP)

@@ -148,7 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_layout import add_layout_commands
 
     add_layout_commands(sub, add_common)
+    from .cli_agent import add_agent_commands
     from .cli_detect import add_manifest_commands
+
+    add_agent_commands(sub, add_common)
+    from .cli_sidebar import add_sidebar_commands
+
+    add_sidebar_commands(sub, add_common)
 
     add_manifest_commands(sub, add_common)
     try:

@@ -29,7 +29,7 @@ EVENT_KINDS = (
     "pane_agent_detected", "pane_agent_status_changed", "layout_updated",
     "pane_output_changed", "pane_title_changed", "pane_cwd_changed", "pane_progress_changed",
     "pane_notification", "plugin_loaded", "plugin_unloaded", "plugin_error",
-    "server_manifests_reloaded",
+    "server_manifests_reloaded", "agent_view_changed",
 )
 """Every generic event kind; subscribe with the dotted form (``pane.created``)."""
 

@@ -69,7 +69,8 @@ class RegisterManifest(Protocol):
 class RegisterIntegration(Protocol):
     def __call__(self, name: str, *, install: Callable[[], Any],
                  uninstall: Callable[[], Any], status: Callable[[], Any],
-                 description: str = "") -> None:
+                 description: str = "", source: str | None = None,
+                 agent: str | None = None, authority: str | None = None) -> None:
         """Register one installable agent integration under ``name``."""
 
 
@@ -126,6 +127,13 @@ def cmux_register_integrations(register: RegisterIntegration) -> None:
     ``status()`` returns a mapping with at least ``installed: bool``. The callables may be sync
     or async; they are called later by ``integration.*`` methods, each under the same
     isolation and time budget as hooks. Names are unique across plugins.
+
+    ``source``, ``agent`` and ``authority`` declare what the integration's hook reports
+    (``pane.report_agent`` with that ``source`` for that ``agent``) may decide:
+    ``"lifecycle"`` — the hook owns idle/working/blocked while the agent's process runs and
+    screen detection is skipped; ``"session"`` — only the session reference is taken, the
+    screen keeps deciding the state. Sources nobody declares own the state at once, with a
+    live permission prompt on screen still winning.
 
     Called once when the plugin is loaded. Do not install anything here.
     """

@@ -107,6 +107,9 @@ class Integration:
     uninstall: Callable[[], Any]
     status: Callable[[], Any]
     description: str = ""
+    source: str | None = None
+    agent: str | None = None
+    authority: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -1188,11 +1191,19 @@ class _Registrar:
 
     def integration(self, name: str, *, install: Callable[[], Any],
                     uninstall: Callable[[], Any], status: Callable[[], Any],
-                    description: str = "") -> None:
+                    description: str = "", source: str | None = None,
+                    agent: str | None = None, authority: str | None = None) -> None:
         _require_callables(install=install, uninstall=uninstall, status=status)
         name = self._named("integrations", name)
+        if authority not in (None, "lifecycle", "session"):
+            raise RegistrationError(f"integration {name}: authority must be 'lifecycle' or "
+                                    f"'session', not {authority!r}")
+        if authority is not None and not (source and agent):
+            raise RegistrationError(f"integration {name}: an authority needs a source and "
+                                    "an agent")
         self.bucket.integrations[name] = Integration(
-            self.plugin_id, name, install, uninstall, status, _text(description))
+            self.plugin_id, name, install, uninstall, status, _text(description),
+            source, agent, authority)
 
     def view_sort(self, name: str, key: Callable[[Mapping[str, Any]], Any], *,
                   description: str = "") -> None:

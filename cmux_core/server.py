@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import __version__
+from .agents import declarations_from
 from .config import Settings
 from .dispatch import Call, MethodTable
 from .errors import CmuxError, InternalError, RequestTooLarge
@@ -262,6 +263,8 @@ class Server:
         self.plugins = PluginHost(settings, methods=self.methods, publish=self.events.publish,
                                   socket_path=socket_path)
         self.events.observe(self.plugins.on_event)
+        self.mux.agents.declarations = lambda: declarations_from(
+            self.plugins.integrations().values())
         self.detection = DetectionRuntime(self)
 
     def connection_count(self) -> int:

@@ -89,9 +89,12 @@ def live_version(server: ServerProcess) -> int | None:
 def test_failing_slow_and_edited_plugins_in_a_running_server(server: ServerProcess,
                                                               plugin_dir: Path) -> None:
     listed = plugins(server)
-    assert {k: v["status"] for k, v in listed.items()} == {
-        "greeter": "loaded", "longest_waiting": "loaded", "raiser": "loaded", "slow": "loaded",
-        "live": "loaded"}
+    ours = {k: v["status"] for k, v in listed.items() if k in (
+        "greeter", "longest_waiting", "raiser", "slow", "live")}
+    # The raiser may already be blocked by the events of startup; the others load.
+    assert ours.pop("raiser") in ("loaded", "blocked")
+    assert ours == {"greeter": "loaded", "longest_waiting": "loaded", "slow": "loaded",
+                    "live": "loaded"}
     assert listed["longest_waiting"]["registrations"]["view_sorts"] == ["longest-waiting"]
     assert {e["hook"] for e in listed["raiser"]["errors"]} >= {
         "cmux_register_view_sorts", "cmux_startup"}

@@ -31,7 +31,6 @@ from ..agents import (
     AgentTracker,
     MetadataPatch,
     SessionRef,
-    declarations_from,
 )
 from ..dispatch import Call, MethodTable, Params, Result, validation_error
 from ..errors import CmuxError, InvalidParams, NotFound, WaitTimeout
@@ -73,11 +72,8 @@ WATCH_KINDS = frozenset({"pane_agent_status_changed", "pane_agent_detected", "pa
 
 
 def tracker_of(call: Call) -> AgentTracker:
-    """The server's tracker, reading source declarations from the loaded integrations."""
-    tracker = call.server.mux.agents
-    plugins = call.server.plugins
-    tracker.declarations = lambda: declarations_from(plugins.integrations().values())
-    return tracker
+    """The server's tracker (it reads source declarations from the loaded integrations)."""
+    return call.server.mux.agents
 
 
 # -- normalisation (digest §h) --------------------------------------------------------------
