@@ -146,8 +146,9 @@ def cmux_register_view_sorts(register: RegisterViewSort) -> None:
     ``register(name, key, description="")``: ``key(row)`` receives one agent row (a read-only
     mapping of the pane's public fields) and returns a comparable value; views sort ascending
     or descending by it as the request says. ``key`` must be fast, pure and synchronous: it is
-    called on the server loop for every row of every view evaluation. Names are unique across
-    plugins.
+    called for every row of every view evaluation, on the plugin's worker thread within its
+    time budget (one that raises or overruns counts as a missing value). Names are unique
+    across plugins.
 
     Called once when the plugin is loaded.
     """
