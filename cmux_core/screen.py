@@ -276,6 +276,7 @@ _cell_style = itemgetter(1)
 _ROW_OVERHEAD = 64  # a Row object and its deque slot
 _CELL_DATA_MAX = 32  # combining characters kept per cell
 _KITTY_STACK_MAX = 16
+_SGR_CACHE_MAX = 1024
 _PRIVATE_MODES = {
     6: modes.DECOM, 7: modes.DECAWM, 25: modes.DECTCEM,
 }
@@ -301,8 +302,25 @@ class _CellCache(dict[str, Char]):
         self.style = style
 
     def __missing__(self, key: str) -> Char:
-        cell = self[key] = Char(key, self.style)
+        # tuple.__new__ skips the namedtuple's Python-level constructor.
+        cell = self[key] = tuple.__new__(Char, (key, self.style, *_CHAR_TAIL))
         return cell
+
+
+_CHAR_TAIL = _BLANK[2:]
+_CELL_STYLES_MAX = 1024
+# Shared by every screen: cells are immutable, and one cache bounds memory per process, not pane.
+_cell_caches: dict[str, _CellCache] = {}
+
+
+def _cells_for(style: str) -> _CellCache:
+    """The interned cells of ``style``; the whole cache is dropped when it holds too many styles."""
+    cells = _cell_caches.get(style)
+    if cells is None:
+        if len(_cell_caches) >= _CELL_STYLES_MAX:
+            _cell_caches.clear()
+        cells = _cell_caches[style] = _CellCache(style)
+    return cells
 
 
 def _sgr_escape(style: str, cache: dict[str, str] = {}) -> str:  # noqa: B006 - memo
@@ -374,7 +392,8 @@ class _Screen(pyte.Screen):
         self._fg = ""
         self._bg = ""
         self._attrs_cache: dict[tuple[int, str, str], Char] = {}
-        self._cells: dict[str, _CellCache] = {}
+        # (pen before, parameters) -> pen after: programs repeat the same few SGR sequences.
+        self._sgr_cache: dict[tuple[int, str, str, str], tuple[int, str, str, Char]] = {}
         super().__init__(columns, lines)
         self.buffer = defaultdict(self._new_line)
 
@@ -541,7 +560,7 @@ class _Screen(pyte.Screen):
                 text = text.rstrip(" ")
                 rows.append(Row(text, text))
             self._push_rows(rows)
-        cells = self._cells_for(_DEFAULT_STYLE)
+        cells = _cells_for(_DEFAULT_STYLE)
         kept: list[StaticDefaultDict[int, Char] | None] = [*old[count:]]
         for text in texts[passing:]:
             if text:
@@ -704,41 +723,37 @@ class _Screen(pyte.Screen):
         if not data:
             return
         self.last_char = data[-1]
-        if modes.IRM not in self.mode:
-            if data.isascii():
-                self._draw_narrow(data)
-                return
-            widths = list(map(wcwidth, data))
-            if min(widths) == 1 == max(widths):
-                self._draw_narrow(data)
-                return
-            self._draw_mixed(data, widths)
+        if modes.IRM in self.mode:
+            self._draw_mixed(data, list(map(wcwidth, data)))
             return
-        self._draw_mixed(data, list(map(wcwidth, data)))
-
-    def _cells_for(self, style: str) -> _CellCache:
-        cells = self._cells.get(style)
-        if cells is None:
-            if len(self._cells) > 256:
-                self._cells.clear()
-            cells = self._cells[style] = _CellCache(style)
-        return cells
+        if not data.isascii():
+            widths = list(map(wcwidth, data))
+            if min(widths) != 1 or max(widths) != 1:
+                self._draw_mixed(data, widths)
+                return
+        cursor = self.cursor
+        x = cursor.x
+        end = x + len(data)
+        if end > self.columns:
+            self._draw_narrow(data)
+            return
+        # The common case, kept inline: single-width text that fits on the cursor's row.
+        style = cursor.attrs.fg
+        cells = _cell_caches.get(style) or _cells_for(style)
+        line = self.buffer[cursor.y]
+        # Only a cell already at either edge of the run can be half of a wide character.
+        if line and (x in line or end in line):
+            self._split_wide(line, x, end)
+        line.update(zip(range(x, end), map(cells.__getitem__, data), strict=False))
+        cursor.x = end
+        self.dirty.add(cursor.y)
 
     def _draw_narrow(self, data: str) -> None:
         """Draw a run of single-width characters, one line segment at a time."""
         cursor = self.cursor
-        style = cursor.attrs.fg
-        cells = self._cells.get(style) or self._cells_for(style)
+        cells = _cells_for(cursor.attrs.fg)
         buffer = self.buffer
-        x, n = cursor.x, len(data)
-        if x + n <= self.columns:
-            line = buffer[cursor.y]
-            if line:
-                self._split_wide(line, x, x + n)
-            line.update(zip(range(x, x + n), map(cells.__getitem__, data), strict=False))
-            cursor.x = x + n
-            self.dirty.add(cursor.y)
-            return
+        n = len(data)
         columns = self.columns
         autowrap = modes.DECAWM in self.mode
         i = 0
@@ -772,7 +787,7 @@ class _Screen(pyte.Screen):
     def _draw_mixed(self, data: str, widths: list[int]) -> None:
         cursor = self.cursor
         columns = self.columns
-        cells = self._cells_for(cursor.attrs.fg)
+        cells = _cells_for(cursor.attrs.fg)
         autowrap = modes.DECAWM in self.mode
         insert = modes.IRM in self.mode
         buffer = self.buffer
@@ -837,6 +852,17 @@ class _Screen(pyte.Screen):
             self._flags, self._fg, self._bg = 0, "", ""
             self.cursor.attrs = _BLANK
             return
+        key = (self._flags, self._fg, self._bg, params)
+        known = self._sgr_cache.get(key)
+        if known is not None:
+            self._flags, self._fg, self._bg, self.cursor.attrs = known
+            return
+        self._parse_sgr(params)
+        if len(self._sgr_cache) >= _SGR_CACHE_MAX:
+            self._sgr_cache.clear()
+        self._sgr_cache[key] = (self._flags, self._fg, self._bg, self.cursor.attrs)
+
+    def _parse_sgr(self, params: str) -> None:
         parts = params.split(";")
         i, n = 0, len(parts)
         while i < n:
@@ -1045,6 +1071,7 @@ def _rgb_colour(code: int, parts: list[str]) -> str | None:
 # pyte backend: the parser
 
 _CSI = re.compile(r"([0-?]*)([ -/]*)([@-~])")
+_SGR = re.compile(r"\x1b\[([0-9;:]*)m")  # the most common sequence, matched whole at once
 _CSI_PARTIAL = re.compile(r"[0-?]*[ -/]*\Z")
 _CSI_BODY = re.compile(r"[0-?]*[ -/]*")
 _ESC = re.compile(r"([ -/]*)([0-~])")
@@ -1093,7 +1120,9 @@ class _Parser:
         screen = self.screen
         draw = screen.draw
         crlf = screen.carriage_return_linefeed
+        apply_sgr = screen.apply_sgr
         search = _CONTROLS.search
+        sgr_match = _SGR.match
         n = len(text)
         i = self._string_body(text, 0) if self._string is not None else 0
         while i < n:
@@ -1118,7 +1147,12 @@ class _Parser:
                 screen.linefeed()
                 i = j + 1
             elif char == "\x1b":
-                i = self._escape(text, j)
+                sgr = sgr_match(text, j)
+                if sgr is not None:
+                    apply_sgr(sgr.group(1))
+                    i = sgr.end()
+                else:
+                    i = self._escape(text, j)
             elif char == "\x08":
                 screen.backspace()
                 i = j + 1
