@@ -532,3 +532,23 @@ def test_plugin_manifests_have_the_lowest_precedence(
         api.close()
         proc.stop()
         shutil.rmtree(proc.home, ignore_errors=True)
+
+
+def test_rapid_and_half_written_saves_settle_on_the_final_version(
+        dapi: Api, manifests_dir: Path) -> None:
+    path = manifests_dir / "fakebot.toml"
+    eventually(lambda: _status_of(dapi, "fakebot"), message="manifest loaded")
+    # An editor saving in pieces, about ten times a second, ending with a good file.
+    for i in range(12):
+        good = MANIFEST.replace('version = "1.0"', f'version = "2.{i}"')
+        path.write_text(good[: len(good) // 2] if i % 2 else good)
+        time.sleep(0.1)  # pacing the writes, not waiting for anything
+    final = MANIFEST.replace('version = "1.0"', 'version = "3.0"')
+    path.write_text(final[: len(final) // 3])
+    path.write_text(final)
+    status = eventually(lambda: (lambda m: m if m and m["active_version"] == "3.0"
+                                 else None)(_status_of(dapi, "fakebot")),
+                        message="final version in force")
+    assert status["warning"] is None
+    files = dapi("server.agent_manifests")["files"]
+    assert next(f for f in files if f["file"] == str(path))["valid"] is True

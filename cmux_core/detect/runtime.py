@@ -190,7 +190,8 @@ class DetectionRuntime:
             if pgid != st.pgid or st.probed_at == -math.inf:
                 st.pgid = pgid
                 self._schedule_probe(st, 0)
-            elif st.agent is not None and now - st.probed_at >= AGENT_REPROBE_S:
+            elif st.agent is not None and (now - st.probed_at >= AGENT_REPROBE_S
+                                           or (pane.terminal.exited and not st.exited)):
                 self._schedule_probe(st, 0)
             if st.agent is not None and not st.exited and (
                     pane.terminal.output_seq != st.scanned_seq
