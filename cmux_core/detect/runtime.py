@@ -70,6 +70,19 @@ GROUPS_CACHE_S = 0.5
 
 
 @dataclass(eq=False)
+class Deferred:
+    """One pending call for a pane: a loop timer and when it is due (``inf`` when idle)."""
+
+    handle: asyncio.TimerHandle | None = None
+    due: float = math.inf
+
+    def cancel(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+        self.handle, self.due = None, math.inf
+
+
+@dataclass(eq=False)
 class PaneDetection:
     """Detection state of one pane; timers are loop handles, cancelled when replaced."""
 
@@ -90,17 +103,12 @@ class PaneDetection:
     osc_fresh: list[bool] = field(default_factory=lambda: [True, True])
     acquire_since: float | None = None
     last_output: float = -math.inf
-    screen_timer: asyncio.TimerHandle | None = None
-    screen_at: float = math.inf
-    probe_timer: asyncio.TimerHandle | None = None
-    probe_at: float = math.inf
+    next_screen: Deferred = field(default_factory=Deferred)
+    next_probe: Deferred = field(default_factory=Deferred)
 
     def cancel(self) -> None:
-        for timer in (self.screen_timer, self.probe_timer):
-            if timer is not None:
-                timer.cancel()
-        self.screen_timer = self.probe_timer = None
-        self.screen_at = self.probe_at = math.inf
+        self.next_screen.cancel()
+        self.next_probe.cancel()
 
 
 class DetectionRuntime:
@@ -199,27 +207,25 @@ class DetectionRuntime:
                 self._schedule_screen(st, 0)
 
     def _schedule_probe(self, st: PaneDetection, delay: float) -> None:
-        self._schedule(st, "probe", delay, self._probe)
+        self._schedule(st, st.next_probe, delay, self._probe)
 
     def _schedule_screen(self, st: PaneDetection, delay: float) -> None:
-        self._schedule(st, "screen", delay, self._screen)
+        self._schedule(st, st.next_screen, delay, self._screen)
 
-    def _schedule(self, st: PaneDetection, kind: str, delay: float,
+    def _schedule(self, st: PaneDetection, slot: Deferred, delay: float,
                   fn: Callable[[PaneDetection], None]) -> None:
-        """Run ``fn(st)`` after ``delay`` unless it is already due sooner."""
+        """Run ``fn(st)`` after ``delay`` unless ``slot`` is already due sooner."""
         assert self._loop is not None
-        at = time.monotonic() + delay
-        if at >= getattr(st, f"{kind}_at"):
+        due = time.monotonic() + delay
+        if due >= slot.due:
             return
-        timer: asyncio.TimerHandle | None = getattr(st, f"{kind}_timer")
-        if timer is not None:
-            timer.cancel()
-        setattr(st, f"{kind}_at", at)
-        setattr(st, f"{kind}_timer", self._loop.call_later(delay, self._fire, st, kind, fn))
+        slot.cancel()
+        slot.due = due
+        slot.handle = self._loop.call_later(delay, self._fire, st, slot, fn)
 
-    def _fire(self, st: PaneDetection, kind: str, fn: Callable[[PaneDetection], None]) -> None:
-        setattr(st, f"{kind}_timer", None)
-        setattr(st, f"{kind}_at", math.inf)
+    def _fire(self, st: PaneDetection, slot: Deferred,
+              fn: Callable[[PaneDetection], None]) -> None:
+        slot.handle, slot.due = None, math.inf
         if not self._alive(st):
             return
         try:
