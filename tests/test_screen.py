@@ -22,6 +22,7 @@ from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.screen import (
     Emulator,
     PyteEmulator,
+    ReadFormat,
     Row,
     TerminalSignal,
     make_emulator,
@@ -248,6 +249,17 @@ def test_pyte_colon_sgr_styles_are_kept() -> None:
     assert ansi == f"{ESC}[0;4mu{ESC}[0mn{ESC}[0;38;2;1;2;3mc{ESC}[0;38;5;208mp{ESC}[0m\n"
 
 
+def test_pyte_repeated_sgr_sequences_apply_to_the_pen_they_meet() -> None:
+    em = fed(
+        PyteEmulator(40, 3),
+        f"{ESC}[31m{ESC}[1mA{ESC}[m{ESC}[1mB{ESC}[31mC{ESC}[m{ESC}[31m{ESC}[1mD{ESC}[4mE"
+        f"{ESC}[22mF",
+    )
+    assert read_text(em, "visible", None, "ansi")[0] == (
+        f"{ESC}[0;1;31mA{ESC}[0;1mB{ESC}[0;1;31mCD{ESC}[0;1;4;31mE{ESC}[0;4;31mF{ESC}[0m\n"
+    )
+
+
 def test_dcs_and_apc_payloads_are_swallowed(backend: str) -> None:
     em = fed(
         emulator(backend),
@@ -442,6 +454,20 @@ def test_overwriting_half_of_a_wide_character_blanks_the_other_half() -> None:
     assert visible(em) == " x\u6587\n"
 
 
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (f"\u4e2d{ESC}[1;2Hx", " x"),  # a run starting on a right half
+        (f"{ESC}[1;3H\u4e2dd{ESC}[1;1Habc", "abc d"),  # a run ending on a left half
+        (f"{ESC}[1;3H\u4e2dd{ESC}[1;2Hab", " ab d"),  # both halves, through the middle
+    ],
+)
+def test_a_narrow_run_over_half_a_wide_character_blanks_the_other_half(
+    backend: str, data: str, expected: str
+) -> None:
+    assert visible(fed(emulator(backend, 10, 3), data)) == expected + "\n"
+
+
 def test_scroll_region_does_not_feed_scrollback() -> None:
     em = fed(PyteEmulator(10, 5), f"{ESC}[2;4r{ESC}[4;1H" + "r\n" * 10)
     assert len(em.scrollback) == 0
@@ -532,6 +558,190 @@ def test_history_rows_total_and_limit() -> None:
     rows, total = em.history_rows(100)
     assert len(rows) == total == 11
     assert em.history_rows(0) == ([], 11)
+
+
+# -- fast paths: the same screen as drawing one byte at a time ----------------------------------
+
+
+def pyte_state(em: PyteEmulator) -> tuple[object, ...]:
+    """Everything the fast paths could get wrong, scrollback and its byte count included."""
+    return (
+        [astuple(row) for row in em.visible_rows()],
+        [astuple(row) for row in em.scrollback],
+        em.scrollback_bytes,
+        em.cursor(),
+        astuple(em.modes),
+    )
+
+
+def bytewise(columns: int, lines: int, data: str, **limits: int) -> PyteEmulator:
+    """``data`` fed one byte per call, so no run or whole line ever reaches the screen at once."""
+    em = PyteEmulator(columns, lines, **limits)
+    for byte in data.encode():
+        em.feed(bytes([byte]))
+    return em
+
+
+def same_as_bytewise(columns: int, lines: int, data: str, **limits: int) -> PyteEmulator:
+    em = fed(PyteEmulator(columns, lines, **limits), data)
+    assert pyte_state(em) == pyte_state(bytewise(columns, lines, data, **limits))
+    return em
+
+
+def recent(em: Emulator, fmt: ReadFormat = "text") -> str:
+    return read_text(em, "recent", 1000, fmt)[0]
+
+
+NUMBERS = "".join(f"{i}\r\n" for i in range(1, 41))
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [{}, {"scrollback_lines": 0}, {"scrollback_lines": 7}, {"scrollback_bytes": 700}],
+)
+def test_plain_lines_scrolling_off_match_drawing_them_one_by_one(limits: dict[str, int]) -> None:
+    em = same_as_bytewise(10, 4, "prompt$ seq\r\n" + NUMBERS + "\r\n  \r\nend", **limits)
+    assert visible(em) == "40\n\n\nend\n"
+    if not limits:
+        assert [row.text for row in em.scrollback] == ["prompt$ se", "q", *map(str, range(1, 40))]
+
+
+def test_plain_lines_in_every_slice_size_give_the_same_screen() -> None:
+    data = ("x" * 9 + "\r\n" + "abc\r\n" * 3) * 20
+    expected = pyte_state(bytewise(9, 3, data, scrollback_lines=25))
+    for size in (2, 5, 13, 64, len(data)):
+        em = PyteEmulator(9, 3, scrollback_lines=25)
+        for start in range(0, len(data), size):
+            em.feed(data[start : start + size].encode())
+        assert pyte_state(em) == expected, f"slices of {size}"
+
+
+def test_plain_line_exactly_as_wide_as_the_screen_does_not_wrap(backend: str) -> None:
+    em = fed(emulator(backend, 8, 3), "".join(f"{i:08d}\r\n" for i in range(6)) + "next")
+    assert visible(em) == "00000004\n00000005\nnext\n"
+    assert read_text(em, "recent_unwrapped", 1000, "text")[0].splitlines()[-3:] == [
+        "00000004", "00000005", "next",
+    ]
+    same_as_bytewise(8, 3, "".join(f"{i:08d}\r\n" for i in range(6)) + "next")
+
+
+def test_plain_line_one_wider_than_the_screen_wraps_inside_a_run(backend: str) -> None:
+    data = "a\r\n" * 4 + "123456789\r\n" + "b\r\n" * 2
+    em = fed(emulator(backend, 8, 3), data)
+    assert recent(em).splitlines()[-4:] == ["12345678", "9", "b", "b"]
+    unwrapped = read_text(em, "recent_unwrapped", 1000, "text")[0].splitlines()
+    assert unwrapped[-3:] == ["123456789", "b", "b"]
+    same_as_bytewise(8, 3, data)
+
+
+def test_a_run_ending_at_the_last_column_then_more_text_autowraps(backend: str) -> None:
+    data = "a\r\n" * 4 + "12345678" + "9\r\nc"
+    em = fed(emulator(backend, 8, 3), data)
+    assert visible(em) == "12345678\n9\nc\n"
+    same_as_bytewise(8, 3, data)
+    no_wrap = f"{ESC}[?7l" + "a\r\n" * 4 + "123456789\r\nc"
+    assert visible(fed(emulator(backend, 8, 3), no_wrap)) == "a\n12345679\nc\n"
+    same_as_bytewise(8, 3, no_wrap)
+
+
+def test_wide_characters_right_after_plain_lines(backend: str) -> None:
+    data = "ab\r\n" * 5 + "\u4e2d\u6587x\r\n" + "cd\r\n" + "1234567\u4e2d"
+    em = fed(emulator(backend, 8, 4), data)
+    assert visible(em) == "\u4e2d\u6587x\ncd\n1234567\n\u4e2d\n"
+    same_as_bytewise(8, 4, data)
+
+
+def test_sgr_in_the_middle_of_plain_lines(backend: str) -> None:
+    data = "a\r\n" * 4 + f"x{ESC}[31mred{ESC}[0my\r\n{ESC}[1m" + "b\r\n" * 2 + f"{ESC}[mc\r\n"
+    em = fed(emulator(backend, 10, 3), data)
+    assert recent(em).splitlines()[-4:] == ["xredy", "b", "b", "c"]
+    styled = recent(em, "ansi").splitlines()[-4:]
+    assert [ESC in line for line in styled] == [True, True, True, False]
+    if backend == "pyte":
+        assert styled[:2] == [f"x{ESC}[0;31mred{ESC}[0my", f"{ESC}[0;1mb{ESC}[0m"]
+    same_as_bytewise(10, 3, data)
+
+
+def test_plain_lines_in_insert_mode(backend: str) -> None:
+    data = "a\r\n" * 4 + f"{ESC}[4h" + "xy\r\n" * 3 + f"{ESC}[A12{ESC}[4l\r\n"
+    em = fed(emulator(backend, 8, 3), data)
+    assert visible(em) == "xy\n12xy\n"
+    same_as_bytewise(8, 3, data)
+
+
+def test_plain_lines_inside_a_scroll_region_do_not_enter_scrollback(backend: str) -> None:
+    rows = "".join(f"r{i}\r\n" for i in range(9))
+    data = f"top\r\n{ESC}[2;4r{ESC}[4;1H{rows}{ESC}[5;1Hbottom"
+    em = fed(emulator(backend, 10, 5), data)
+    assert visible(em) == "top\nr7\nr8\n\nbottom\n"
+    assert em.history_rows(100)[1] == 5
+    same_as_bytewise(10, 5, data)
+    full_region = f"{ESC}[1;5r{ESC}[5;1H" + NUMBERS
+    assert visible(fed(emulator(backend, 10, 5), full_region)) == "37\n38\n39\n40\n"
+    same_as_bytewise(10, 5, full_region)
+
+
+def test_plain_lines_on_the_alternate_screen_do_not_enter_scrollback(backend: str) -> None:
+    data = "kept\r\n" + f"{ESC}[?1049h{ESC}[5;1H" + NUMBERS + f"{ESC}[?1049l"
+    em = fed(emulator(backend, 10, 5), data)
+    assert visible(em) == "kept\n"
+    assert em.history_rows(100)[1] == 5
+    same_as_bytewise(10, 5, data)
+
+
+def test_plain_lines_in_origin_mode(backend: str) -> None:
+    data = f"{ESC}[1;4r{ESC}[?6h{ESC}[4;1H" + NUMBERS + f"{ESC}[1;1Hhome{ESC}[?6l{ESC}[r"
+    em = fed(emulator(backend, 10, 5), data)
+    assert visible(em) == "home\n39\n40\n"
+    same_as_bytewise(10, 5, data)
+
+
+def test_plain_lines_with_a_coloured_pen_or_line_drawing_charset(backend: str) -> None:
+    pen = f"{ESC}[32m" + "g\r\n" * 6 + f"{ESC}[m"
+    em = fed(emulator(backend, 10, 3), pen)
+    assert recent(em).splitlines() == ["g"] * 6
+    assert all(ESC in line for line in recent(em, "ansi").splitlines())
+    same_as_bytewise(10, 3, pen)
+    charset = f"{ESC}(0" + "qqq\r\n" * 6 + f"{ESC}(B" + "qqq\r\n"
+    em = fed(emulator(backend, 10, 3), charset)
+    assert recent(em).splitlines() == ["\u2500" * 3] * 6 + ["qqq"]
+    same_as_bytewise(10, 3, charset)
+
+
+def test_plain_lines_over_a_bottom_row_that_has_text(backend: str) -> None:
+    data = "a\r\n" * 3 + f"LONGTEXT{ESC}[A\r\n" + "xy\r\n" + "z\r\n"
+    em = fed(emulator(backend, 10, 3), data)
+    assert visible(em) == "xyNGTEXT\nz\n"
+    same_as_bytewise(10, 3, data)
+
+
+def test_repeat_after_plain_lines_repeats_their_last_character(backend: str) -> None:
+    data = "a\r\n" * 4 + "xyz\r\n\r\n" + f"{ESC}[2b"
+    assert visible(fed(emulator(backend, 10, 3), data)) == "xyz\n\nzz\n"
+    same_as_bytewise(10, 3, data)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    pieces=st.lists(
+        st.one_of(
+            st.text(alphabet="ab ", max_size=9).map(lambda line: line + "\r\n"),
+            st.sampled_from(
+                ["\r\n", "\n", "\t", "\u4e2d", "e\u0301", f"{ESC}[31m", f"{ESC}[m", f"{ESC}[4h",
+                 f"{ESC}[4l", f"{ESC}[2;3r", f"{ESC}[r", f"{ESC}[?6h", f"{ESC}[?6l", f"{ESC}[?7l",
+                 f"{ESC}[?7h", f"{ESC}[?1049h", f"{ESC}[?1049l", f"{ESC}(0", f"{ESC}(B", f"{ESC}[H",
+                 f"{ESC}[9;1H", f"{ESC}[A", f"{ESC}[2J", f"{ESC}[41m {ESC}[m", f"{ESC}[3b"]
+            ),
+        ),
+        max_size=40,
+    ),
+    size=st.tuples(st.integers(1, 9), st.integers(1, 5)),
+    scrollback=st.sampled_from([0, 3, 10_000]),
+)
+def test_plain_line_runs_match_drawing_byte_by_byte(
+    pieces: list[str], size: tuple[int, int], scrollback: int
+) -> None:
+    same_as_bytewise(*size, "".join(pieces), scrollback_lines=scrollback)
 
 
 # -- feeding in pieces ---------------------------------------------------------------------------
