@@ -32,6 +32,9 @@ from .terminal import Terminal
 log = logging.getLogger(__name__)
 
 Direction = Literal["right", "down"]
+INHERITED_ENV_DROP = frozenset({"CODEX_THREAD_ID", "HERDR_AGENT", "HERDR_PANE_ID",
+                                "HERDR_WORKSPACE_ID", "HERDR_TAB_ID", "HERDR_SOCKET_PATH",
+                                "HERDR_ENV"})
 T = TypeVar("T")
 
 
@@ -248,9 +251,9 @@ class Mux:
     def _spawn(self, ws: Workspace, tab: Tab, pane: Pane, surface_ref: str, *, cwd: str,
                command: list[str] | None, env: dict[str, str] | None,
                size: tuple[int, int]) -> Terminal:
-        full_env = dict(os.environ)
-        for name in ("CODEX_THREAD_ID",):
-            full_env.pop(name, None)
+        # Hints and ids that belong to the server's own terminal must not leak into panes.
+        full_env = {k: v for k, v in os.environ.items()
+                    if k not in INHERITED_ENV_DROP and not k.startswith("CMUX_")}
         full_env.update(ws.env)
         full_env.update(env or {})
         pane_public = ids.pane_id(ws.id, ws.next_pane_number)

@@ -46,8 +46,6 @@ COMPACT_AFTER_S = 0.25
 """Quiet time before an emulator that can compact its scrollback is asked to."""
 COMPACT_STEP_GAP_S = 0.005
 
-MANAGED_ENV_DROP = ("CODEX_THREAD_ID",)
-
 
 def validate_env(env: Mapping[str, object] | None, field: str = "env") -> dict[str, str]:
     """Check a caller env map (seed 004 "Env behavior"); returns it sorted by key.

@@ -294,3 +294,12 @@ def test_focus_and_current(api: Api) -> None:
     assert api("pane.current")["pane"]["pane_id"] == p2
     err = api.error("pane.current", {"caller_pane_id": "w1:p77"})
     assert err == {"code": "pane_not_found", "message": "pane not found"}
+
+
+@pytest.mark.cmux_server(env={"CMUX_AGENT": "claude", "HERDR_AGENT": "codex",
+                              "CODEX_THREAD_ID": "t1", "KEEP_ME": "yes"})
+def test_server_environment_hints_do_not_leak_into_panes(api: Api) -> None:
+    script = ("import os;print('|'.join(os.environ.get(k,'-') for k in "
+              "['CMUX_AGENT','HERDR_AGENT','CODEX_THREAD_ID','KEEP_ME']))")
+    pane = api.run([PY, "-c", script])
+    assert api.wait_text(pane, "|") == "-|-|-|yes"
