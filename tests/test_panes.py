@@ -303,3 +303,12 @@ def test_server_environment_hints_do_not_leak_into_panes(api: Api) -> None:
               "['CMUX_AGENT','HERDR_AGENT','CODEX_THREAD_ID','KEEP_ME']))")
     pane = api.run([PY, "-c", script])
     assert api.wait_text(pane, "|") == "-|-|-|yes"
+
+
+def test_cursor_position_query_is_answered_through_the_pty(api: Api) -> None:
+    script = ("import os,sys,tty\ntty.setraw(0)\nsys.stdout.write('\\x1b[5;9H\\x1b[6n')\n"
+              "sys.stdout.flush()\nreply=b''\nwhile not reply.endswith(b'R'): "
+              "reply+=os.read(0,32)\nsys.stdout.write('\\r\\ngot '+repr(reply)+'\\r\\n')\n"
+              "sys.stdout.flush()\nimport time\ntime.sleep(30)\n")
+    pane = api.run([PY, "-c", script])
+    assert api.wait_text(pane, "got ") == "got b'\\x1b[5;9R'"
