@@ -366,6 +366,10 @@ class _Stash:
     kitty: tuple[int, list[int]]
 
 
+def _is_regional_indicator(char: str) -> bool:
+    return "\U0001f1e6" <= char <= "\U0001f1ff"
+
+
 class _Screen(pyte.Screen):
     """pyte's screen with an alternate screen, soft wraps, compact scrollback and replies.
 
@@ -796,6 +800,9 @@ class _Screen(pyte.Screen):
                 if width == 0:
                     self._combine(char)
                 continue
+            if self._joins_previous(char):
+                self._combine(char)
+                continue
             width = min(width, columns)
             if cursor.x + width > columns:
                 if autowrap:
@@ -818,6 +825,31 @@ class _Screen(pyte.Screen):
                 line[x + 1] = cells[""]
             cursor.x = x + width
         self.dirty.add(cursor.y)
+
+    def _joins_previous(self, char: str) -> bool:
+        """True when ``char`` continues the cluster before the cursor instead of starting a
+        cell: the emoji after a ZWJ, or the second regional indicator of a flag (one 2-cell
+        cluster each, as tmux and the layouts of agent TUIs count them)."""
+        previous = self._previous_cell()
+        if not previous:
+            return False
+        if previous.endswith("\u200d"):
+            return True
+        return (_is_regional_indicator(char) and len(previous) == 1
+                and _is_regional_indicator(previous))
+
+    def _previous_cell(self) -> str:
+        x, y = self.cursor.x, self.cursor.y
+        line = self.buffer[y]
+        if x == 0:
+            above = self.buffer.get(y - 1) if y else None
+            if above is None or not getattr(above, "wrapped", False):
+                return ""
+            line, x = above, self.columns
+        x -= 1
+        if x and line[x].data == "":
+            x -= 1
+        return str(line[x].data)
 
     def _combine(self, char: str) -> None:
         """Append a zero-width character to the cell before the cursor."""

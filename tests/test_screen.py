@@ -854,3 +854,14 @@ def test_make_emulator_ghostty_unavailable_is_an_error() -> None:
         make_emulator("ghostty", 30, 7)
     assert info.value.code == "emulator_unavailable"
     assert make_emulator("auto", 30, 7).backend == "pyte"
+
+
+def test_pyte_joins_zwj_sequences_and_flags_into_one_two_cell_cluster() -> None:
+    emulator = make_emulator("pyte", 20, 3)
+    emulator.feed("a\U0001f468\u200d\U0001f469\u200d\U0001f467b".encode())
+    assert emulator.cursor() == (4, 0)
+    emulator.feed("\r\n\U0001f1ef\U0001f1f5\U0001f1fa\U0001f1f8|".encode())
+    assert emulator.cursor() == (5, 1)
+    text, _ = read_text(emulator, "visible", None, "text")
+    assert text.splitlines() == ["a\U0001f468\u200d\U0001f469\u200d\U0001f467b",
+                                 "\U0001f1ef\U0001f1f5\U0001f1fa\U0001f1f8|"]
