@@ -1,18 +1,14 @@
-"""The plugin host: finds, loads, isolates, hot-reloads and withdraws plugins.
+"""The plugin host: loads, isolates, hot-reloads and withdraws plugins, and calls them.
 
-Sources, in load order (the first to claim a plugin id wins; later claimants get a warning):
+Where plugins come from (linked paths, entry points, plugin dirs, ``CMUX_LOAD_PLUGINS``) and
+how their code is imported is :mod:`cmux_core.plugin_loader`; what they register and how a
+registration is checked is :mod:`cmux_core.plugin_registry`. This module owns each plugin's
+record and state (enabled, linked, blocked; persisted in ``<state dir>/plugins.json``), the
+pluggy manager, and every call into plugin code. The public names of both modules are
+re-exported here.
 
-1. linked paths (``plugin.link``; persisted in ``<state dir>/plugins.json``): a distribution
-   directory with ``[project.entry-points.cmux]`` in its ``pyproject.toml``, a single ``.py``
-   file, or a directory of loose ``.py`` files;
-2. installed entry points in group ``cmux``, loaded one at a time so a broken one is blocked
-   and the others still load;
-3. loose ``*.py`` files in ``~/.config/cmux/plugins/`` and every ``--plugins-dir``
-   (files whose names start with ``.`` or ``_`` are skipped).
-
-``CMUX_LOAD_PLUGINS`` (comma-separated ids or distribution names) limits loading to those
-plugins; set but empty it loads none. ``CMUX_TRACE_PLUGINS=1`` logs every hook call on the
-``cmux_core.plugins.trace`` logger (to stderr when nothing else handles it).
+``CMUX_TRACE_PLUGINS=1`` logs every hook call on the ``cmux_core.plugins.trace`` logger (to
+stderr when nothing else handles it).
 
 Every hookimpl is called by the host itself, one at a time, so one plugin's failure never
 loses another's result (see :mod:`cmux_core.hookspecs` for the calling rules). All loading,
@@ -26,294 +22,81 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hashlib
-import importlib
-import importlib.metadata
 import inspect
-import json
 import logging
 import os
-import queue
 import re
 import sys
-import threading
 import time
-import tomllib
 import traceback
 import types
-from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 from pydantic import ConfigDict
 
 from . import hookspecs
-from .config import config_dir
 from .dispatch import Call, MethodTable, Params
 from .errors import CmuxError, InternalError, InvalidParams, NotFound
-from .hookspecs import GraphicsFrame, MethodHandler, RegistrationError
+from .plugin_loader import (
+    ENTRY_POINT_GROUP,
+    STATE_FILE,
+    PluginSource,
+    PluginState,
+    SourceKind,
+    SourceWatcher,
+    allowlist_from_env,
+    discover,
+    import_source,
+    loose_dirs,
+    loose_files,
+    plugin_dirs,
+    release_modules,
+    release_rejected,
+    sources_at,
+)
+from .plugin_record import FAULT_HISTORY, Plugin, PluginFault, PluginWorker, Status
+from .plugin_registry import (
+    CONTRIBUTION_HOOKS,
+    GraphicsSource,
+    Integration,
+    ManifestContribution,
+    PluginMethod,
+    Registrar,
+    Registrations,
+    ViewFilter,
+    ViewSort,
+)
 
 if TYPE_CHECKING:
     from .config import Settings
 
+__all__ = [
+    "CONTRIBUTION_HOOKS", "ENTRY_POINT_GROUP", "FAULT_HISTORY", "OBSERVER_HOOKS",
+    "OBSERVER_QUEUE_LIMIT", "STATE_FILE", "GraphicsSource", "HookOutcome", "Integration",
+    "ManifestContribution", "Plugin", "PluginFault", "PluginHost", "PluginMethod", "PluginSource",
+    "PluginState", "Publish", "Registrations", "SourceKind", "Status", "ViewFilter", "ViewSort",
+]
+
 log = logging.getLogger(__name__)
 trace_log = logging.getLogger(__name__ + ".trace")
 
-ENTRY_POINT_GROUP = "cmux"
-STATE_FILE = "plugins.json"
-CONTRIBUTION_HOOKS = (
-    "cmux_register_manifests", "cmux_register_integrations", "cmux_register_view_sorts",
-    "cmux_register_view_filters", "cmux_register_graphics_sources", "cmux_register_methods",
-)
 OBSERVER_HOOKS = ("cmux_on_report_agent", "cmux_on_report_metadata", "cmux_on_event")
-FAULT_HISTORY = 20
-"""Errors and warnings kept per plugin for ``plugin.list``."""
 OBSERVER_QUEUE_LIMIT = 1000
 """Observer calls one plugin may have waiting before new ones are dropped."""
 
 _PLUGIN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
-_METHOD_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
 
 Publish = Callable[[str, dict[str, Any]], None]
-SourceKind = Literal["entry_point", "file", "package"]
-Status = Literal["loaded", "disabled", "blocked"]
-
-
-# -- what plugins register ------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ManifestContribution:
-    """A detection manifest from a plugin; ``data`` is the parsed TOML table."""
-
-    plugin_id: str
-    agent_id: str
-    data: Mapping[str, Any]
-    text: str | None = None
-    path: Path | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Integration:
-    """An installable agent integration; call its callables through :meth:`PluginHost.invoke`."""
-
-    plugin_id: str
-    name: str
-    install: Callable[[], Any]
-    uninstall: Callable[[], Any]
-    status: Callable[[], Any]
-    description: str = ""
-    source: str | None = None
-    agent: str | None = None
-    authority: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ViewSort:
-    plugin_id: str
-    name: str
-    key: Callable[[Mapping[str, Any]], Any]
-    description: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ViewFilter:
-    plugin_id: str
-    name: str
-    predicate: Callable[[Mapping[str, Any]], bool]
-    description: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class GraphicsSource:
-    plugin_id: str
-    name: str
-    open: Callable[[str, Mapping[str, Any]], AsyncIterator[GraphicsFrame]]
-    description: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class PluginMethod:
-    """A socket method a plugin added; ``name`` is the full ``plugin.<id>.<name>``."""
-
-    plugin_id: str
-    name: str
-    handler: MethodHandler
-    params: type[Params] | None
-    doc: str = ""
-
-
-@dataclass(slots=True)
-class Registrations:
-    """Everything one plugin version registered, by kind and name."""
-
-    manifests: dict[str, ManifestContribution] = field(default_factory=dict)
-    integrations: dict[str, Integration] = field(default_factory=dict)
-    view_sorts: dict[str, ViewSort] = field(default_factory=dict)
-    view_filters: dict[str, ViewFilter] = field(default_factory=dict)
-    graphics_sources: dict[str, GraphicsSource] = field(default_factory=dict)
-    methods: dict[str, PluginMethod] = field(default_factory=dict)
-
-    KINDS = ("manifests", "integrations", "view_sorts", "view_filters", "graphics_sources",
-             "methods")
-
-    def table(self, kind: str) -> dict[str, Any]:
-        table: dict[str, Any] = getattr(self, kind)
-        return table
-
-    def update(self, other: Registrations) -> None:
-        for kind in self.KINDS:
-            self.table(kind).update(other.table(kind))
-
-    def summary(self) -> dict[str, list[str]]:
-        return {kind: sorted(self.table(kind)) for kind in self.KINDS}
-
-    def changed_kinds(self, other: Registrations) -> set[str]:
-        return {k for k in self.KINDS if self.table(k) or other.table(k)}
 
 
 class _RawParams(Params):
     """Params of a plugin method that declared no model: every key is kept."""
 
     model_config = ConfigDict(extra="allow")
-
-
-# -- plugin records -------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class PluginSource:
-    """Where a plugin comes from. ``root`` is the directory put on ``sys.path`` for packages;
-    ``link`` is the linked path that provided it (None for entry points and plugin dirs)."""
-
-    plugin_id: str
-    kind: SourceKind
-    origin: str
-    path: Path | None = None
-    entry: str | None = None
-    root: Path | None = None
-    dist_name: str | None = None
-    version: str = ""
-    link: Path | None = None
-    entry_point: importlib.metadata.EntryPoint | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        """herdr's ``PluginSourceInfo`` (``kind`` is always ``local``) plus how it loads."""
-        return {"kind": "local", "loader": self.kind, "origin": self.origin,
-                "path": str(self.path) if self.path else None,
-                "link": str(self.link) if self.link else None}
-
-
-@dataclass(slots=True)
-class PluginFault:
-    hook: str
-    message: str
-    time_unix_ms: int
-    traceback: str = ""
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"hook": self.hook, "message": self.message, "time_unix_ms": self.time_unix_ms}
-
-
-@dataclass(eq=False)
-class Plugin:
-    """One plugin id and its current state; the host owns and mutates it.
-
-    ``module`` is the version currently serving (None when disabled, blocked, or never
-    loaded). ``error`` says why a plugin is blocked; ``errors`` and ``warnings`` are the
-    recent history, newest last.
-    """
-
-    plugin_id: str
-    source: PluginSource
-    enabled: bool = True
-    status: Status = "disabled"
-    module: object | None = None
-    description: str = ""
-    version: str = ""
-    hooks: list[str] = field(default_factory=list)
-    registrations: Registrations = field(default_factory=Registrations)
-    error: str | None = None
-    errors: deque[PluginFault] = field(default_factory=lambda: deque(maxlen=FAULT_HISTORY))
-    warnings: deque[str] = field(default_factory=lambda: deque(maxlen=FAULT_HISTORY))
-    failures: int = 0
-    generation: int = 0
-    source_digest: str = ""
-    started: bool = False
-    worker: _Worker | None = None
-    inbox: deque[tuple[str, dict[str, Any]]] = field(default_factory=deque)
-    drain: asyncio.Task[None] | None = None
-    overflowing: bool = False
-
-    def to_wire(self) -> dict[str, Any]:
-        """The ``plugin.list`` entry."""
-        path = self.source.path
-        return {
-            "plugin_id": self.plugin_id,
-            "name": self.source.dist_name or self.plugin_id,
-            "version": self.version or self.source.version,
-            "description": self.description or None,
-            "enabled": self.enabled,
-            "status": self.status,
-            "source": self.source.to_wire(),
-            "plugin_root": str(self.source.root or (path.parent if path else "")),
-            "manifest_path": str(path) if path else "",
-            "hooks": list(self.hooks),
-            "registrations": self.registrations.summary(),
-            "error": self.error,
-            "errors": [f.to_wire() for f in self.errors],
-            "warnings": list(self.warnings),
-        }
-
-
-class _Worker:
-    """A daemon thread running one plugin's synchronous callables in order.
-
-    A callable that never returns keeps only this plugin waiting; the thread is a daemon so
-    it cannot hold the process open at exit.
-    """
-
-    def __init__(self, name: str) -> None:
-        self._jobs: queue.SimpleQueue[
-            tuple[Callable[[], Any], asyncio.Future[Any], asyncio.AbstractEventLoop] | None
-        ] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    def submit(self, fn: Callable[[], Any]) -> asyncio.Future[Any]:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-        self._jobs.put((fn, future, loop))
-        return future
-
-    def close(self) -> None:
-        self._jobs.put(None)
-
-    def _run(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            fn, future, loop = job
-            if future.cancelled():
-                continue
-            try:
-                outcome: tuple[bool, Any] = (True, fn())
-            except BaseException as exc:
-                outcome = (False, exc)
-            with contextlib.suppress(RuntimeError):  # the loop closed while we ran
-                loop.call_soon_threadsafe(_settle, future, outcome)
-
-
-def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
-    if future.done():
-        return
-    ok, value = outcome
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,7 +141,7 @@ class PluginHost:
         self.watch_debounce_ms = watch_debounce_ms
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
-        self.allowlist = _allowlist_from_env()
+        self.allowlist = allowlist_from_env()
         self.trace = os.environ.get("CMUX_TRACE_PLUGINS", "") not in ("", "0")
         if self.trace and not trace_log.handlers and not logging.getLogger().handlers:
             trace_log.addHandler(logging.StreamHandler(sys.stderr))
@@ -366,32 +149,23 @@ class PluginHost:
             trace_log.setLevel(logging.INFO)
         self._plugins: dict[str, Plugin] = {}
         self._by_module: dict[int, Plugin] = {}
-        self._disabled: set[str] = set()
-        self._links: list[Path] = []
+        self._state = PluginState(settings.state_dir / STATE_FILE)
         self._lock = asyncio.Lock()
         self._loaded = False
         self._started = False
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._watch_task: asyncio.Task[None] | None = None
-        self._watch_stop: asyncio.Event | None = None
-        self._watch_ready = asyncio.Event()
+        self._watcher = SourceWatcher(self._apply_changes, debounce_ms=watch_debounce_ms)
         self._listeners: list[Callable[[str, set[str]], None]] = []
 
     # -- lifecycle --------------------------------------------------------------------------
 
     @property
     def state_path(self) -> Path:
-        return self.settings.state_dir / STATE_FILE
+        return self._state.path
 
     def plugin_dirs(self) -> list[Path]:
         """Directories whose loose ``*.py`` files are plugins (user dir first)."""
-        dirs = [config_dir() / "plugins", *self.settings.plugins_dirs]
-        seen: list[Path] = []
-        for d in dirs:
-            d = d.expanduser().resolve()
-            if d not in seen:
-                seen.append(d)
-        return seen
+        return plugin_dirs(self.settings.plugins_dirs)
 
     async def load(self) -> None:
         """Discover and load every plugin (registrations, methods) without starting them.
@@ -403,9 +177,10 @@ class PluginHost:
         if self._loaded:
             return
         self._loaded = True
-        self._read_state()
+        self._state.read()
         async with self._lock:
-            for source in self._discover():
+            for source in discover(list(self._state.links), self.plugin_dirs(),
+                                   entry_points=self.load_entry_points):
                 await self._admit(source)
 
     async def start(self) -> None:
@@ -420,7 +195,7 @@ class PluginHost:
 
     async def stop(self) -> None:
         """Stop watching, deliver ``cmux_shutdown`` to every loaded plugin, withdraw all."""
-        await self._stop_watcher()
+        await self._watcher.stop()
         async with self._lock:
             for plugin in reversed(list(self._plugins.values())):
                 if plugin.status == "loaded":
@@ -434,7 +209,7 @@ class PluginHost:
 
     async def wait_watching(self, timeout: float = 10.0) -> None:
         """Return once the directory watcher is running (raises TimeoutError otherwise)."""
-        await asyncio.wait_for(self._watch_ready.wait(), timeout)
+        await asyncio.wait_for(self._watcher.ready.wait(), timeout)
 
     def add_change_listener(self, listener: Callable[[str, set[str]], None]) -> None:
         """Call ``listener(plugin_id, kinds)`` after a plugin's registrations changed.
@@ -555,8 +330,8 @@ class PluginHost:
         async with self._lock:
             plugin = self.get(plugin_id)
             plugin.enabled = True
-            self._disabled.discard(plugin_id)
-            self._write_state()
+            self._state.disabled.discard(plugin_id)
+            self._state.write()
             if plugin.status != "loaded":
                 plugin.error = None
                 plugin.failures = 0
@@ -568,8 +343,8 @@ class PluginHost:
         async with self._lock:
             plugin = self.get(plugin_id)
             plugin.enabled = False
-            self._disabled.add(plugin_id)
-            self._write_state()
+            self._state.disabled.add(plugin_id)
+            self._state.write()
             if plugin.status == "loaded":
                 await self._unload(plugin, "disabled", reason="disabled")
             elif plugin.status == "blocked":
@@ -588,26 +363,24 @@ class PluginHost:
         if not target.is_absolute():
             raise InvalidParams("path", "must be an absolute path")
         target = target.resolve()
-        sources = _sources_at(target)
-        if not any(self._allowed(s) for s in sources):
+        sources = sources_at(target)
+        if not any(s.allowed(self.allowlist) for s in sources):
             raise CmuxError("plugin_not_allowed", f"CMUX_LOAD_PLUGINS excludes every plugin "
                             f"at {target}", {"plugin_ids": [s.plugin_id for s in sources]})
         async with self._lock:
-            if target not in self._links:
-                self._links.append(target)
+            if target not in self._state.links:
+                self._state.links.append(target)
             for source in sources:
                 plugin_id = source.plugin_id
                 if not enabled:
-                    self._disabled.add(plugin_id)
+                    self._state.disabled.add(plugin_id)
                 existing = self._plugins.get(plugin_id)
                 if existing is not None and existing.source.link == target:
                     continue
                 if existing is not None:
-                    if existing.status == "loaded":
-                        await self._unload(existing, "disabled", reason="replaced")
-                    self._forget(existing)
+                    await self._remove(existing, reason="replaced")
                 await self._admit(source)
-            self._write_state()
+            self._state.write()
             linked = [p for p in self._plugins.values() if p.source.link == target]
         self._restart_watcher()
         return linked
@@ -624,11 +397,9 @@ class PluginHost:
                 return []
             removed = [p for p in self._plugins.values() if p.source.link == link]
             for plugin in removed:
-                if plugin.status == "loaded":
-                    await self._unload(plugin, "disabled", reason="unlinked")
-                self._forget(plugin)
-            self._links.remove(link)
-            self._write_state()
+                await self._remove(plugin, reason="unlinked")
+            self._state.links.remove(link)
+            self._state.write()
         self._restart_watcher()
         return [p.plugin_id for p in removed]
 
@@ -646,39 +417,9 @@ class PluginHost:
 
     # -- discovery --------------------------------------------------------------------------
 
-    def _allowed(self, source: PluginSource) -> bool:
-        if self.allowlist is None:
-            return True
-        return source.plugin_id in self.allowlist or source.dist_name in self.allowlist
-
-    def _discover(self) -> list[PluginSource]:
-        sources: list[PluginSource] = []
-        for link in list(self._links):
-            try:
-                sources += _sources_at(link)
-            except CmuxError as exc:
-                log.warning("linked plugin path %s: %s", link, exc.message)
-        if self.load_entry_points:
-            for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-                dist = ep.dist
-                sources.append(PluginSource(
-                    ep.name, "entry_point", f"entry point {ep.name} = {ep.value}",
-                    entry=ep.value,
-                    dist_name=dist.name if dist else None,
-                    version=dist.version if dist else "", entry_point=ep))
-        for directory in self.plugin_dirs():
-            sources += _loose_files(directory)
-        return sources
-
-    def _loose_dirs(self) -> list[tuple[Path, Path | None]]:
-        """Configured plugin dirs and linked plain dirs, each with the link that added it."""
-        dirs: list[tuple[Path, Path | None]] = [(d, None) for d in self.plugin_dirs()]
-        dirs += [(p, p) for p in self._links if p.is_dir() and not (p / "pyproject.toml").exists()]
-        return dirs
-
     async def _admit(self, source: PluginSource) -> None:
         """Create the record for a discovered source and load it unless disabled."""
-        if not self._allowed(source):
+        if not source.allowed(self.allowlist):
             return
         plugin_id = source.plugin_id
         existing = self._plugins.get(plugin_id)
@@ -686,7 +427,7 @@ class PluginHost:
             if existing.source.path != source.path or existing.source.kind != source.kind:
                 existing.warnings.append(f"{source.origin} also provides {plugin_id}; ignored")
             return
-        plugin = Plugin(plugin_id, source, enabled=plugin_id not in self._disabled)
+        plugin = Plugin(plugin_id, source, enabled=plugin_id not in self._state.disabled)
         self._plugins[plugin_id] = plugin
         if not _PLUGIN_ID_RE.match(plugin_id):
             self._block(plugin, "load", f"invalid plugin id {plugin_id!r}: use 1-64 of "
@@ -695,7 +436,10 @@ class PluginHost:
         if plugin.enabled:
             await self._load(plugin)
 
-    def _forget(self, plugin: Plugin) -> None:
+    async def _remove(self, plugin: Plugin, *, reason: str) -> None:
+        """Unload ``plugin`` if loaded and forget its record; caller holds the lock."""
+        if plugin.status == "loaded":
+            await self._unload(plugin, "disabled", reason=reason)
         self._plugins.pop(plugin.plugin_id, None)
 
     # -- load / unload ----------------------------------------------------------------------
@@ -709,7 +453,7 @@ class PluginHost:
         reloading = plugin.status == "loaded"
         label = "reload" if reloading else "load"
         try:
-            module, digest = _import(plugin)
+            module, digest = import_source(plugin.source, plugin.module, plugin.source_digest)
         except Exception as exc:
             self._reject(plugin, label, f"import failed: {_describe(exc)}", exc)
             return False
@@ -727,13 +471,13 @@ class PluginHost:
             self.pm.unregister(module)
             self._reject(plugin, label, problem, None)
             return False
-        staged = _Staged(plugin, module)
+        staged = Registrations()
         self._by_module[id(module)] = plugin
         failed = await self._contribute(plugin, module, staged)
         if reloading and failed:
             self.pm.unregister(module)
             self._by_module.pop(id(module), None)
-            _release_new(plugin, module)
+            release_rejected(plugin.source, plugin.module, module)
             self._reject(plugin, label, f"{failed} raised; keeping the previous version", None)
             return False
         old = plugin.registrations
@@ -741,18 +485,18 @@ class PluginHost:
             await self._withdraw(plugin, reason="reloaded")
         plugin.module = module
         plugin.source_digest = digest
-        plugin.registrations = staged.registrations
+        plugin.registrations = staged
         plugin.hooks = sorted(h.name for h in self.pm.get_hookcallers(module) or ())
         plugin.description = _first_line(getattr(module, "__doc__", None))
         plugin.version = str(getattr(module, "__version__", "") or "")
         plugin.status = "loaded"
         plugin.error = None
         plugin.failures = 0
-        for method in staged.registrations.methods.values():
+        for method in staged.methods.values():
             self.methods.add(method.name, method.params or _RawParams,
                              self._method_handler(plugin, method), owner=plugin.plugin_id,
                              doc=method.doc)
-        self._changed(plugin, old.changed_kinds(staged.registrations))
+        self._changed(plugin, old.changed_kinds(staged))
         log.info("plugin %s loaded from %s", plugin.plugin_id, plugin.source.origin,
                  extra={"cmux_plugin": plugin.plugin_id})
         if self._started:
@@ -772,19 +516,29 @@ class PluginHost:
             return str(exc)
         return None
 
-    async def _contribute(self, plugin: Plugin, module: object, staged: _Staged) -> str | None:
+    async def _contribute(self, plugin: Plugin, module: object, staged: Registrations
+                          ) -> str | None:
         """Run the plugin's contribution hooks into ``staged``; the first failed hook's name."""
         failed: str | None = None
+        holder = functools.partial(self._holder, plugin.plugin_id)
         for hook in CONTRIBUTION_HOOKS:
             for impl in self._impls(module, hook):
-                registrar = _Registrar(self, staged, hook)
+                registrar = Registrar(plugin.plugin_id, hook, staged, holder, self.methods)
                 ok, _ = await self._invoke(plugin, hook, impl, {"register": registrar.register})
                 registrar.closed = True
                 if ok:
-                    staged.registrations.update(registrar.bucket)
+                    staged.update(registrar.bucket)
                 elif failed is None:
                     failed = hook
         return failed
+
+    def _holder(self, plugin_id: str, kind: str, name: str) -> str | None:
+        """The first loaded plugin other than ``plugin_id`` holding ``name`` in ``kind``."""
+        for other in self._plugins.values():
+            if other.plugin_id != plugin_id and other.status == "loaded" \
+                    and name in other.registrations.table(kind):
+                return other.plugin_id
+        return None
 
     def _impls(self, module: object, hook: str) -> list[pluggy.HookImpl]:
         caller: pluggy.HookCaller = getattr(self.pm.hook, hook)
@@ -824,7 +578,7 @@ class PluginHost:
         old, plugin.registrations = plugin.registrations, Registrations()
         plugin.module = None
         if reason != "reloaded":
-            _release_modules(plugin)
+            release_modules(plugin.source)
             self._changed(plugin, old.changed_kinds(plugin.registrations))
 
     async def _unload(self, plugin: Plugin, status: Status, *, reason: str,
@@ -898,7 +652,7 @@ class PluginHost:
             else:
                 worker = plugin.worker
                 if worker is None:
-                    worker = plugin.worker = _Worker(f"cmux-plugin-{plugin.plugin_id}")
+                    worker = plugin.worker = PluginWorker(f"cmux-plugin-{plugin.plugin_id}")
                 result = await asyncio.wait_for(
                     worker.submit(functools.partial(fn, *args, **kwargs)), self.budget)
                 if inspect.isawaitable(result):
@@ -996,35 +750,10 @@ class PluginHost:
             except Exception:
                 log.exception("plugin change listener failed")
 
-    def _read_state(self) -> None:
-        try:
-            data = json.loads(self.state_path.read_text())
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError) as exc:
-            log.warning("ignoring unreadable %s: %s", self.state_path, exc)
-            return
-        if isinstance(data, dict):
-            self._disabled = {str(x) for x in data.get("disabled", []) if isinstance(x, str)}
-            self._links = [Path(x) for x in data.get("links", []) if isinstance(x, str)]
-
-    def _write_state(self) -> None:
-        """Persist enable/disable and links; raises ``plugin_state_save_failed``."""
-        body = json.dumps({"version": 1, "disabled": sorted(self._disabled),
-                           "links": [str(p) for p in self._links]}, indent=2)
-        path = self.state_path
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(body + "\n")
-            tmp.replace(path)
-        except OSError as exc:
-            raise CmuxError("plugin_state_save_failed", f"cannot write {path}: {exc}") from exc
-
     # -- hot reload -------------------------------------------------------------------------
 
     def _watch_roots(self) -> list[Path]:
-        roots = [d for d, _ in self._loose_dirs() if d.is_dir()]
+        roots = [d for d, _ in loose_dirs(self.plugin_dirs(), self._state.links) if d.is_dir()]
         for plugin in self._plugins.values():
             root = plugin.source.root if plugin.source.kind == "package" else None
             if plugin.source.kind == "file" and plugin.source.path is not None:
@@ -1034,49 +763,8 @@ class PluginHost:
         return roots
 
     def _restart_watcher(self) -> None:
-        if not self.watch:
-            return
-        old, old_stop = self._watch_task, self._watch_stop
-        if old_stop is not None:
-            old_stop.set()
-        roots = self._watch_roots()
-        self._watch_ready.clear()
-        if not roots:
-            self._watch_task = self._watch_stop = None
-            return
-        self._watch_stop = asyncio.Event()
-        self._watch_task = asyncio.get_running_loop().create_task(
-            self._watch_loop(roots, self._watch_stop, old))
-
-    async def _stop_watcher(self) -> None:
-        if self._watch_stop is not None:
-            self._watch_stop.set()
-        task, self._watch_task = self._watch_task, None
-        if task is not None:
-            try:
-                await asyncio.wait_for(task, 5)
-            except (TimeoutError, asyncio.CancelledError):
-                task.cancel()
-
-    async def _watch_loop(self, roots: list[Path], stop: asyncio.Event,
-                          previous: asyncio.Task[None] | None) -> None:
-        import watchfiles
-
-        if previous is not None:
-            with contextlib.suppress(BaseException):
-                await previous
-        try:
-            async for changes in watchfiles.awatch(
-                    *roots, stop_event=stop, debounce=self.watch_debounce_ms,
-                    rust_timeout=1000, yield_on_timeout=True,
-                    watch_filter=lambda _change, path: path.endswith(".py")):
-                self._watch_ready.set()
-                if changes:
-                    await self._apply_changes({Path(p) for _, p in changes})
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("plugin directory watcher stopped")
+        if self.watch:
+            self._watcher.restart(self._watch_roots())
 
     async def _apply_changes(self, paths: set[Path]) -> None:
         async with self._lock:
@@ -1090,325 +778,16 @@ class PluginHost:
             for plugin in touched:
                 path = plugin.source.path
                 if plugin.source.kind == "file" and path is not None and not path.exists():
-                    if plugin.status == "loaded":
-                        await self._unload(plugin, "disabled", reason="removed")
-                    self._forget(plugin)
+                    await self._remove(plugin, reason="removed")
                 elif plugin.enabled:
                     if plugin.status == "blocked":
                         plugin.error = None
                     await self._load(plugin)
             known = {p.source.path for p in self._plugins.values()}
-            for directory, link in self._loose_dirs():
-                for source in _loose_files(directory, link):
+            for directory, link in loose_dirs(self.plugin_dirs(), self._state.links):
+                for source in loose_files(directory, link):
                     if source.path in paths and source.path not in known:
                         await self._admit(source)
-
-
-# -- registration -----------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Staged:
-    plugin: Plugin
-    module: object
-    registrations: Registrations = field(default_factory=Registrations)
-
-
-class _Registrar:
-    """The ``register`` callback for one contribution hookimpl call.
-
-    Writes into its own bucket, merged into the staged version only when the hookimpl returns
-    normally; raises :class:`RegistrationError` for bad input or a name held elsewhere.
-    """
-
-    def __init__(self, host: PluginHost, staged: _Staged, hook: str) -> None:
-        self.host = host
-        self.staged = staged
-        self.hook = hook
-        self.bucket = Registrations()
-        self.closed = False
-        by_hook: dict[str, Callable[..., None]] = {
-            "cmux_register_manifests": self.manifest,
-            "cmux_register_integrations": self.integration,
-            "cmux_register_view_sorts": self.view_sort,
-            "cmux_register_view_filters": self.view_filter,
-            "cmux_register_graphics_sources": self.graphics_source,
-            "cmux_register_methods": self.method,
-        }
-        self.register = by_hook[hook]
-
-    @property
-    def plugin_id(self) -> str:
-        return self.staged.plugin.plugin_id
-
-    def _claim(self, kind: str, name: str) -> None:
-        if self.closed:
-            raise RegistrationError(f"register called after {self.hook} returned")
-        if name in self.bucket.table(kind) or name in self.staged.registrations.table(kind):
-            raise RegistrationError(f"{kind[:-1].replace('_', ' ')} {name!r} is registered twice")
-        for other in self.host.plugins():
-            if other.plugin_id != self.plugin_id and other.status == "loaded" \
-                    and name in other.registrations.table(kind):
-                raise RegistrationError(f"{kind[:-1].replace('_', ' ')} {name!r} is already "
-                                        f"registered by plugin {other.plugin_id}")
-
-    def _named(self, kind: str, name: object) -> str:
-        if not isinstance(name, str) or not _NAME_RE.match(name):
-            raise RegistrationError(f"invalid name {name!r}: use 1-64 of a-z 0-9 _ - "
-                                    "starting with a letter")
-        self._claim(kind, name)
-        return name
-
-    def manifest(self, manifest: str | Path | Mapping[str, Any], /) -> None:
-        text: str | None = None
-        path: Path | None = None
-        if isinstance(manifest, Path):
-            path = manifest
-            try:
-                text = manifest.read_text()
-            except OSError as exc:
-                raise RegistrationError(f"cannot read manifest {manifest}: {exc}") from exc
-        elif isinstance(manifest, str):
-            text = manifest
-        elif not isinstance(manifest, Mapping):
-            raise RegistrationError("a manifest is TOML text, a Path or a mapping, "
-                                    f"not {type(manifest).__name__}")
-        if text is not None:
-            try:
-                data: Mapping[str, Any] = tomllib.loads(text)
-            except tomllib.TOMLDecodeError as exc:
-                raise RegistrationError(f"manifest {path or ''} is not valid TOML: {exc}"
-                                        ) from exc
-        else:
-            assert isinstance(manifest, Mapping)
-            data = dict(manifest)
-        agent_id = data.get("id")
-        if not isinstance(agent_id, str) or not agent_id.strip():
-            raise RegistrationError("a manifest needs a string id")
-        self._claim("manifests", agent_id)
-        self.bucket.manifests[agent_id] = ManifestContribution(
-            self.plugin_id, agent_id, types.MappingProxyType(dict(data)), text, path)
-
-    def integration(self, name: str, *, install: Callable[[], Any],
-                    uninstall: Callable[[], Any], status: Callable[[], Any],
-                    description: str = "", source: str | None = None,
-                    agent: str | None = None, authority: str | None = None) -> None:
-        _require_callables(install=install, uninstall=uninstall, status=status)
-        name = self._named("integrations", name)
-        if authority not in (None, "lifecycle", "session"):
-            raise RegistrationError(f"integration {name}: authority must be 'lifecycle' or "
-                                    f"'session', not {authority!r}")
-        if authority is not None and not (source and agent):
-            raise RegistrationError(f"integration {name}: an authority needs a source and "
-                                    "an agent")
-        self.bucket.integrations[name] = Integration(
-            self.plugin_id, name, install, uninstall, status, _text(description),
-            source, agent, authority)
-
-    def view_sort(self, name: str, key: Callable[[Mapping[str, Any]], Any], *,
-                  description: str = "") -> None:
-        _require_callables(key=key)
-        name = self._named("view_sorts", name)
-        self.bucket.view_sorts[name] = ViewSort(self.plugin_id, name, key, _text(description))
-
-    def view_filter(self, name: str, predicate: Callable[[Mapping[str, Any]], bool], *,
-                    description: str = "") -> None:
-        _require_callables(predicate=predicate)
-        name = self._named("view_filters", name)
-        self.bucket.view_filters[name] = ViewFilter(
-            self.plugin_id, name, predicate, _text(description))
-
-    def graphics_source(self, name: str,
-                        open: Callable[[str, Mapping[str, Any]], AsyncIterator[GraphicsFrame]],
-                        *, description: str = "") -> None:
-        _require_callables(open=open)
-        name = self._named("graphics_sources", name)
-        self.bucket.graphics_sources[name] = GraphicsSource(
-            self.plugin_id, name, open, _text(description))
-
-    def method(self, name: str, handler: MethodHandler, *, params: type[Params] | None = None,
-               doc: str = "") -> None:
-        _require_callables(handler=handler)
-        if not isinstance(name, str) or len(name) > 128 or not _METHOD_RE.match(name):
-            raise RegistrationError(f"invalid method name {name!r}: dot-separated words of "
-                                    "a-z 0-9 _ each starting with a letter")
-        if params is not None and not (isinstance(params, type) and issubclass(params, Params)):
-            raise RegistrationError("params must be a cmux_core.dispatch.Params subclass")
-        full = f"plugin.{self.plugin_id}.{name}"
-        existing = self.host.methods.get(full)
-        if existing is not None and existing.owner != self.plugin_id:
-            raise RegistrationError(f"method {full} is already provided by {existing.owner}")
-        self._claim("methods", full)
-        self.bucket.methods[full] = PluginMethod(
-            self.plugin_id, full, handler, params,
-            _text(doc) or (inspect.getdoc(handler) or "").strip())
-
-
-def _require_callables(**fns: object) -> None:
-    for name, fn in fns.items():
-        if not callable(fn):
-            raise RegistrationError(f"{name} must be callable, not {type(fn).__name__}")
-
-
-def _text(value: object) -> str:
-    if not isinstance(value, str):
-        raise RegistrationError(f"description must be a string, not {type(value).__name__}")
-    return value
-
-
-# -- sources and imports ----------------------------------------------------------------------
-
-
-def _allowlist_from_env() -> set[str] | None:
-    raw = os.environ.get("CMUX_LOAD_PLUGINS")
-    if raw is None:
-        return None
-    return {part.strip() for part in raw.split(",") if part.strip()}
-
-
-def _loose_files(directory: Path, link: Path | None = None) -> list[PluginSource]:
-    try:
-        files = sorted(directory.glob("*.py"))
-    except OSError:
-        return []
-    return [PluginSource(f.stem, "file", str(f), path=f, link=link) for f in files
-            if f.is_file() and not f.name.startswith((".", "_"))]
-
-
-def _sources_at(target: Path) -> list[PluginSource]:
-    """The plugins a linked path holds; raises ``invalid_params`` naming ``path``."""
-    if target.is_file():
-        if target.suffix != ".py":
-            raise InvalidParams("path", f"{target} is not a .py file or a plugin directory")
-        return [PluginSource(target.stem, "file", str(target), path=target, link=target)]
-    if not target.is_dir():
-        raise InvalidParams("path", f"{target} does not exist")
-    pyproject = target / "pyproject.toml"
-    if not pyproject.exists():
-        sources = _loose_files(target, link=target)
-        if not sources:
-            raise InvalidParams("path", f"{target} holds no pyproject.toml and no .py files")
-        return sources
-    try:
-        project = tomllib.loads(pyproject.read_text()).get("project", {})
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise InvalidParams("path", f"cannot read {pyproject}: {exc}") from exc
-    entries = project.get("entry-points", {}).get(ENTRY_POINT_GROUP, {})
-    if not isinstance(entries, dict) or not entries:
-        raise InvalidParams("path", f"{pyproject} declares no [project.entry-points.cmux]")
-    root = target / "src" if (target / "src").is_dir() else target
-    version = project.get("version")
-    return [PluginSource(str(name), "package", f"{pyproject} entry point {name} = {value}",
-                         path=pyproject, entry=str(value),
-                         root=root, dist_name=str(project.get("name") or name),
-                         version=version if isinstance(version, str) else "", link=target)
-            for name, value in entries.items()]
-
-
-def _import(plugin: Plugin) -> tuple[object, str]:
-    """A fresh module object for ``plugin`` and a digest of its source ('' when unknown)."""
-    source = plugin.source
-    if source.kind == "entry_point":
-        assert source.entry_point is not None
-        if plugin.module is not None:
-            return plugin.module, ""
-        return source.entry_point.load(), ""
-    if source.kind == "file":
-        assert source.path is not None
-        data = source.path.read_bytes()
-        digest = hashlib.sha256(data).hexdigest()
-        if plugin.module is not None and digest == plugin.source_digest:
-            return plugin.module, digest
-        return _exec_file(plugin.plugin_id, source.path, data), digest
-    digest = _tree_digest(source.root)
-    if plugin.module is not None and digest == plugin.source_digest:
-        return plugin.module, digest
-    return _import_package(source), digest
-
-
-def _module_name(plugin_id: str) -> str:
-    return "_cmux_plugin_" + plugin_id.replace("-", "_")
-
-
-def _exec_file(plugin_id: str, path: Path, data: bytes) -> types.ModuleType:
-    name = _module_name(plugin_id)
-    module = types.ModuleType(name)
-    module.__file__ = str(path)
-    previous = sys.modules.get(name)
-    sys.modules[name] = module  # dataclasses and pickling look the module up by name
-    try:
-        exec(compile(data, str(path), "exec", dont_inherit=True), module.__dict__)
-    except BaseException:
-        if previous is not None:
-            sys.modules[name] = previous
-        else:
-            sys.modules.pop(name, None)
-        raise
-    return module
-
-
-def _import_package(source: PluginSource) -> object:
-    assert source.root is not None and source.entry is not None
-    module_name, _, attr = source.entry.partition(":")
-    module_name = module_name.strip()
-    top = module_name.split(".")[0]
-    root = str(source.root)
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    saved = _pop_modules(top, source.root)
-    importlib.invalidate_caches()
-    try:
-        obj: object = importlib.import_module(module_name)
-        for part in filter(None, attr.strip().split(".")):
-            obj = getattr(obj, part)
-    except BaseException:
-        _pop_modules(top, source.root)
-        sys.modules.update(saved)
-        raise
-    return obj
-
-
-def _pop_modules(top: str, root: Path) -> dict[str, types.ModuleType]:
-    """Remove ``top`` and its submodules loaded from under ``root``; returns them."""
-    gone: dict[str, types.ModuleType] = {}
-    for name, module in list(sys.modules.items()):
-        if name != top and not name.startswith(top + "."):
-            continue
-        file = getattr(module, "__file__", None)
-        paths = list(getattr(module, "__path__", []) or [])
-        where = [Path(p) for p in ([file] if file else []) + paths]
-        if any(p.is_relative_to(root) for p in where):
-            gone[name] = sys.modules.pop(name)
-    return gone
-
-
-def _release_new(plugin: Plugin, rejected: object) -> None:
-    """Undo ``sys.modules`` changes of a rejected reload; the serving version stays."""
-    source = plugin.source
-    name = _module_name(plugin.plugin_id)
-    if source.kind == "file" and sys.modules.get(name) is rejected:
-        if isinstance(plugin.module, types.ModuleType):
-            sys.modules[name] = plugin.module
-    elif source.kind == "package":
-        _release_modules(plugin)
-
-
-def _release_modules(plugin: Plugin) -> None:
-    source = plugin.source
-    if source.kind == "file":
-        sys.modules.pop(_module_name(plugin.plugin_id), None)
-    elif source.kind == "package" and source.root is not None and source.entry:
-        _pop_modules(source.entry.partition(":")[0].strip().split(".")[0], source.root)
-
-
-def _tree_digest(root: Path | None) -> str:
-    if root is None:
-        return ""
-    h = hashlib.sha256()
-    for f in sorted(root.rglob("*.py")):
-        with contextlib.suppress(OSError):
-            h.update(str(f).encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()
 
 
 def _describe(exc: BaseException) -> str:
