@@ -19,8 +19,9 @@ known agent still wins. Every status carries its provenance: which signal set it
 
 Public status adds ``done`` (idle and not yet seen) to the state; a server-global
 ``state_change_seq`` numbers effective state changes. Metadata (tokens with TTLs, and
-per-source presentation: title, display agent, custom status, state labels) is kept here
-too, for panes and workspaces; TTLs expire on time through ``loop.call_at``.
+per-source presentation: title, display agent, custom status, state labels) is applied
+here, for panes and workspaces, with the stores and rules of :mod:`cmux_core.agent_metadata`;
+TTLs expire on time and each expiry is published.
 
 Events: ``pane_agent_detected`` (effective agent changed, or a release),
 ``pane_agent_status_changed`` (status or presentation changed), ``pane_updated``
@@ -30,17 +31,35 @@ All methods run on the event loop.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from .agent_metadata import (
+    MAX_SEQUENCED_TOKEN_SOURCES,
+    MAX_TOKENS,
+    ExpiryTimers,
+    MetadataPatch,
+    MetadataStore,
+    PresentationEntry,
+    Presented,
+    Token,
+    deadline_after,
+    effective_presentation,
+)
 from .errors import CmuxError
 
 if TYPE_CHECKING:
     from .events import EventHub
     from .mux import Mux, Pane, Tab, Workspace
+
+__all__ = [
+    "ATTENTION", "MAX_SEQUENCED_TOKEN_SOURCES", "MAX_TOKENS", "REACQUIRE_SUPPRESS_S",
+    "AgentRecord", "AgentState", "AgentStatus", "AgentTracker", "Authority", "HookAuthority",
+    "MetadataPatch", "MetadataStore", "PresentationEntry", "Presented", "ScreenReport",
+    "SessionRef", "SourceDeclaration", "StatusSource", "Token", "declarations_from",
+]
 
 AgentState = Literal["idle", "working", "blocked", "unknown"]
 AgentStatus = Literal["idle", "working", "blocked", "done", "unknown"]
@@ -50,13 +69,8 @@ StatusSource = Literal["none", "hook", "screen", "process_exit", "release"]
 ATTENTION: dict[str, int] = {"blocked": 4, "done": 3, "working": 2, "idle": 1, "unknown": 0}
 """Rollup priority: the pane needing the most attention speaks for its tab and workspace."""
 
-MAX_TOKENS = 32
-"""Tokens one pane or workspace may hold."""
-MAX_SEQUENCED_TOKEN_SOURCES = 32
-"""Distinct sources that may send sequenced token reports to one pane or workspace."""
 REACQUIRE_SUPPRESS_S = 1.0
 """After a release, process detection of the released agent is ignored this long."""
-PRESENTATION_FIELDS = ("title", "display_agent", "custom_status")
 
 
 @dataclass(slots=True)
@@ -123,125 +137,6 @@ class HookAuthority:
     custom_status: str | None = None
     reported_at: float = field(default_factory=time.monotonic)
     session: SessionRef | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Token:
-    value: str
-    deadline: float | None = None
-    """``time.monotonic()`` at which the token expires; None = never."""
-
-
-@dataclass(slots=True)
-class Presented:
-    """One presentation value from one source; ``order`` says which report is newer."""
-
-    value: str
-    order: int
-    deadline: float | None = None
-
-
-@dataclass(slots=True)
-class PresentationEntry:
-    """Presentation metadata one source reported, with the guards of its latest report."""
-
-    fields: dict[str, Presented] = field(default_factory=dict)
-    labels: dict[str, Presented] = field(default_factory=dict)
-    agent_guard: str | None = None
-    source_guard: str | None = None
-
-    def empty(self) -> bool:
-        return not self.fields and not self.labels
-
-
-@dataclass(slots=True)
-class MetadataPatch:
-    """A validated, normalised ``report_metadata`` request (see ``methods.agent``).
-
-    ``tokens`` maps a key to its new value or None (clear); ``set_fields`` holds
-    presentation values to set, ``clear_fields`` the names to clear (``state_labels``
-    included); ``ttl_s`` applies to every touched token and presentation value.
-    """
-
-    source: str
-    tokens: dict[str, str | None] = field(default_factory=dict)
-    set_fields: dict[str, str] = field(default_factory=dict)
-    state_labels: dict[str, str] = field(default_factory=dict)
-    clear_fields: set[str] = field(default_factory=set)
-    agent: str | None = None
-    applies_to_source: str | None = None
-    seq: int | None = None
-    ttl_s: float | None = None
-
-
-@dataclass(eq=False)
-class MetadataStore:
-    """Tokens and metadata sequence bookkeeping of one pane or workspace."""
-
-    tokens: dict[str, Token] = field(default_factory=dict)
-    seqs: dict[str, int] = field(default_factory=dict)
-    sequenced_token_sources: set[str] = field(default_factory=set)
-    revision: int = 0
-
-    def token_values(self) -> dict[str, str]:
-        return {k: t.value for k, t in sorted(self.tokens.items())}
-
-    def accept_seq(self, source: str, seq: int | None) -> bool:
-        """Metadata ordering: sequenced reports must increase; unsequenced always pass."""
-        if seq is None:
-            return True
-        last = self.seqs.get(source)
-        return last is None or seq > last
-
-    def check_tokens(self, source: str, seq: int | None, tokens: Mapping[str, str | None],
-                     what: str) -> None:
-        """Raise the limit errors a token patch would hit, before anything is applied."""
-        if not tokens:
-            return
-        keys = set(self.tokens)
-        for key, value in tokens.items():
-            if value is None:
-                keys.discard(key)
-            else:
-                keys.add(key)
-        if len(keys) > MAX_TOKENS:
-            raise CmuxError("invalid_metadata_tokens",
-                            f"{what} metadata may contain at most {MAX_TOKENS} tokens",
-                            {"reason": "metadata_token_limit", "limit": MAX_TOKENS})
-        if (seq is not None and source not in self.sequenced_token_sources
-                and len(self.sequenced_token_sources) >= MAX_SEQUENCED_TOKEN_SOURCES):
-            raise CmuxError("metadata_sequence_source_limit",
-                            f"{what} metadata accepts sequenced tokens from at most "
-                            f"{MAX_SEQUENCED_TOKEN_SOURCES} sources")
-
-    def patch_tokens(self, source: str, seq: int | None, tokens: Mapping[str, str | None],
-                     deadline: float | None) -> bool:
-        """Apply a checked patch; True when any token changed (``revision`` bumped)."""
-        if seq is not None and tokens:
-            self.sequenced_token_sources.add(source)
-        changed = False
-        for key, value in tokens.items():
-            if value is None:
-                changed |= self.tokens.pop(key, None) is not None
-                continue
-            token = Token(value, deadline)
-            if self.tokens.get(key) != token:
-                self.tokens[key] = token
-                changed = True
-        if changed:
-            self.revision += 1
-        return changed
-
-    def expire(self, now: float) -> bool:
-        gone = [k for k, t in self.tokens.items() if t.deadline is not None and t.deadline <= now]
-        for key in gone:
-            del self.tokens[key]
-        if gone:
-            self.revision += 1
-        return bool(gone)
-
-    def deadlines(self) -> Iterable[float]:
-        return (t.deadline for t in self.tokens.values() if t.deadline is not None)
 
 
 @dataclass(eq=False)
@@ -312,7 +207,7 @@ class AgentTracker:
         self.canonical_agent: Callable[[str], str | None] = lambda label: None
         self.declarations: Callable[[], Iterable[SourceDeclaration]] = tuple
         self._report_order = 0
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._timers = ExpiryTimers(self._expire)
         events.observe(self._on_event)
 
     def record(self, pane: Pane) -> AgentRecord:
@@ -323,7 +218,7 @@ class AgentTracker:
 
     def forget(self, pane: Pane) -> None:
         self.records.pop(pane.key, None)
-        self._cancel_timer(pane.key)
+        self._timers.cancel(pane.key)
 
     # -- labels and declarations ------------------------------------------------------------
 
@@ -526,7 +421,7 @@ class AgentTracker:
         before = self._snapshot(pane, rec)
         if patch.seq is not None:
             store.seqs[patch.source] = patch.seq
-        deadline = self._deadline(patch.ttl_s)
+        deadline = deadline_after(patch.ttl_s)
         store.patch_tokens(patch.source, patch.seq, patch.tokens, deadline)
         self._patch_presentation(rec, patch, deadline)
         self._schedule(pane.key)
@@ -542,7 +437,7 @@ class AgentTracker:
         store.check_tokens(source, seq, tokens, "workspace")
         if seq is not None:
             store.seqs[source] = seq
-        if store.patch_tokens(source, seq, tokens, self._deadline(ttl_s)):
+        if store.patch_tokens(source, seq, tokens, deadline_after(ttl_s)):
             self.events.publish("workspace_metadata_updated",
                                 {"workspace": self.mux.workspace_info(ws)})
         self._schedule(ws.id)
@@ -595,28 +490,16 @@ class AgentTracker:
         rec = self.records.get(pane.key)
         if rec is None:
             return {}
-        agent = self.effective_agent(pane)
         auth_source = rec.authority.source if rec.authority is not None else None
-        now = time.monotonic() if now is None else now
-        best: dict[str, Presented] = {}
-        labels: dict[str, Presented] = {}
-        for entry in rec.presentation.values():
-            if entry.agent_guard is not None and entry.agent_guard != agent:
-                continue
-            if entry.source_guard is not None and entry.source_guard != auth_source:
-                continue
-            for table, values in ((best, entry.fields), (labels, entry.labels)):
-                for name, item in values.items():
-                    if item.deadline is not None and item.deadline <= now:
-                        continue
-                    if name not in table or item.order > table[name].order:
-                        table[name] = item
-        out: dict[str, Any] = {name: item.value for name, item in best.items()}
+        fields, labels = effective_presentation(
+            rec.presentation.values(), self.effective_agent(pane), auth_source,
+            time.monotonic() if now is None else now)
+        out: dict[str, Any] = dict(fields)
         if "custom_status" not in out and rec.authority is not None \
                 and rec.authority.custom_status and self._effective(rec, rec.authority):
             out["custom_status"] = rec.authority.custom_status
         if labels:
-            out["state_labels"] = {k: v.value for k, v in sorted(labels.items())}
+            out["state_labels"] = labels
         return out
 
     def pane_fields(self, pane: Pane) -> dict[str, Any]:
@@ -820,18 +703,8 @@ class AgentTracker:
         if not (patch.set_fields or patch.state_labels or patch.clear_fields):
             return
         entry = rec.presentation.setdefault(patch.source, PresentationEntry())
-        entry.agent_guard = patch.agent
-        entry.source_guard = patch.applies_to_source
         self._report_order += 1
-        for name in patch.clear_fields:
-            if name == "state_labels":
-                entry.labels.clear()
-            else:
-                entry.fields.pop(name, None)
-        for name, value in patch.set_fields.items():
-            entry.fields[name] = Presented(value, self._report_order, deadline)
-        for status, label in patch.state_labels.items():
-            entry.labels[status] = Presented(label, self._report_order, deadline)
+        entry.apply(patch, self._report_order, deadline)
         if entry.empty():
             del rec.presentation[patch.source]
 
@@ -896,38 +769,24 @@ class AgentTracker:
         elif kind == "workspace_closed":
             ws_id = str(data.get("workspace_id", ""))
             self.workspace_metadata.pop(ws_id, None)
-            self._cancel_timer(ws_id)
+            self._timers.cancel(ws_id)
 
-    # -- TTL timers -------------------------------------------------------------------------
-
-    def _deadline(self, ttl_s: float | None) -> float | None:
-        # asyncio's loop clock is time.monotonic(), so deadlines serve reads and call_at alike.
-        return None if ttl_s is None else time.monotonic() + ttl_s
+    # -- TTL expiry -------------------------------------------------------------------------
 
     def _schedule(self, key: str) -> None:
-        """Arm one ``call_at`` timer for the owner's earliest deadline (or none)."""
-        self._cancel_timer(key)
+        """Arm the owner's expiry timer for its earliest deadline (or none)."""
         deadlines: list[float] = []
         rec = self.records.get(key)
         if rec is not None:
             deadlines.extend(rec.metadata.deadlines())
-            deadlines.extend(p.deadline for e in rec.presentation.values()
-                             for p in (*e.fields.values(), *e.labels.values())
-                             if p.deadline is not None)
+            for entry in rec.presentation.values():
+                deadlines.extend(entry.deadlines())
         store = self.workspace_metadata.get(key)
         if store is not None:
             deadlines.extend(store.deadlines())
-        if deadlines:
-            loop = asyncio.get_running_loop()
-            self._timers[key] = loop.call_at(min(deadlines), self._expire, key)
-
-    def _cancel_timer(self, key: str) -> None:
-        timer = self._timers.pop(key, None)
-        if timer is not None:
-            timer.cancel()
+        self._timers.arm(key, deadlines)
 
     def _expire(self, key: str) -> None:
-        self._timers.pop(key, None)
         now = time.monotonic()
         pane = self.mux.panes.get(key)
         rec = self.records.get(key)
@@ -936,10 +795,7 @@ class AgentTracker:
             before = self._snapshot(pane, rec, float("-inf"))
             rec.metadata.expire(now)
             for source, entry in list(rec.presentation.items()):
-                for values in (entry.fields, entry.labels):
-                    for name, item in list(values.items()):
-                        if item.deadline is not None and item.deadline <= now:
-                            del values[name]
+                entry.expire(now)
                 if entry.empty():
                     del rec.presentation[source]
             self._emit(pane, rec, before)
