@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A scripted stand-in for the model APIs of Claude Code, Codex and Gemini CLI.
+"""A scripted stand-in for the model APIs of the coding-agent CLIs recorded in ``agents/``.
 
 Usage: ``fake_api.py [SCENARIO]`` — listens on a free port on 127.0.0.1, prints
 ``PORT <n>`` on stdout, then serves until killed. Each request is logged as one
@@ -9,7 +9,8 @@ Speaks three wire formats, each streamed the way its CLI expects:
 
 * Anthropic Messages (``POST /v1/messages``, SSE when ``stream`` is true);
 * OpenAI Responses (``POST /v1/responses``, SSE) and Chat Completions
-  (``POST /v1/chat/completions``);
+  (``POST /v1/chat/completions``, SSE when ``stream`` is true; the shell tool
+  call fills whatever the offered tool's schema asks for);
 * Gemini (``POST /v1beta/models/<model>:streamGenerateContent?alt=sse``,
   ``:generateContent``, ``:countTokens``).
 
@@ -221,26 +222,91 @@ def responses(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dic
     return action, events()
 
 
+SHELL_TOOLS = ("run_shell_command", "bash", "Bash", "shell", "execute_command",
+               "run_terminal_cmd", "shell_command")
+"""Names under which a CLI offers its shell tool over Chat Completions, first match wins."""
+
+
+def _function_tools(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The Chat Completions ``tools`` of a request by name, each with its JSON-schema parameters."""
+    found: dict[str, dict[str, Any]] = {}
+    for tool in body.get("tools") or []:
+        if isinstance(tool, dict) and isinstance(tool.get("function"), dict):
+            function = tool["function"]
+            found[str(function.get("name"))] = function.get("parameters") or {}
+    return found
+
+
+def shell_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    """Arguments for a shell tool call that fill ``schema``'s command, description and requireds."""
+    properties = schema.get("properties") or {}
+    arguments: dict[str, Any] = {}
+    for name, prop in properties.items():
+        kind = prop.get("type") if isinstance(prop, dict) else None
+        if name in ("command", "cmd"):
+            arguments[name] = ["bash", "-lc", COMMAND] if kind == "array" else COMMAND
+        elif name in ("description", "justification", "reason", "explanation"):
+            arguments[name] = COMMAND_REASON
+        elif name in schema.get("required", []):
+            arguments[name] = {"boolean": False, "number": 30000, "integer": 30000,
+                               "array": [], "object": {}}.get(str(kind), "")
+    return arguments
+
+
 def chat_completions(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None,
                                                                       dict[str, Any]]]]:
     messages = body.get("messages", [])
     last = messages[-1] if messages else {}
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
-    action = decide(users[-1] if users else {}, bool(body.get("tools")),
+    tools = _function_tools(body)
+    shell = next((name for name in SHELL_TOOLS if name in tools), None)
+    action = decide(users[-1] if users else {}, bool(tools),
                     isinstance(last, dict) and last.get("role") == "tool")
-    if action == "tool":
+    if action == "tool" and shell is None:
         action = "answer"
+    model = body.get("model", "fake")
+
+    def chunk(chunk_id: str, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+        return {"id": chunk_id, "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": model, "choices": [{"index": 0, "delta": delta,
+                                             "finish_reason": finish}]}
 
     def events() -> Iterator[tuple[str | None, dict[str, Any]]]:
         chunk_id = f"chatcmpl-{next(ids)}"
-        for word in stream(action):
-            yield None, {"id": chunk_id, "object": "chat.completion.chunk", "model": "fake",
-                         "choices": [{"index": 0, "delta": {"content": word},
-                                      "finish_reason": None}]}
-        yield None, {"id": chunk_id, "object": "chat.completion.chunk", "model": "fake",
-                     "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+        yield None, chunk(chunk_id, {"role": "assistant", "content": ""}, None)
+        if action == "tool" and shell is not None:
+            arguments = json.dumps(shell_arguments(tools[shell]))
+            call = {"index": 0, "id": f"call_{next(ids)}", "type": "function",
+                    "function": {"name": shell, "arguments": arguments}}
+            yield None, chunk(chunk_id, {"tool_calls": [call]}, None)
+            finish = "tool_calls"
+        else:
+            for word in stream(action):
+                yield None, chunk(chunk_id, {"content": word}, None)
+            finish = "stop"
+        last_chunk = chunk(chunk_id, {}, finish)
+        last_chunk["usage"] = {"prompt_tokens": 25, "completion_tokens": 12, "total_tokens": 37}
+        yield None, last_chunk
 
     return action, events()
+
+
+def chat_completion(body: dict[str, Any]) -> dict[str, Any]:
+    """The non-streaming reply: the streamed chunks folded into one completion."""
+    _, events = chat_completions(body)
+    message: dict[str, Any] = {"role": "assistant", "content": ""}
+    completion: dict[str, Any] = {}
+    for _, event in events:
+        completion = event
+        delta = event["choices"][0]["delta"]
+        message["content"] += delta.get("content", "")
+        if "tool_calls" in delta:
+            message["tool_calls"] = [{k: v for k, v in call.items() if k != "index"}
+                                     for call in delta["tool_calls"]]
+    completion["object"] = "chat.completion"
+    completion["choices"] = [{"index": 0, "message": message,
+                              "finish_reason": completion["choices"][0]["finish_reason"]}]
+    return completion
 
 
 def gemini(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dict[str, Any]]]]:
@@ -302,7 +368,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _log(self, body: Any, action: str = "") -> None:
         tools = body.get("tools") if isinstance(body, dict) else None
-        names = [t.get("name") or [f.get("name") for f in t.get("functionDeclarations", [])]
+        names = [t.get("name") or (t.get("function") or {}).get("name")
+                 or [f.get("name") for f in t.get("functionDeclarations", [])]
                  for t in tools if isinstance(t, dict)] if isinstance(tools, list) else None
         entry = {"time": time.time(), "scenario": scenario, "method": self.command,
                  "path": self.path, "action": action,
@@ -372,7 +439,10 @@ class Handler(BaseHTTPRequestHandler):
         elif path.endswith("/chat/completions"):
             action, events = chat_completions(body)
             self._log(body, action)
-            self._sse(events, done=True)
+            if body.get("stream"):
+                self._sse(events, done=True)
+            else:
+                self._json(200, chat_completion(body))
         elif path.endswith(":countTokens"):
             self._log(body)
             self._json(200, {"totalTokens": 25})
