@@ -40,11 +40,11 @@ from ..mux import Mux, Pane
 from ..terminal import validate_env
 from ..views import project_for
 from .pane import (
-    WAIT_RECHECK_S,
     OutputMatch,
     ReadSource,
     first_match,
     line_matcher,
+    next_output,
     read_result,
 )
 
@@ -943,9 +943,10 @@ def status_stream(call: Call, tracker: AgentTracker, pane: Pane,
 def output_stream(mux: Mux, pane: Pane, matcher: Any, source: ReadSource,
                   lines: int | None) -> StreamBody:
     """Edge-triggered matches: an event when the text goes from not matching to matching,
-    re-armed when it stops matching. Woken by the pane's output, at most every 10 ms."""
+    re-armed when it stops matching. Woken by the pane's output (paced as waits are)."""
     async def run(out: Subscriber) -> None:
         armed = True
+        burst = 0
         while not out.closed and pane.key in mux.panes:
             changed = mux.output_signal(pane)
             read = read_result(pane, source, lines, "text")
@@ -956,9 +957,5 @@ def output_stream(mux: Mux, pane: Pane, matcher: Any, source: ReadSource,
                 armed = False
                 out.offer(Event(0, "pane.output_matched",
                                 {"pane_id": pane.id, "matched_line": line, "read": read}))
-            checked = time.monotonic()
-            await changed.wait()
-            pause = WAIT_RECHECK_S - (time.monotonic() - checked)
-            if pause > 0:
-                await asyncio.sleep(pause)
+            burst = await next_output(changed, time.monotonic(), burst)
     return run

@@ -25,6 +25,8 @@ MAX_READ_LINES = 1000
 DEFAULT_READ_LINES = 80
 WAIT_RECHECK_S = 0.01
 """Least time between two re-reads of one waiter while output keeps flowing."""
+WAIT_BURST = 8
+"""Quick wakes a waiter serves at once before pacing itself."""
 
 ReadSource = Literal["visible", "recent", "recent_unwrapped", "detection"]
 
@@ -302,6 +304,24 @@ def first_match(text: str, matches: Any) -> str | None:
     return None
 
 
+async def next_output(changed: asyncio.Event, checked: float, burst: int,
+                      timeout: float | None = None) -> int:
+    """Wait until ``changed`` fires (TimeoutError after ``timeout`` seconds).
+
+    Wakes return at once unless output has kept coming: after WAIT_BURST quick wakes
+    in a row, each returns no sooner than WAIT_RECHECK_S after ``checked``, so a
+    flooding pane cannot make its readers burn the loop, while short exchanges are
+    seen batch by batch. Returns the new count of quick wakes (``burst``).
+    """
+    await asyncio.wait_for(changed.wait(), timeout)
+    elapsed = time.monotonic() - checked
+    if elapsed >= WAIT_RECHECK_S:
+        return 0
+    if burst >= WAIT_BURST:
+        await asyncio.sleep(WAIT_RECHECK_S - elapsed)
+    return burst + 1
+
+
 @methods.method("pane.wait_for_output", WaitForOutputParams)
 async def pane_wait_for_output(call: Call, p: WaitForOutputParams) -> Result:
     """Hold the request until a line of the pane's output matches, woken by new output."""
@@ -312,9 +332,7 @@ async def pane_wait_for_output(call: Call, p: WaitForOutputParams) -> Result:
     deadline = None if p.timeout_ms is None else time.monotonic() + p.timeout_ms / 1000
 
     async def wait() -> Result:
-        # The first wake after a quiet spell re-reads at once; a flood is re-read at most
-        # every WAIT_RECHECK_S, so one busy pane cannot make its waiters burn the loop.
-        burst = False
+        burst = 0
         while True:
             if pane.key not in mux.panes:
                 raise NotFound("pane", pane.id)
@@ -329,13 +347,9 @@ async def pane_wait_for_output(call: Call, p: WaitForOutputParams) -> Result:
             if remaining is not None and remaining <= 0:
                 raise WaitTimeout(message="timed out waiting for output match")
             try:
-                await asyncio.wait_for(changed.wait(), remaining)
+                burst = await next_output(changed, checked, burst, remaining)
             except TimeoutError:
                 raise WaitTimeout(message="timed out waiting for output match") from None
-            elapsed = time.monotonic() - checked
-            if burst and elapsed < WAIT_RECHECK_S:
-                await asyncio.sleep(WAIT_RECHECK_S - elapsed)
-            burst = elapsed < WAIT_RECHECK_S
 
     call.server.pending_waits += 1
     try:
