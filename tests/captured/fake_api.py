@@ -25,7 +25,10 @@ answer at once):
   the CLI asks for permission;
 * anything else → a one-line answer, so the CLI goes idle.
 
-``SCENARIO`` is recorded in the log only; behaviour follows the prompts above.
+``SCENARIO`` is recorded in the log; behaviour follows the prompts above, except
+that the ``text-tools`` scenario is for CLIs that offer the model no tools (Aider):
+every Chat Completions request is answered as if it offered a shell tool, and the
+"tool call" is a fenced ``bash`` block in the answer text.
 """
 
 from __future__ import annotations
@@ -260,9 +263,10 @@ def chat_completions(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | No
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     tools = _function_tools(body)
     shell = next((name for name in SHELL_TOOLS if name in tools), None)
-    action = decide(users[-1] if users else {}, bool(tools),
+    text_tools = scenario == "text-tools"
+    action = decide(users[-1] if users else {}, bool(tools) or text_tools,
                     isinstance(last, dict) and last.get("role") == "tool")
-    if action == "tool" and shell is None:
+    if action == "tool" and shell is None and not text_tools:
         action = "answer"
     model = body.get("model", "fake")
 
@@ -281,7 +285,8 @@ def chat_completions(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | No
             yield None, chunk(chunk_id, {"tool_calls": [call]}, None)
             finish = "tool_calls"
         else:
-            for word in stream(action):
+            fenced = [f"{COMMAND_REASON}:\n\n", "```bash\n", f"{COMMAND}\n", "```\n"]
+            for word in fenced if action == "tool" else stream(action):
                 yield None, chunk(chunk_id, {"content": word}, None)
             finish = "stop"
         last_chunk = chunk(chunk_id, {}, finish)
