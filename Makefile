@@ -24,7 +24,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check cmux_core tests bench
+	$(BIN)/ruff check cmux_core tests bench plugins
 	$(BIN)/mypy --strict cmux_core
 
 bench: $(STAMP)
