@@ -16,6 +16,7 @@ tmux pane of the same size and compare the two screens.
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 import subprocess
 import sys
@@ -136,7 +137,8 @@ def tmux(tmp_path: Path) -> Iterator[list[str]]:
         pytest.skip("tmux is not installed")
     conf = tmp_path / "tmux.conf"
     conf.write_text("set -g status off\nset -g default-terminal xterm-256color\n")
-    command = ["tmux", "-L", f"cmux-parity-{tmp_path.name}", "-f", str(conf)]
+    # One private tmux server per test process: parallel workers share tmp_path names.
+    command = ["tmux", "-L", f"cmux-parity-{os.getpid()}-{tmp_path.name}", "-f", str(conf)]
     try:
         yield command
     finally:
