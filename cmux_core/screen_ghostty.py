@@ -3,7 +3,8 @@
 libghostty-vt (the engine inside Ghostty) keeps the grid, scrollback, modes and
 answers terminal queries itself; this module feeds it, reads rows back through
 its formatter and captures OSC announcements with :class:`OscCapture`, a small
-incremental scanner over the same byte stream (libghostty reports titles and
+incremental scanner over the same byte stream whose payloads the shared
+:class:`~cmux_core.screen.OscState` interprets (libghostty reports titles and
 progress only as parsed values, and kitty's OSC 99 not at all).
 
 Scrollback is bounded by bytes, not lines: libghostty's line limit trims row by
@@ -17,11 +18,8 @@ is garbage; it is not thread-safe (one event loop calls it, as the protocol says
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
-from typing import Any, Literal
-from urllib.parse import unquote, urlsplit
+from typing import Any
 
 import pyghostty
 from pyghostty import ffi, lib
@@ -29,7 +27,7 @@ from pyghostty._ffi import union_fn
 from pyghostty.core import init_sized
 
 from .errors import InternalError
-from .screen import Row, TerminalModes, TerminalSignal
+from .screen import OscState, Row, TerminalModes, TerminalSignal
 
 CELL_WIDTH_PX = 8
 CELL_HEIGHT_PX = 16
@@ -48,42 +46,28 @@ _MAX_BUDGET_FACTOR = 6
 _MODE_NUMBERS = (1, 66, 1004, 2004, 1003, 1002, 1000, 1006)
 """DEC private modes read after output: cursor keys, keypad, focus, paste, mouse."""
 
-_TITLE_MAX = 256
 _OSC_MAX = 8192
-_KITTY_PENDING_MAX = 16
-_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _OSC_END = re.compile(rb"[\x07\x18\x1a\x1b]")
-_CONEMU_COMMAND = re.compile(r"\d+(;|\Z)")
-
-SignalKind = Literal["title", "cwd", "progress", "notification"]
 
 
 # -- OSC capture ------------------------------------------------------------------------
 
 
-class OscCapture:
-    """Finds OSC announcements in a byte stream fed in arbitrary slices.
+class OscCapture(OscState):
+    """Finds OSC sequences in a byte stream fed in arbitrary slices and interprets them.
 
     A sequence split across :meth:`feed` calls is completed by the later call.
     Terminators follow libghostty: BEL, ST (``ESC \\``) or ESC before anything
-    else end a sequence; CAN and SUB abandon it; other C0 bytes inside are
-    dropped; a payload longer than 8 KiB is discarded. Handled codes: 0 and 2
-    (title; a signal only when it changes), 7 (cwd, likewise), 9 (``9;4``
-    progress, ConEmu commands ignored, otherwise a notification; :attr:`progress`
-    keeps the latest OSC 9 payload whatever it was), 777 (``notify;title;body``)
-    and 99 (kitty notifications, chunks joined by id). Values have control
-    characters removed; ``raw`` is the payload after the code, undecorated.
+    else end a sequence; CAN and SUB abandon it; a payload longer than 8 KiB is
+    discarded. Each complete payload is decoded (UTF-8, bad bytes replaced) and
+    handed to :meth:`OscState.apply`, which owns what the codes mean.
     """
 
     def __init__(self) -> None:
-        self.title: str | None = None
-        self.cwd: str | None = None
-        self.progress: str | None = None
-        self._signals: list[TerminalSignal] = []
+        super().__init__()
         self._payload: bytearray | None = None
         self._overflow = False
         self._after_esc = False
-        self._kitty: dict[str, dict[str, str]] = {}
 
     def feed(self, data: bytes) -> None:
         """Scan ``data``; complete sequences become signals for :meth:`take_signals`."""
@@ -111,7 +95,7 @@ class OscCapture:
             byte = data[stop]
             payload, self._payload = self._payload, None
             if byte in (0x07, 0x1B) and not self._overflow:
-                self._dispatch(bytes(payload))
+                self.apply(payload.decode("utf-8", "replace"))
             pos = stop + 1
             if byte == 0x1B:
                 if pos == end:
@@ -119,11 +103,6 @@ class OscCapture:
                 elif data[pos] == 0x5D:  # ESC ] right after: the next OSC starts here
                     self._start()
                     pos += 1
-
-    def take_signals(self) -> list[TerminalSignal]:
-        """Announcements seen since the last call, oldest first; cleared."""
-        signals, self._signals = self._signals, []
-        return signals
 
     def _start(self) -> None:
         self._payload = bytearray()
@@ -137,76 +116,6 @@ class OscCapture:
             self._overflow = True
             return
         self._payload += chunk
-
-    def _dispatch(self, payload: bytes) -> None:
-        code, _, rest_bytes = payload.partition(b";")
-        rest = rest_bytes.decode("utf-8", "replace")
-        if code in (b"0", b"2"):
-            title = _sanitize(rest)[:_TITLE_MAX]
-            if title != self.title:
-                self.title = title
-                self._emit("title", title, raw=rest)
-        elif code == b"7":
-            cwd = _cwd_from_url(rest)
-            if cwd and cwd != self.cwd:
-                self.cwd = cwd
-                self._emit("cwd", cwd, raw=rest)
-        elif code == b"9":
-            self.progress = _sanitize(rest)
-            if rest == "4" or rest.startswith("4;"):
-                state, _, percent = rest[2:].partition(";")
-                self._emit("progress", f"{state or '0'};{percent.partition(';')[0]}", raw=rest)
-            elif not _CONEMU_COMMAND.match(rest):
-                # "9;<n>;..." are ConEmu commands (sleep, tab title, ...), not notifications.
-                self._emit("notification", rest, raw=rest)
-        elif code == b"777":
-            fields = rest.split(";", 2)
-            if fields[0] == "notify" and len(fields) > 1:
-                body = fields[2] if len(fields) > 2 else ""
-                self._emit("notification", body, title=fields[1], raw=rest)
-        elif code == b"99":
-            self._kitty_notification(rest)
-
-    def _kitty_notification(self, rest: str) -> None:
-        """OSC 99: ``metadata;payload`` chunks joined per id until ``d=1`` (the default)."""
-        metadata, _, payload = rest.partition(";")
-        keys = dict(item.split("=", 1) for item in metadata.split(":") if "=" in item)
-        if keys.get("e") == "1":
-            try:
-                payload = base64.b64decode(payload).decode("utf-8", "replace")
-            except (binascii.Error, ValueError):
-                return
-        part = keys.get("p", "title")
-        if part not in ("title", "body"):
-            return
-        ident = keys.get("i", "")
-        note = self._kitty.pop(ident, {})
-        note[part] = note.get(part, "") + _sanitize(payload)
-        if keys.get("d", "1") == "0":
-            self._kitty[ident] = note
-            if len(self._kitty) > _KITTY_PENDING_MAX:
-                del self._kitty[next(iter(self._kitty))]
-            return
-        self._emit("notification", note.get("body", ""), title=note.get("title"), raw=rest)
-
-    def _emit(self, kind: SignalKind, value: str, *, title: str | None = None, raw: str) -> None:
-        self._signals.append(TerminalSignal(kind, value, title, raw))
-
-
-def _sanitize(text: str) -> str:
-    return _CONTROL_CHARS.sub("", text)
-
-
-def _cwd_from_url(text: str) -> str | None:
-    """The path of an OSC 7 ``file://host/path`` URL (or a bare absolute path)."""
-    if text.startswith("/"):
-        return _sanitize(text)
-    parts = urlsplit(text)
-    if parts.scheme == "file":
-        return _sanitize(unquote(parts.path))
-    if parts.scheme == "kitty-shell-cwd":
-        return _sanitize(parts.path)
-    return None
 
 
 # -- the native terminal ----------------------------------------------------------------

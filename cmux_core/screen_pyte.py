@@ -1,0 +1,1351 @@
+"""The pure-Python :class:`~cmux_core.screen.Emulator` backend, built on pyte's screen model.
+
+Three layers: :class:`_Parser` turns PTY bytes into escape-sequence calls
+(pyte's own ``Stream`` is not used: it mis-parses multi-digit OSC codes, kitty
+keyboard and colon SGR sequences, prints DCS/APC payloads and reads one
+character at a time), :class:`_Screen` is a ``pyte.Screen`` subclass that adds
+an alternate screen, soft-wrap flags and a compact scrollback, and
+:class:`PyteEmulator` ties them to the protocol. OSC payloads the parser
+collects are interpreted by :class:`~cmux_core.screen.OscState`, shared with
+the ghostty backend.
+"""
+
+from __future__ import annotations
+
+import codecs
+import copy
+import re
+import sys
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from itertools import groupby, islice
+from operator import itemgetter
+from typing import Literal, cast
+
+import pyte
+from pyte import charsets, modes
+from pyte.screens import Char, Margins, Savepoint, StaticDefaultDict, wcwidth
+
+from .screen import OscState, Row, TerminalModes, TerminalSignal
+
+# --------------------------------------------------------------------------------------------
+# The screen
+
+_BLANK = Char(" ")
+_DEFAULT_STYLE = "default"
+# Cells are pyte ``Char`` values whose ``fg`` carries the cell's whole SGR parameter string
+# ("1;38;5;208"), or "default"; comparing one string tells whether two cells share a style.
+_SGR_FLAGS = ((1, "1"), (2, "2"), (4, "3"), (8, "4"), (16, "5"), (32, "7"), (64, "8"), (128, "9"))
+_SGR_SET = {1: 1, 2: 2, 3: 4, 4: 8, 5: 16, 6: 16, 7: 32, 8: 64, 9: 128, 21: 8}
+_SGR_CLEAR = {22: 1 | 2, 23: 4, 24: 8, 25: 16, 27: 32, 28: 64, 29: 128}
+_RESET = "\x1b[0m"
+_cell_data = itemgetter(0)
+_cell_style = itemgetter(1)
+_ROW_OVERHEAD = 64  # a Row object and its deque slot
+_CELL_DATA_MAX = 32  # combining characters kept per cell
+_KITTY_STACK_MAX = 16
+_SGR_CACHE_MAX = 1024
+_PRIVATE_MODES = {
+    6: modes.DECOM, 7: modes.DECAWM, 25: modes.DECTCEM,
+}
+
+
+class _Line(StaticDefaultDict[int, Char]):
+    """One screen line: pyte's sparse column -> cell map plus the soft-wrap flag."""
+
+    __slots__ = ("wrapped",)
+
+    def __init__(self, default: Char) -> None:
+        self.default = default
+        self.wrapped = False
+
+
+class _CellCache(dict[str, Char]):
+    """Interned cells of one style, so drawing a character allocates nothing new."""
+
+    __slots__ = ("style",)
+
+    def __init__(self, style: str) -> None:
+        super().__init__()
+        self.style = style
+
+    def __missing__(self, key: str) -> Char:
+        # tuple.__new__ skips the namedtuple's Python-level constructor.
+        cell = self[key] = tuple.__new__(Char, (key, self.style, *_CHAR_TAIL))
+        return cell
+
+
+_CHAR_TAIL = _BLANK[2:]
+_CELL_STYLES_MAX = 1024
+# Shared by every screen: cells are immutable, and one cache bounds memory per process, not pane.
+_cell_caches: dict[str, _CellCache] = {}
+
+
+def _cells_for(style: str) -> _CellCache:
+    """The interned cells of ``style``; the whole cache is dropped when it holds too many styles."""
+    cells = _cell_caches.get(style)
+    if cells is None:
+        if len(_cell_caches) >= _CELL_STYLES_MAX:
+            _cell_caches.clear()
+        cells = _cell_caches[style] = _CellCache(style)
+    return cells
+
+
+def _sgr_escape(style: str, cache: dict[str, str] = {}) -> str:  # noqa: B006 - memo
+    escape = cache.get(style)
+    if escape is None:
+        escape = cache[style] = _RESET if style == _DEFAULT_STYLE else f"\x1b[0;{style}m"
+    return escape
+
+
+def _render(line: StaticDefaultDict[int, Char] | None, columns: int) -> Row:
+    """Render one screen line: text trimmed unless wrapped, ANSI up to the last styled cell."""
+    if not line:
+        return Row("", "", bool(line is not None and getattr(line, "wrapped", False)))
+    wrapped: bool = getattr(line, "wrapped", False)
+    end = columns if wrapped else min(max(line) + 1, columns)
+    cells = list(map(line.__getitem__, range(end)))
+    text = "".join(map(_cell_data, cells))
+    if not wrapped:
+        text = text.rstrip(" ")
+    styles = set(map(_cell_style, cells))
+    if len(styles) == 1 and _DEFAULT_STYLE in styles:
+        return Row(text, text, wrapped)
+    last = len(cells)
+    if not wrapped:
+        while last and cells[last - 1].fg == _DEFAULT_STYLE and cells[last - 1].data in " ":
+            last -= 1
+    parts: list[str] = []
+    for style, run in groupby(cells[:last], _cell_style):
+        parts.append(_sgr_escape(style))
+        parts.append("".join(map(_cell_data, run)))
+    if parts and parts[0] == _RESET:
+        del parts[0]
+    if cells[last - 1].fg != _DEFAULT_STYLE:
+        parts.append(_RESET)
+    return Row(text, "".join(parts), wrapped)
+
+
+@dataclass(slots=True)
+class _Stash:
+    """The primary screen's state kept aside while the alternate screen is shown."""
+
+    buffer: dict[int, StaticDefaultDict[int, Char]]
+    kitty: tuple[int, list[int]]
+
+
+def _is_regional_indicator(char: str) -> bool:
+    return "\U0001f1e6" <= char <= "\U0001f1ff"
+
+
+class _Screen(pyte.Screen):
+    """pyte's screen with an alternate screen, soft wraps, compact scrollback and replies.
+
+    Scrollback holds rendered :class:`Row` objects (two strings and a flag per
+    line), filled only by lines scrolling off the top of the full-screen region
+    of the primary screen; ``scrollback_lines`` and ``scrollback_bytes`` bound
+    it, oldest first out. Replies for the program accumulate in ``replies``.
+    """
+
+    def __init__(
+        self, columns: int, lines: int, *, scrollback_lines: int, scrollback_bytes: int
+    ) -> None:
+        self.modes = TerminalModes()
+        self.replies: list[str] = []
+        self.history: deque[Row] = deque()
+        self.history_bytes = 0
+        self.scrollback_lines = max(0, scrollback_lines)
+        self.scrollback_bytes = max(0, scrollback_bytes)
+        self.last_char = ""
+        self._stash: _Stash | None = None
+        self._saved: list[Savepoint | None] = [None, None]
+        self._kitty_stack: list[int] = []
+        self._flags = 0
+        self._fg = ""
+        self._bg = ""
+        self._attrs_cache: dict[tuple[int, str, str], Char] = {}
+        # (pen before, parameters) -> pen after: programs repeat the same few SGR sequences.
+        self._sgr_cache: dict[tuple[int, str, str, str], tuple[int, str, str, Char]] = {}
+        super().__init__(columns, lines)
+        self.buffer = defaultdict(self._new_line)
+
+    # -- structure -------------------------------------------------------------------------
+
+    @property
+    def default_char(self) -> Char:
+        return _BLANK
+
+    def _new_line(self) -> StaticDefaultDict[int, Char]:
+        return _Line(_BLANK)
+
+    @property
+    def alternate(self) -> bool:
+        return self._stash is not None
+
+    def reset(self) -> None:
+        super().reset()
+        self._flags, self._fg, self._bg = 0, "", ""
+        self.cursor.attrs = _BLANK
+
+    def full_reset(self) -> None:
+        """RIS: leave the alternate screen, clear the screen, reset modes; keep scrollback."""
+        if self._stash is not None:
+            self.leave_alternate(restore_cursor=False)
+        self.reset()
+        self._saved = [None, None]
+        self._kitty_stack = []
+        fresh = TerminalModes()
+        for mode in fields(TerminalModes):
+            setattr(self.modes, mode.name, getattr(fresh, mode.name))
+
+    def resize(self, lines: int | None = None, columns: int | None = None) -> None:
+        """Clip or extend; rows that must leave the top of the primary screen go to scrollback."""
+        lines = max(1, lines or self.lines)
+        columns = max(1, columns or self.columns)
+        if lines == self.lines and columns == self.columns:
+            return
+        buffers = [self.buffer] if self._stash is None else [self.buffer, self._stash.buffer]
+        for buffer in buffers:
+            if columns < self.columns:
+                for line in buffer.values():
+                    for x in [x for x in line if x >= columns]:
+                        del line[x]
+            if lines < self.lines:
+                primary = buffer is (self.buffer if self._stash is None else self._stash.buffer)
+                cursor_y = self.cursor.y if buffer is self.buffer else self.lines - 1
+                # Keep the cursor's row on screen: drop rows from the top only as needed.
+                top = max(0, cursor_y + 1 - lines)
+                moved = {y - top: line for y, line in buffer.items() if top <= y < top + lines}
+                if primary:
+                    for y in range(top):
+                        self._push_history(buffer.get(y))
+                buffer.clear()
+                buffer.update(moved)
+                if buffer is self.buffer:
+                    self.cursor.y -= top
+        self.tabstops = {x for x in self.tabstops if x < columns}
+        self.tabstops.update(range(max(8, self.columns - self.columns % 8), columns, 8))
+        self.lines, self.columns = lines, columns
+        self.margins = None
+        self.cursor.x = min(self.cursor.x, columns - 1)
+        self.cursor.y = min(max(0, self.cursor.y), lines - 1)
+        self.dirty.update(range(lines))
+
+    # -- scrollback ------------------------------------------------------------------------
+
+    def _push_history(self, line: StaticDefaultDict[int, Char] | None) -> None:
+        if self.scrollback_lines:
+            self._push_rows([_render(line, self.columns)])
+
+    def _push_rows(self, rows: list[Row]) -> None:
+        """Append rendered rows to scrollback, then drop the oldest beyond either limit."""
+        history = self.history
+        # Rows beyond the line limit would be evicted at once: skip them (the result is the same).
+        if len(rows) > self.scrollback_lines:
+            rows = rows[len(rows) - self.scrollback_lines :]
+        size = 0
+        getsizeof = sys.getsizeof
+        for row in rows:
+            size += _ROW_OVERHEAD + getsizeof(row.text)
+            if row.ansi is not row.text:
+                size += getsizeof(row.ansi)
+        history.extend(rows)
+        self.history_bytes += size
+        while history and (
+            len(history) > self.scrollback_lines or self.history_bytes > self.scrollback_bytes
+        ):
+            old = history.popleft()
+            self.history_bytes -= _ROW_OVERHEAD + getsizeof(old.text)
+            if old.ansi is not old.text:
+                self.history_bytes -= getsizeof(old.ansi)
+
+    def clear_history(self) -> None:
+        self.history.clear()
+        self.history_bytes = 0
+
+    def index(self) -> None:
+        """Move down a line, scrolling the region (into scrollback when it is the whole screen)."""
+        cursor = self.cursor
+        last = self.lines - 1
+        top, bottom = (0, last) if self.margins is None else self.margins
+        if cursor.y != bottom:
+            if cursor.y < last:
+                cursor.y += 1
+            return
+        buffer = self.buffer
+        if top == 0 and bottom == last:
+            if self._stash is None:
+                self._push_history(buffer.get(0))
+            moved = [(y - 1, line) for y, line in buffer.items() if y]
+            buffer.clear()
+            buffer.update(moved)
+            if len(self.dirty) <= last:
+                self.dirty.update(range(self.lines))
+            return
+        pop = buffer.pop
+        for y in range(top, bottom):
+            line = pop(y + 1, None)
+            if line is None:
+                pop(y, None)
+            else:
+                buffer[y] = line
+        self.dirty.update(range(top, bottom + 1))
+
+    def plain_scroll_ready(self) -> bool:
+        """Whether :meth:`scroll_plain_lines` may stand in for drawing lines one at a time.
+
+        Only in the state it reproduces: primary screen, no scroll region, cursor at the
+        start of an empty bottom row, default pen and character set, insert and origin
+        modes off.
+        """
+        cursor = self.cursor
+        last = self.lines - 1
+        if cursor.y != last or cursor.x or self._stash is not None:
+            return False
+        if cursor.attrs is not _BLANK or (self.margins is not None and self.margins != (0, last)):
+            return False
+        if modes.IRM in self.mode or modes.DECOM in self.mode:
+            return False
+        if (self.g1_charset if self.charset else self.g0_charset) is not charsets.LAT1_MAP:
+            return False
+        line = self.buffer.get(last)
+        return line is None or not (line or getattr(line, "wrapped", False))
+
+    def scroll_plain_lines(self, texts: list[str]) -> None:
+        """Draw each text on the bottom row, then CR LF: the effect of a run of plain lines.
+
+        The caller checked :meth:`plain_scroll_ready` and that every text is printable
+        ASCII no wider than the screen. The rows scrolled off go to scrollback (texts
+        that pass straight through become rows without ever being cells); the last
+        ``lines - 1`` of old rows and texts stay on screen and the cursor stays put.
+        """
+        count = len(texts)
+        if not count:
+            return
+        buffer = self.buffer
+        last = self.lines - 1
+        old = [buffer.get(y) for y in range(last)]
+        passing = max(0, count - last)
+        if self.scrollback_lines:
+            rows = [_render(line, self.columns) for line in old[:count]]
+            for text in texts[:passing]:
+                text = text.rstrip(" ")
+                rows.append(Row(text, text))
+            self._push_rows(rows)
+        cells = _cells_for(_DEFAULT_STYLE)
+        kept: list[StaticDefaultDict[int, Char] | None] = [*old[count:]]
+        for text in texts[passing:]:
+            if text:
+                line = _Line(_BLANK)
+                line.update(zip(range(len(text)), map(cells.__getitem__, text), strict=False))
+                kept.append(line)
+            else:
+                kept.append(None)
+        buffer.clear()
+        buffer.update((y, line) for y, line in enumerate(kept) if line is not None)
+        for text in reversed(texts):
+            if text:
+                self.last_char = text[-1]
+                break
+        self.dirty.update(range(self.lines))
+
+    def scroll_up(self, count: int) -> None:
+        """SU: scroll the region up without moving the cursor; nothing enters scrollback."""
+        top, bottom = self.margins or Margins(0, self.lines - 1)
+        buffer = self.buffer
+        count = min(count or 1, bottom - top + 1)
+        for y in range(top, bottom + 1):
+            line = buffer.pop(y + count, None) if y + count <= bottom else None
+            if line is None:
+                buffer.pop(y, None)
+            else:
+                buffer[y] = line
+        self.dirty.update(range(top, bottom + 1))
+
+    def scroll_down(self, count: int) -> None:
+        """SD: scroll the region down without moving the cursor."""
+        top, bottom = self.margins or Margins(0, self.lines - 1)
+        buffer = self.buffer
+        count = min(count or 1, bottom - top + 1)
+        for y in range(bottom, top - 1, -1):
+            line = buffer.pop(y - count, None) if y - count >= top else None
+            if line is None:
+                buffer.pop(y, None)
+            else:
+                buffer[y] = line
+        self.dirty.update(range(top, bottom + 1))
+
+    def linefeed(self) -> None:
+        self.index()
+        if modes.LNM in self.mode:
+            self.cursor.x = 0
+
+    def carriage_return_linefeed(self) -> None:
+        """CR LF in one call: the most common control pair in program output."""
+        self.cursor.x = 0
+        self.index()
+
+    def erase_in_line(self, how: int = 0, private: bool = False) -> None:
+        cursor = self.cursor
+        line = self.buffer[cursor.y]
+        if how == 0:
+            xs = range(cursor.x, self.columns)
+        elif how == 1:
+            xs = range(min(cursor.x + 1, self.columns))
+        else:
+            xs = range(self.columns)
+        self._erase(line, xs)
+        if how != 1:
+            cast(_Line, line).wrapped = False
+        self.dirty.add(cursor.y)
+
+    def erase_in_display(self, how: int = 0, *args: object, **kwargs: object) -> None:
+        """ED; 2 moves the primary screen's content into scrollback first, 3 clears scrollback."""
+        if how == 3:
+            self.clear_history()
+            return
+        if how == 0:
+            ys = range(self.cursor.y + 1, self.lines)
+        elif how == 1:
+            ys = range(self.cursor.y)
+        else:
+            ys = range(self.lines)
+            if self._stash is None:
+                used = [y for y, line in self.buffer.items() if line and y < self.lines]
+                for y in range(max(used) + 1 if used else 0):
+                    self._push_history(self.buffer.get(y))
+        for y in ys:
+            self._erase(self.buffer[y], range(self.columns))
+            cast(_Line, self.buffer[y]).wrapped = False
+        self.dirty.update(ys)
+        if how in (0, 1):
+            self.erase_in_line(how)
+
+    def _erase(self, line: StaticDefaultDict[int, Char], xs: range) -> None:
+        attrs = self.cursor.attrs
+        if attrs is _BLANK:
+            for x in xs:
+                line.pop(x, None)
+        else:
+            for x in xs:
+                line[x] = attrs
+
+    # -- alternate screen and saved cursor -------------------------------------------------
+
+    def enter_alternate(self, *, save_cursor: bool) -> None:
+        if save_cursor:
+            self.save_cursor()
+        if self._stash is not None:
+            self.buffer.clear()
+            return
+        self._stash = _Stash(self.buffer, (self.modes.kitty_flags, self._kitty_stack))
+        self.buffer = defaultdict(self._new_line)
+        self.modes.kitty_flags, self._kitty_stack = 0, []
+        self.modes.alt_screen = True
+        self.dirty.update(range(self.lines))
+
+    def leave_alternate(self, *, restore_cursor: bool) -> None:
+        stash = self._stash
+        if stash is not None:
+            self.buffer = stash.buffer
+            self.modes.kitty_flags, self._kitty_stack = stash.kitty
+            self._stash = None
+            self.modes.alt_screen = False
+            self.dirty.update(range(self.lines))
+        if restore_cursor:
+            self.restore_cursor()
+
+    def save_cursor(self) -> None:
+        """DECSC: one slot per screen (a stack would grow without bound)."""
+        self._saved[self.alternate] = Savepoint(
+            copy.copy(self.cursor), self.g0_charset, self.g1_charset, self.charset,
+            modes.DECOM in self.mode, modes.DECAWM in self.mode,
+        )
+
+    def restore_cursor(self) -> None:
+        saved = self._saved[self.alternate]
+        if saved is None:
+            self.mode.discard(modes.DECOM)
+            self.cursor_position()
+            return
+        self.g0_charset, self.g1_charset, self.charset = (
+            saved.g0_charset, saved.g1_charset, saved.charset,
+        )
+        for flag, on in ((modes.DECOM, saved.origin), (modes.DECAWM, saved.wrap)):
+            if on:
+                self.mode.add(flag)
+            else:
+                self.mode.discard(flag)
+        self.cursor = copy.copy(saved.cursor)
+        self.cursor.x = min(self.cursor.x, self.columns - 1)
+        self.cursor.y = min(self.cursor.y, self.lines - 1)
+        self._set_attrs_from(self.cursor.attrs)
+
+    # -- drawing ---------------------------------------------------------------------------
+
+    def draw(self, data: str) -> None:
+        """Print text (no control characters) at the cursor, wrapping when DECAWM is on.
+
+        Zero-width characters (combining marks, U+FE0F, U+200D) join the previous
+        cell instead of ending the run as pyte's own ``draw`` does.
+        """
+        table = self.g1_charset if self.charset else self.g0_charset
+        if table is not charsets.LAT1_MAP:
+            data = data.translate(table)
+        if not data:
+            return
+        self.last_char = data[-1]
+        if modes.IRM in self.mode:
+            self._draw_mixed(data, list(map(wcwidth, data)))
+            return
+        if not data.isascii():
+            widths = list(map(wcwidth, data))
+            if min(widths) != 1 or max(widths) != 1:
+                self._draw_mixed(data, widths)
+                return
+        cursor = self.cursor
+        x = cursor.x
+        end = x + len(data)
+        if end > self.columns:
+            self._draw_narrow(data)
+            return
+        # The common case, kept inline: single-width text that fits on the cursor's row.
+        style = cursor.attrs.fg
+        cells = _cell_caches.get(style) or _cells_for(style)
+        line = self.buffer[cursor.y]
+        # Only a cell already at either edge of the run can be half of a wide character.
+        if line and (x in line or end in line):
+            self._split_wide(line, x, end)
+        line.update(zip(range(x, end), map(cells.__getitem__, data), strict=False))
+        cursor.x = end
+        self.dirty.add(cursor.y)
+
+    def _draw_narrow(self, data: str) -> None:
+        """Draw a run of single-width characters, one line segment at a time."""
+        cursor = self.cursor
+        cells = _cells_for(cursor.attrs.fg)
+        buffer = self.buffer
+        n = len(data)
+        columns = self.columns
+        autowrap = modes.DECAWM in self.mode
+        i = 0
+        while i < n:
+            x = cursor.x
+            if x >= columns:
+                if autowrap:
+                    cast(_Line, buffer[cursor.y]).wrapped = True
+                    cursor.x = x = 0
+                    self.index()
+                else:
+                    x = columns - 1
+                    i = n - 1
+            take = min(n - i, columns - x)
+            line = buffer[cursor.y]
+            self._split_wide(line, x, x + take)
+            chunk = map(cells.__getitem__, data[i : i + take])
+            line.update(zip(range(x, x + take), chunk, strict=False))
+            cursor.x = x + take
+            i += take
+        self.dirty.add(cursor.y)
+
+    def _split_wide(self, line: StaticDefaultDict[int, Char], start: int, end: int) -> None:
+        """Blank the halves of wide characters that cells ``start..end`` cut through."""
+        if start and line.get(start) is not None and line[start].data == "":
+            line[start - 1] = line[start - 1]._replace(data=" ")
+        after = line.get(end)
+        if after is not None and after.data == "" and end < self.columns:
+            line[end] = after._replace(data=" ")
+
+    def _draw_mixed(self, data: str, widths: list[int]) -> None:
+        cursor = self.cursor
+        columns = self.columns
+        cells = _cells_for(cursor.attrs.fg)
+        autowrap = modes.DECAWM in self.mode
+        insert = modes.IRM in self.mode
+        buffer = self.buffer
+        for char, width in zip(data, widths, strict=True):
+            if width <= 0:
+                if width == 0:
+                    self._combine(char)
+                continue
+            if self._joins_previous(char):
+                self._combine(char)
+                continue
+            width = min(width, columns)
+            if cursor.x + width > columns:
+                if autowrap:
+                    line = buffer[cursor.y]
+                    if cursor.x < columns:
+                        # A wide character that does not fit leaves an empty spacer cell.
+                        line[cursor.x] = cells[""]
+                    cast(_Line, line).wrapped = True
+                    cursor.x = 0
+                    self.index()
+                else:
+                    cursor.x = columns - width
+            if insert:
+                self.insert_characters(width)
+            x = cursor.x
+            line = buffer[cursor.y]
+            self._split_wide(line, x, x + width)
+            line[x] = cells[char]
+            if width == 2:
+                line[x + 1] = cells[""]
+            cursor.x = x + width
+        self.dirty.add(cursor.y)
+
+    def _joins_previous(self, char: str) -> bool:
+        """True when ``char`` continues the cluster before the cursor instead of starting a
+        cell: the emoji after a ZWJ, or the second regional indicator of a flag (one 2-cell
+        cluster each, as tmux and the layouts of agent TUIs count them)."""
+        previous = self._previous_cell()
+        if not previous:
+            return False
+        if previous.endswith("\u200d"):
+            return True
+        return (_is_regional_indicator(char) and len(previous) == 1
+                and _is_regional_indicator(previous))
+
+    def _previous_cell(self) -> str:
+        x, y = self.cursor.x, self.cursor.y
+        line = self.buffer[y]
+        if x == 0:
+            above = self.buffer.get(y - 1) if y else None
+            if above is None or not getattr(above, "wrapped", False):
+                return ""
+            line, x = above, self.columns
+        x -= 1
+        if x and line[x].data == "":
+            x -= 1
+        return str(line[x].data)
+
+    def _combine(self, char: str) -> None:
+        """Append a zero-width character to the cell before the cursor."""
+        x, y = self.cursor.x, self.cursor.y
+        line = self.buffer[y]
+        if x == 0:
+            above = self.buffer.get(y - 1) if y else None
+            if above is None or not getattr(above, "wrapped", False):
+                return
+            line, x = above, self.columns
+        x -= 1
+        if x and line[x].data == "":
+            x -= 1
+        cell = line[x]
+        if len(cell.data) < _CELL_DATA_MAX:
+            line[x] = cell._replace(data=cell.data + char)
+            self.dirty.add(y)
+
+    def repeat_last(self, count: int) -> None:
+        """REP: draw the last printed character again ``count`` times."""
+        if self.last_char:
+            self.draw(self.last_char * min(count or 1, self.columns * self.lines))
+
+    # -- graphic rendition -----------------------------------------------------------------
+
+    def select_graphic_rendition(self, *attrs: int) -> None:
+        self.apply_sgr(";".join(map(str, attrs)))
+
+    def apply_sgr(self, params: str) -> None:
+        """SGR with ``;`` parameters and ``:`` sub-parameters (underline styles, colours)."""
+        if params in ("", "0"):
+            self._flags, self._fg, self._bg = 0, "", ""
+            self.cursor.attrs = _BLANK
+            return
+        key = (self._flags, self._fg, self._bg, params)
+        known = self._sgr_cache.get(key)
+        if known is not None:
+            self._flags, self._fg, self._bg, self.cursor.attrs = known
+            return
+        self._parse_sgr(params)
+        if len(self._sgr_cache) >= _SGR_CACHE_MAX:
+            self._sgr_cache.clear()
+        self._sgr_cache[key] = (self._flags, self._fg, self._bg, self.cursor.attrs)
+
+    def _parse_sgr(self, params: str) -> None:
+        parts = params.split(";")
+        i, n = 0, len(parts)
+        while i < n:
+            part = parts[i]
+            i += 1
+            if ":" in part:
+                self._apply_sub_sgr(part.split(":"))
+                continue
+            code = int(part) if part.isdigit() else 0
+            if code in (38, 48, 58):
+                mode = parts[i] if i < n else ""
+                if mode == "5":
+                    colour = _palette_colour(code, parts[i + 1 : i + 2])
+                    i += 2
+                elif mode == "2":
+                    colour = _rgb_colour(code, parts[i + 1 : i + 4])
+                    i += 4
+                else:
+                    colour = None
+                    i += 1
+                self._set_colour(code, colour)
+            else:
+                self._apply_sgr_code(code)
+        self._update_attrs()
+
+    def _apply_sub_sgr(self, subs: list[str]) -> None:
+        code = int(subs[0]) if subs[0].isdigit() else -1
+        if code in (38, 48, 58):
+            mode = subs[1] if len(subs) > 1 else ""
+            if mode == "5":
+                self._set_colour(code, _palette_colour(code, subs[2:3]))
+            elif mode == "2":
+                # 38:2:<colour space>:r:g:b, or the common 38:2:r:g:b without it
+                rgb = subs[3:6] if len(subs) >= 6 else subs[2:5]
+                self._set_colour(code, _rgb_colour(code, rgb))
+        elif code == 4:
+            style = subs[1] if len(subs) > 1 else "1"
+            if style in ("", "0"):
+                self._flags &= ~8
+            else:
+                self._flags |= 8
+        elif code >= 0:
+            self._apply_sgr_code(code)
+
+    def _apply_sgr_code(self, code: int) -> None:
+        if code == 0:
+            self._flags, self._fg, self._bg = 0, "", ""
+        elif code in _SGR_SET:
+            self._flags |= _SGR_SET[code]
+        elif code in _SGR_CLEAR:
+            self._flags &= ~_SGR_CLEAR[code]
+        elif 30 <= code <= 37 or 90 <= code <= 97:
+            self._fg = str(code)
+        elif code == 39:
+            self._fg = ""
+        elif 40 <= code <= 47 or 100 <= code <= 107:
+            self._bg = str(code)
+        elif code == 49:
+            self._bg = ""
+
+    def _set_colour(self, code: int, colour: str | None) -> None:
+        if colour is None or code == 58:
+            return
+        if code == 38:
+            self._fg = colour
+        else:
+            self._bg = colour
+
+    def _update_attrs(self) -> None:
+        key = (self._flags, self._fg, self._bg)
+        attrs = self._attrs_cache.get(key)
+        if attrs is None:
+            parts = [code for bit, code in _SGR_FLAGS if self._flags & bit]
+            parts += [colour for colour in (self._fg, self._bg) if colour]
+            if len(self._attrs_cache) > 1024:
+                self._attrs_cache.clear()
+            style = ";".join(parts) or _DEFAULT_STYLE
+            attrs = self._attrs_cache[key] = _BLANK if style == _DEFAULT_STYLE else Char(" ", style)
+        self.cursor.attrs = attrs
+
+    def _set_attrs_from(self, attrs: Char) -> None:
+        """Rebuild the pen from a restored cursor's style."""
+        self.apply_sgr("0;" + attrs.fg if attrs.fg != _DEFAULT_STYLE else "0")
+
+    # -- modes and replies -----------------------------------------------------------------
+
+    def set_private_modes(self, numbers: list[int], on: bool) -> None:
+        screen_modes = self.modes
+        for number in numbers:
+            if number in _PRIVATE_MODES:
+                flag = _PRIVATE_MODES[number]
+                if on:
+                    self.mode.add(flag)
+                else:
+                    self.mode.discard(flag)
+                if number == 6:
+                    self.cursor_position()
+                elif number == 25:
+                    self.cursor.hidden = not on
+            elif number == 1:
+                screen_modes.app_cursor = on
+            elif number in (47, 1047):
+                if on:
+                    self.enter_alternate(save_cursor=False)
+                else:
+                    self.leave_alternate(restore_cursor=False)
+            elif number == 1049:
+                if on:
+                    self.enter_alternate(save_cursor=True)
+                else:
+                    self.leave_alternate(restore_cursor=True)
+            elif number == 1048:
+                if on:
+                    self.save_cursor()
+                else:
+                    self.restore_cursor()
+            elif number in (1000, 1002, 1003):
+                if on:
+                    screen_modes.mouse_tracking = number
+                elif screen_modes.mouse_tracking == number:
+                    screen_modes.mouse_tracking = 0
+            elif number == 1006:
+                screen_modes.mouse_sgr = on
+            elif number == 1004:
+                screen_modes.focus_reporting = on
+            elif number == 2004:
+                screen_modes.bracketed_paste = on
+
+    def private_mode_state(self, number: int) -> int:
+        """DECRQM answer: 1 set, 2 reset, 0 not recognised."""
+        screen_modes = self.modes
+        states: dict[int, bool] = {
+            1: screen_modes.app_cursor,
+            6: modes.DECOM in self.mode,
+            7: modes.DECAWM in self.mode,
+            25: not self.cursor.hidden,
+            47: screen_modes.alt_screen,
+            1047: screen_modes.alt_screen,
+            1049: screen_modes.alt_screen,
+            1000: screen_modes.mouse_tracking == 1000,
+            1002: screen_modes.mouse_tracking == 1002,
+            1003: screen_modes.mouse_tracking == 1003,
+            1004: screen_modes.focus_reporting,
+            1006: screen_modes.mouse_sgr,
+            2004: screen_modes.bracketed_paste,
+            2026: False,
+        }
+        if number not in states:
+            return 0
+        return 1 if states[number] else 2
+
+    def kitty_keyboard(self, marker: str, args: list[int]) -> None:
+        """Kitty keyboard protocol: push ``>``, pop ``<``, set ``=``, query ``?``."""
+        screen_modes = self.modes
+        first = args[0] if args else 0
+        if marker == ">":
+            self._kitty_stack.append(screen_modes.kitty_flags)
+            del self._kitty_stack[:-_KITTY_STACK_MAX]
+            screen_modes.kitty_flags = first & 0x1F
+        elif marker == "<":
+            for _ in range(min(max(first, 1), _KITTY_STACK_MAX + 1)):
+                screen_modes.kitty_flags = self._kitty_stack.pop() if self._kitty_stack else 0
+        elif marker == "=":
+            how = args[1] if len(args) > 1 else 1
+            if how == 2:
+                screen_modes.kitty_flags |= first & 0x1F
+            elif how == 3:
+                screen_modes.kitty_flags &= ~first
+            else:
+                screen_modes.kitty_flags = first & 0x1F
+        elif marker == "?":
+            self.replies.append(f"\x1b[?{screen_modes.kitty_flags}u")
+
+    def cursor_report(self, private: bool = False) -> None:
+        """DSR 6: the cursor position, 1-based, relative to the top margin under DECOM."""
+        x = min(self.cursor.x, self.columns - 1) + 1
+        y = self.cursor.y + 1
+        if modes.DECOM in self.mode and self.margins is not None:
+            y -= self.margins.top
+        self.replies.append(f"\x1b[{'?' if private else ''}{y};{x}R")
+
+    def report_device_status(self, mode: int) -> None:
+        if mode == 5:
+            self.replies.append("\x1b[0n")
+        elif mode == 6:
+            self.cursor_report()
+
+    def write_process_input(self, data: str) -> None:
+        self.replies.append(data)
+
+
+def _palette_colour(code: int, parts: list[str]) -> str | None:
+    if not parts or not parts[0].isdigit():
+        return None
+    return f"{code};5;{min(int(parts[0]), 255)}"
+
+
+def _rgb_colour(code: int, parts: list[str]) -> str | None:
+    if len(parts) < 3:
+        return None
+    rgb = [min(int(p), 255) if p.isdigit() else 0 for p in parts]
+    return f"{code};2;{rgb[0]};{rgb[1]};{rgb[2]}"
+
+
+# --------------------------------------------------------------------------------------------
+# The parser
+
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CSI = re.compile(r"([0-?]*)([ -/]*)([@-~])")
+_SGR = re.compile(r"\x1b\[([0-9;:]*)m")  # the most common sequence, matched whole at once
+_CSI_PARTIAL = re.compile(r"[0-?]*[ -/]*\Z")
+_CSI_BODY = re.compile(r"[0-?]*[ -/]*")
+_ESC = re.compile(r"([ -/]*)([0-~])")
+_ESC_PARTIAL = re.compile(r"[ -/]*\Z")
+_OSC_END = re.compile(r"[\x07\x18\x1a\x1b\x9c]")
+_STRING_END = re.compile(r"[\x18\x1a\x1b\x9c]")
+_SEQUENCE_MAX = 512  # an unfinished CSI/ESC longer than this is dropped, not carried
+_OSC_MAX = 16_384  # characters of one OSC payload kept; the rest is skipped
+
+
+def _int_params(params: str) -> list[int]:
+    """CSI parameters as integers (missing = 0, capped at 9999; sub-parameters ignored)."""
+    out = []
+    for part in params.split(";"):
+        if ":" in part:
+            part = part.split(":", 1)[0]
+        out.append(min(int(part), 9999) if part.isdigit() else 0)
+    return out
+
+
+class _Parser:
+    """Turns PTY bytes into calls on a :class:`_Screen` and OSC payloads for ``on_osc``.
+
+    Carries state across :meth:`feed` calls: the UTF-8 decoder's partial
+    character, an unfinished ESC/CSI sequence (kept as text) and whether it is
+    inside an OSC/DCS/APC/PM/SOS string (whose payload is streamed, not kept:
+    only OSC payloads are collected, up to a cap). ``on_osc(payload,
+    terminator)`` receives the complete OSC text after ``ESC ]``.
+    """
+
+    def __init__(self, screen: _Screen, on_osc: Callable[[str, str], None]) -> None:
+        self.screen = screen
+        self._on_osc = on_osc
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._tail = ""
+        self._string: Literal["osc", "other"] | None = None
+        self._osc: list[str] = []
+        self._osc_size = 0
+        self._plain_width = 0
+        self._plain_run = re.compile("")
+
+    def feed(self, data: bytes) -> None:
+        text = self._decoder.decode(data)
+        if self._tail:
+            text, self._tail = self._tail + text, ""
+        screen = self.screen
+        draw = screen.draw
+        crlf = screen.carriage_return_linefeed
+        apply_sgr = screen.apply_sgr
+        search = _CONTROLS.search
+        sgr_match = _SGR.match
+        n = len(text)
+        i = self._string_body(text, 0) if self._string is not None else 0
+        while i < n:
+            match = search(text, i)
+            if match is None:
+                draw(text[i:])
+                return
+            j = match.start()
+            if j > i:
+                draw(text[i:j])
+            char = text[j]
+            if char == "\r":
+                if text.startswith("\n", j + 1):
+                    crlf()
+                    i = j + 2
+                    if text.startswith("\r\n", i) or (i < n and " " <= text[i] <= "~"):
+                        i = self._plain_lines(text, i)
+                else:
+                    screen.cursor.x = 0
+                    i = j + 1
+            elif char == "\n" or char == "\x0b" or char == "\x0c":
+                screen.linefeed()
+                i = j + 1
+            elif char == "\x1b":
+                sgr = sgr_match(text, j)
+                if sgr is not None:
+                    apply_sgr(sgr.group(1))
+                    i = sgr.end()
+                else:
+                    i = self._escape(text, j)
+            elif char == "\x08":
+                screen.backspace()
+                i = j + 1
+            elif char == "\t":
+                screen.tab()
+                i = j + 1
+            elif char == "\x0e":
+                screen.shift_out()
+                i = j + 1
+            elif char == "\x0f":
+                screen.shift_in()
+                i = j + 1
+            elif char == "\x9b":
+                i = self._csi(text, j + 1, j)
+            elif char == "\x9d":
+                self._string = "osc"
+                i = self._string_body(text, j + 1)
+            elif char in "\x90\x98\x9e\x9f":
+                self._string = "other"
+                i = self._string_body(text, j + 1)
+            else:
+                i = j + 1  # BEL and the remaining controls have no effect on the screen
+
+    def _plain_lines(self, text: str, start: int) -> int:
+        """Absorb whole plain lines from ``start`` in one screen call when the screen allows it.
+
+        A run of printable-ASCII lines each ending in CR LF and no wider than the screen
+        scrolls straight into scrollback; returns where the run ends (``start`` when the
+        fast path does not apply).
+        """
+        screen = self.screen
+        if screen.columns != self._plain_width:
+            self._plain_width = screen.columns
+            self._plain_run = re.compile(rf"(?:[ -~]{{0,{screen.columns}}}\r\n)+")
+        match = self._plain_run.match(text, start)
+        if match is None or not screen.plain_scroll_ready():
+            return start
+        end = match.end()
+        screen.scroll_plain_lines(text[start : end - 2].split("\r\n"))
+        return end
+
+    # -- sequences -------------------------------------------------------------------------
+
+    def _escape(self, text: str, start: int) -> int:
+        """Handle the sequence starting with ESC at ``start``; return where to continue."""
+        n = len(text)
+        if start + 1 >= n:
+            self._tail = text[start:]
+            return n
+        kind = text[start + 1]
+        if kind == "[":
+            return self._csi(text, start + 2, start)
+        if kind == "]":
+            self._string = "osc"
+            return self._string_body(text, start + 2)
+        if kind in "P_^X":
+            self._string = "other"
+            return self._string_body(text, start + 2)
+        match = _ESC.match(text, start + 1)
+        if match is not None:
+            self._esc_dispatch(match.group(1), match.group(2))
+            return match.end()
+        if _ESC_PARTIAL.match(text, start + 1):
+            if n - start < _SEQUENCE_MAX:
+                self._tail = text[start:]
+            return n
+        return start + 1  # ESC before a control or non-ASCII character: ignore the ESC
+
+    def _csi(self, text: str, body: int, start: int) -> int:
+        match = _CSI.match(text, body)
+        if match is not None:
+            self._csi_dispatch(match.group(1), match.group(2), match.group(3))
+            return match.end()
+        n = len(text)
+        if _CSI_PARTIAL.match(text, body):
+            if n - start < _SEQUENCE_MAX:
+                self._tail = text[start:]
+            return n
+        # Malformed (a control or non-ASCII character inside): drop what was read so far.
+        partial = _CSI_BODY.match(text, body)
+        return partial.end() if partial is not None else body
+
+    def _string_body(self, text: str, start: int) -> int:
+        """Consume string-sequence payload from ``start``; return where ground state resumes."""
+        n = len(text)
+        pattern = _OSC_END if self._string == "osc" else _STRING_END
+        i = start
+        while True:
+            match = pattern.search(text, i)
+            if match is None:
+                self._collect(text, i, n)
+                return n
+            j = match.start()
+            char = text[j]
+            self._collect(text, i, j)
+            if char == "\x1b":
+                if j + 1 >= n:
+                    self._tail = "\x1b"
+                    return n
+                follower = text[j + 1]
+                if follower == "\\":
+                    self._finish_string("\x1b\\")
+                    return j + 2
+                if follower == "\x1b" and self._string == "other":
+                    i = j + 2  # a doubled ESC inside DCS passthrough
+                    continue
+                self._finish_string("")  # another sequence starts: the string ends here
+                return j
+            if char in "\x07\x9c":
+                self._finish_string(char)
+            else:
+                self._drop_string()  # CAN or SUB cancels the sequence
+            return j + 1
+
+    def _collect(self, text: str, start: int, end: int) -> None:
+        if self._string == "osc" and end > start and self._osc_size < _OSC_MAX:
+            piece = text[start : min(end, start + _OSC_MAX - self._osc_size)]
+            self._osc.append(piece)
+            self._osc_size += len(piece)
+
+    def _finish_string(self, terminator: str) -> None:
+        kind, payload = self._string, "".join(self._osc)
+        self._drop_string()
+        if kind == "osc":
+            self._on_osc(payload, terminator)
+
+    def _drop_string(self) -> None:
+        self._string = None
+        self._osc = []
+        self._osc_size = 0
+
+    def _esc_dispatch(self, intermediates: str, final: str) -> None:
+        screen = self.screen
+        if intermediates == "":
+            if final == "7":
+                screen.save_cursor()
+            elif final == "8":
+                screen.restore_cursor()
+            elif final == "D":
+                screen.index()
+            elif final == "E":
+                screen.cursor.x = 0
+                screen.index()
+            elif final == "M":
+                screen.reverse_index()
+            elif final == "H":
+                screen.set_tab_stop()
+            elif final == "c":
+                screen.full_reset()
+            elif final == "=":
+                screen.modes.app_keypad = True
+            elif final == ">":
+                screen.modes.app_keypad = False
+        elif intermediates == "#" and final == "8":
+            screen.alignment_display()
+        elif intermediates in ("(", ")"):
+            table = charsets.VT100_MAP if final == "0" else charsets.LAT1_MAP
+            if intermediates == "(":
+                screen.g0_charset = table
+            else:
+                screen.g1_charset = table
+
+    def _csi_dispatch(self, params: str, intermediates: str, final: str) -> None:
+        screen = self.screen
+        if final == "m" and not intermediates:
+            if not params or params[0] not in "<=>?":
+                screen.apply_sgr(params)
+            return
+        marker = ""
+        if params and params[0] in "<=>?":
+            marker, params = params[0], params[1:]
+        args = _int_params(params)
+        first = args[0]
+        if intermediates:
+            self._csi_intermediate(marker, args, intermediates, final)
+        elif marker == "":
+            handler = _CSI_HANDLERS.get(final)
+            if handler is not None:
+                handler(screen, args)
+            elif final == "c" and first == 0:
+                screen.replies.append("\x1b[?62;22c")
+            elif final in "hl":
+                on = final == "h"
+                for number in args:
+                    if number in (modes.IRM, modes.LNM):
+                        (screen.set_mode if on else screen.reset_mode)(number)
+            elif final == "t" and first == 18:
+                screen.replies.append(f"\x1b[8;{screen.lines};{screen.columns}t")
+        elif marker == "?":
+            if final in "hl":
+                screen.set_private_modes(args, final == "h")
+            elif final == "u":
+                screen.kitty_keyboard("?", args)
+            elif final == "n" and first == 6:
+                screen.cursor_report(private=True)
+            elif final == "J":
+                screen.erase_in_display(first)
+            elif final == "K":
+                screen.erase_in_line(first)
+        elif final == "u":
+            screen.kitty_keyboard(marker, args)
+        elif marker == ">" and final == "c" and first == 0:
+            screen.replies.append("\x1b[>1;0;0c")
+
+    def _csi_intermediate(
+        self, marker: str, args: list[int], intermediates: str, final: str
+    ) -> None:
+        screen = self.screen
+        if intermediates == "$" and final == "p":
+            number = args[0]
+            if marker == "?":
+                screen.replies.append(f"\x1b[?{number};{screen.private_mode_state(number)}$y")
+            else:
+                state = 0
+                if number in (modes.IRM, modes.LNM):
+                    state = 1 if number in screen.mode else 2
+                screen.replies.append(f"\x1b[{number};{state}$y")
+        elif intermediates == "!" and final == "p":
+            # DECSTR soft reset: modes and pen, not the screen content.
+            screen.mode.discard(modes.IRM)
+            screen.mode.discard(modes.DECOM)
+            screen.mode.add(modes.DECAWM)
+            screen.cursor.hidden = False
+            screen.margins = None
+            screen.apply_sgr("0")
+            screen.modes.app_cursor = False
+            screen.modes.app_keypad = False
+
+
+def _cursor_position(screen: _Screen, args: list[int]) -> None:
+    screen.cursor_position(args[0], args[1] if len(args) > 1 else 0)
+
+
+def _set_margins(screen: _Screen, args: list[int]) -> None:
+    screen.set_margins(args[0], args[1] if len(args) > 1 else None)
+    screen.cursor_position()
+
+
+def _tab_forward(screen: _Screen, args: list[int]) -> None:
+    for _ in range(min(args[0] or 1, screen.columns)):
+        screen.tab()
+
+
+def _tab_back(screen: _Screen, args: list[int]) -> None:
+    for _ in range(min(args[0] or 1, screen.columns)):
+        stops = [stop for stop in screen.tabstops if stop < screen.cursor.x]
+        screen.cursor.x = max(stops) if stops else 0
+
+
+def _save_cursor(screen: _Screen, args: list[int]) -> None:
+    if args == [0]:
+        screen.save_cursor()
+
+
+def _restore_cursor(screen: _Screen, args: list[int]) -> None:
+    if args == [0]:
+        screen.restore_cursor()
+
+
+_CSI_HANDLERS: dict[str, Callable[[_Screen, list[int]], None]] = {
+    "@": lambda screen, args: screen.insert_characters(args[0]),
+    "A": lambda screen, args: screen.cursor_up(args[0]),
+    "B": lambda screen, args: screen.cursor_down(args[0]),
+    "C": lambda screen, args: screen.cursor_forward(args[0]),
+    "D": lambda screen, args: screen.cursor_back(args[0]),
+    "E": lambda screen, args: screen.cursor_down1(args[0]),
+    "F": lambda screen, args: screen.cursor_up1(args[0]),
+    "G": lambda screen, args: screen.cursor_to_column(args[0]),
+    "H": _cursor_position,
+    "I": _tab_forward,
+    "J": lambda screen, args: screen.erase_in_display(args[0]),
+    "K": lambda screen, args: screen.erase_in_line(args[0]),
+    "L": lambda screen, args: screen.insert_lines(args[0]),
+    "M": lambda screen, args: screen.delete_lines(args[0]),
+    "P": lambda screen, args: screen.delete_characters(args[0]),
+    "S": lambda screen, args: screen.scroll_up(args[0]),
+    "T": lambda screen, args: screen.scroll_down(args[0]),
+    "X": lambda screen, args: screen.erase_characters(args[0]),
+    "Z": _tab_back,
+    "`": lambda screen, args: screen.cursor_to_column(args[0]),
+    "a": lambda screen, args: screen.cursor_forward(args[0]),
+    "b": lambda screen, args: screen.repeat_last(args[0]),
+    "d": lambda screen, args: screen.cursor_to_line(args[0]),
+    "e": lambda screen, args: screen.cursor_down(args[0]),
+    "f": _cursor_position,
+    "g": lambda screen, args: screen.clear_tab_stop(args[0]),
+    "n": lambda screen, args: screen.report_device_status(args[0]),
+    "r": _set_margins,
+    "s": _save_cursor,
+    "u": _restore_cursor,
+}
+
+
+
+# --------------------------------------------------------------------------------------------
+# The emulator
+
+
+class PyteEmulator:
+    """The pure-Python :class:`~cmux_core.screen.Emulator`: pyte's screen model behind our parser.
+
+    ``scrollback_lines`` and ``scrollback_bytes`` (memory of the stored rows,
+    oldest dropped first) bound the primary screen's scrollback.
+    """
+
+    backend = "pyte"
+
+    def __init__(
+        self,
+        columns: int,
+        lines: int,
+        *,
+        scrollback_lines: int = 10_000,
+        scrollback_bytes: int = 16 * 1024 * 1024,
+    ) -> None:
+        self.columns = max(1, columns)
+        self.lines = max(1, lines)
+        self._screen = _Screen(
+            self.columns, self.lines,
+            scrollback_lines=scrollback_lines, scrollback_bytes=scrollback_bytes,
+        )
+        self._parser = _Parser(self._screen, self._on_osc)
+        self._osc = OscState()
+        self.modes = self._screen.modes
+        self.title: str | None = None
+        self.cwd: str | None = None
+        self.progress: str | None = None
+
+    def feed(self, data: bytes) -> None:
+        self._parser.feed(data)
+
+    def resize(self, columns: int, lines: int) -> None:
+        self.columns, self.lines = max(1, columns), max(1, lines)
+        self._screen.resize(self.lines, self.columns)
+
+    def visible_rows(self) -> list[Row]:
+        screen = self._screen
+        get = screen.buffer.get
+        return [_render(get(y), screen.columns) for y in range(screen.lines)]
+
+    def history_rows(self, limit: int) -> tuple[list[Row], int]:
+        screen = self._screen
+        history: deque[Row] = deque() if screen.alternate else screen.history
+        total = len(history) + screen.lines
+        limit = max(0, min(limit, total))
+        from_screen = min(limit, screen.lines)
+        get = screen.buffer.get
+        rows = [
+            _render(get(y), screen.columns)
+            for y in range(screen.lines - from_screen, screen.lines)
+        ]
+        from_history = limit - from_screen
+        if from_history:
+            older = list(islice(reversed(history), from_history))
+            older.reverse()
+            rows = older + rows
+        return rows, total
+
+    def cursor(self) -> tuple[int, int]:
+        cursor = self._screen.cursor
+        return min(cursor.x, self.columns - 1), cursor.y
+
+    def take_replies(self) -> bytes:
+        replies = self._screen.replies
+        if not replies:
+            return b""
+        data = "".join(replies).encode()
+        replies.clear()
+        return data
+
+    def take_signals(self) -> list[TerminalSignal]:
+        return self._osc.take_signals()
+
+    @property
+    def scrollback(self) -> deque[Row]:
+        """The primary screen's scrollback rows, oldest first (read-only view)."""
+        return self._screen.history
+
+    @property
+    def scrollback_bytes(self) -> int:
+        """Memory held by the scrollback rows, as counted against the byte limit."""
+        return self._screen.history_bytes
+
+    # -- OSC -------------------------------------------------------------------------------
+
+    def _on_osc(self, payload: str, terminator: str) -> None:
+        osc = self._osc
+        osc.apply(payload)
+        self.title, self.cwd, self.progress = osc.title, osc.cwd, osc.progress
+        if payload in ("10;?", "11;?"):
+            # Foreground/background colour queries: programs pick a light or dark theme by them.
+            colour = "ffff/ffff/ffff" if payload[1] == "0" else "0000/0000/0000"
+            ending = terminator if terminator in ("\x07", "\x1b\\") else "\x1b\\"
+            self._screen.replies.append(f"\x1b]{payload[:2]};rgb:{colour}{ending}")
