@@ -14,7 +14,7 @@ from ..dispatch import MethodTable
 log = logging.getLogger(__name__)
 
 CORE_MODULES = ("server", "workspace", "pane", "layout", "system", "plugin", "views", "detect",
-                "agent")
+                "report", "agent")
 
 
 def register_core_methods(table: MethodTable) -> None:
