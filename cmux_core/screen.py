@@ -111,14 +111,17 @@ class Emulator(Protocol):
     def resize(self, columns: int, lines: int) -> None:
         """Change the screen size (cells); content reflows or is clipped like xterm."""
 
-    def visible_rows(self) -> list[Row]:
-        """The rows currently on screen, exactly ``lines`` of them, top first."""
+    def visible_rows(self, *, styled: bool = True) -> list[Row]:
+        """The rows currently on screen, exactly ``lines`` of them, top first.
 
-    def history_rows(self, limit: int) -> tuple[list[Row], int]:
+        With ``styled=False`` a backend may leave ``Row.ansi`` empty (plain reads).
+        """
+
+    def history_rows(self, limit: int, *, styled: bool = True) -> tuple[list[Row], int]:
         """The last ``limit`` rows of the active buffer and its total row count.
 
         The primary buffer is scrollback followed by the screen; the alternate
-        buffer is the screen only.
+        buffer is the screen only. ``styled`` as for :meth:`visible_rows`.
         """
 
     def cursor(self) -> tuple[int, int]:
@@ -260,13 +263,13 @@ def read_text(
         lines = max(0, min(lines, READ_LINES_MAX))
     styled = fmt == "ansi" and source != "detection"
     if source in ("visible", "detection"):
-        texts = _trim_blank_tail(emulator.visible_rows(), styled)
+        texts = _trim_blank_tail(emulator.visible_rows(styled=styled), styled)
         if lines is None:
             return _join(texts), False
         kept = texts[len(texts) - lines :] if lines else []
         return _join(kept), len(texts) > lines
     wanted = RECENT_LINES_DEFAULT if lines is None else lines
-    rows, total = emulator.history_rows(wanted)
+    rows, total = emulator.history_rows(wanted, styled=styled)
     if source == "recent_unwrapped":
         texts = _trim_blank_tail(_unwrap(rows), styled)
     else:

@@ -195,6 +195,7 @@ class _NativeTerminal:
         self._flag: Any = ffi.new("bool*")
         self._compression: Any = ffi.new("GhosttyTerminalCompressionResult*")
         self._buf: Any = ffi.new("uint8_t[]", 1 << 16)
+        self._format_options: dict[bool, tuple[Any, Any]] = {}
         # GhosttyPoint is a union passed by value, which cffi cannot call directly;
         # pyghostty declares a layout-identical struct twin for it.
         self._grid_ref: Any = union_fn(
@@ -276,12 +277,16 @@ class _NativeTerminal:
         styled row self-contained. Cells never written to are left out, so a row
         ends at its last printed cell; trailing blank rows are omitted.
         """
-        selection = init_sized("GhosttySelection")
+        cached = self._format_options.get(styled)
+        if cached is None:
+            # Sized option structs are costly to build through cffi; one pair is reused.
+            options = init_sized("GhosttyFormatterTerminalOptions")
+            options.emit = (lib.GHOSTTY_FORMATTER_FORMAT_VT if styled
+                            else lib.GHOSTTY_FORMATTER_FORMAT_PLAIN)
+            cached = self._format_options[styled] = (init_sized("GhosttySelection"), options)
+        selection, options = cached
         selection.start = self._locate(0, first)[0]
         selection.end = self._locate(self._columns() - 1, last)[0]
-        options = init_sized("GhosttyFormatterTerminalOptions")
-        options.emit = (lib.GHOSTTY_FORMATTER_FORMAT_VT if styled
-                        else lib.GHOSTTY_FORMATTER_FORMAT_PLAIN)
         options.selection = selection
         formatter = ffi.new("GhosttyFormatter*")
         _check(lib.ghostty_formatter_terminal_new(ffi.NULL, formatter, self._handle,
@@ -371,17 +376,17 @@ class GhosttyEmulator:
         self._fit_budget()
         self._last_scrollback = self._native.scrollback_rows()
 
-    def visible_rows(self) -> list[Row]:
-        """The ``lines`` rows on screen, top first."""
+    def visible_rows(self, *, styled: bool = True) -> list[Row]:
+        """The ``lines`` rows on screen, top first (``ansi`` empty unless ``styled``)."""
         total = self._native.total_rows()
-        return self._rows(total - self.lines, total)
+        return self._rows(total - self.lines, total, styled)
 
-    def history_rows(self, limit: int) -> tuple[list[Row], int]:
+    def history_rows(self, limit: int, *, styled: bool = True) -> tuple[list[Row], int]:
         """The last ``limit`` rows of the active buffer and its total row count."""
         total = self._native.total_rows()
         if limit <= 0:
             return [], total
-        return self._rows(max(0, total - limit), total), total
+        return self._rows(max(0, total - limit), total, styled), total
 
     def cursor(self) -> tuple[int, int]:
         """Cursor position as ``(column, row)``, zero-based, row 0 = top of the screen."""
@@ -413,16 +418,20 @@ class GhosttyEmulator:
         self._compressed_at = activity
         return False
 
-    def _rows(self, first: int, end: int) -> list[Row]:
+    def _rows(self, first: int, end: int, with_style: bool = True) -> list[Row]:
         count = end - first
         if count <= 0:
             return []
         plain = self._native.format_rows(first, end - 1, styled=False).split("\n")
-        styled = self._native.format_rows(first, end - 1, styled=True).split("\r\n")
+        styled = (self._native.format_rows(first, end - 1, styled=True).split("\r\n")
+                  if with_style else [])
+        # A soft-wrapped row was written up to its last column, so it holds at least
+        # half as many characters as there are columns: shorter rows skip the lookup.
+        wrap_floor = self.columns // 2
         rows = []
         for i in range(count):
-            wrapped = self._native.wrapped(first + i)
             text = plain[i] if i < len(plain) else ""
+            wrapped = len(text) >= wrap_floor and self._native.wrapped(first + i)
             ansi = styled[i] if i < len(styled) else ""
             # A wrapped row keeps its trailing spaces: they are part of the logical line.
             if not wrapped:

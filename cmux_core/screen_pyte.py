@@ -1290,12 +1290,12 @@ class PyteEmulator:
         self.columns, self.lines = max(1, columns), max(1, lines)
         self._screen.resize(self.lines, self.columns)
 
-    def visible_rows(self) -> list[Row]:
+    def visible_rows(self, *, styled: bool = True) -> list[Row]:
         screen = self._screen
         get = screen.buffer.get
         return [_render(get(y), screen.columns) for y in range(screen.lines)]
 
-    def history_rows(self, limit: int) -> tuple[list[Row], int]:
+    def history_rows(self, limit: int, *, styled: bool = True) -> tuple[list[Row], int]:
         screen = self._screen
         history: deque[Row] = deque() if screen.alternate else screen.history
         total = len(history) + screen.lines
