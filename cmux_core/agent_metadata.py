@@ -84,7 +84,7 @@ class PresentationEntry:
 
 @dataclass(slots=True)
 class MetadataPatch:
-    """A validated, normalised ``report_metadata`` request (see ``methods.agent``).
+    """A validated, normalised ``report_metadata`` request (see ``methods.report``).
 
     ``tokens`` maps a key to its new value or None (clear); ``set_fields`` holds
     presentation values to set, ``clear_fields`` the names to clear (``state_labels``
