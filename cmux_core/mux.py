@@ -150,6 +150,7 @@ class Mux:
         self._by_uuid: dict[str, object] = {}
         self._by_ref: dict[str, object] = {}
         self._reaping: set[Terminal] = set()
+        """Closed terminals whose process has not exited yet (dropped when it has)."""
         self._output_events: dict[str, asyncio.Event] = {}
         self.output_listeners: list[Callable[[Pane], None]] = []
         self.agents = AgentTracker(self, events)
@@ -610,10 +611,14 @@ class Mux:
             self._close_terminal(surface.terminal)
 
     def _close_terminal(self, term: Terminal) -> None:
-        term.close()
         if not term.process_done:
             self._reaping.add(term)
             term.on_exit = self._reaping.discard
+        term.close()
+
+    def closing_count(self) -> int:
+        """Closed terminals still waiting for their process to exit."""
+        return len(self._reaping)
 
     def _remove_tab(self, tab: Tab) -> None:
         """Drop an (already emptied) tab, closing the workspace with its last tab."""

@@ -341,7 +341,7 @@ class Terminal:
         if self.exited or not self._process_done or self._backlog:
             return
         self.exited = True
-        if self.on_exit is not None and not self._closed:
+        if self.on_exit is not None:
             self.on_exit(self)
 
     def close(self) -> None:
@@ -352,6 +352,8 @@ class Terminal:
         if self._closed:
             return
         self._closed = True
+        self._backlog.clear()  # nobody reads a closed terminal's screen any more
+        self._backlog_size = 0
         if self._compact_timer is not None:
             self._compact_timer.cancel()
             self._compact_timer = None

@@ -222,6 +222,9 @@ def test_closing_a_pane_ends_its_process_group_without_zombies(
     wait_for(lambda: api("pane.get", {"pane_id": quick})["pane"].get("exited"), 10)
     api("pane.close", {"pane_id": quick})
     wait_for(lambda: not _zombie_children(cmux_server.process.pid), 10, message="no zombies")
+    # Closed terminals are forgotten once their processes are gone (nothing accumulates).
+    wait_for(lambda: api("server.stats")["closing_terminals"] == 0, 10,
+             message="closed terminals to be released")
 
 
 def test_process_info_lists_the_foreground_group(api: Api) -> None:

@@ -60,6 +60,7 @@ async def server_stats(call: Call, p: Empty) -> Result:
             "connections": server.connection_count(), "pending_waits": server.pending_waits,
             "subscribers": server.events.subscriber_count(),
             "workspaces": sum(1 for _ in server.mux.workspaces()), "panes": len(panes),
+            "closing_terminals": server.mux.closing_count(),
             "emulators": backends, "rss_bytes": _rss_bytes(),
             "loop_lag": server.loop_monitor.summary(), "event_seq": server.events.seq}
 
