@@ -1,33 +1,28 @@
 """The pure-Python :class:`~cmux_core.screen.Emulator` backend, built on pyte's screen model.
 
-Three layers: :class:`_Parser` turns PTY bytes into escape-sequence calls
-(pyte's own ``Stream`` is not used: it mis-parses multi-digit OSC codes, kitty
-keyboard and colon SGR sequences, prints DCS/APC payloads and reads one
-character at a time), :class:`_Screen` is a ``pyte.Screen`` subclass that adds
-an alternate screen, soft-wrap flags and a compact scrollback, and
-:class:`PyteEmulator` ties them to the protocol. OSC payloads the parser
-collects are interpreted by :class:`~cmux_core.screen.OscState`, shared with
-the ghostty backend.
+:class:`_Screen` is a ``pyte.Screen`` subclass that adds an alternate screen,
+soft-wrap flags and a compact scrollback; :class:`PyteEmulator` feeds it
+through :class:`~cmux_core.screen_parser.Parser` (escape sequences) and ties
+both to the protocol. OSC payloads the parser collects are interpreted by
+:class:`~cmux_core.screen.OscState`, shared with the ghostty backend.
 """
 
 from __future__ import annotations
 
-import codecs
 import copy
-import re
 import sys
 from collections import defaultdict, deque
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from itertools import groupby, islice
 from operator import itemgetter
-from typing import Literal, cast
+from typing import cast
 
 import pyte
 from pyte import charsets, modes
 from pyte.screens import Char, Margins, Savepoint, StaticDefaultDict, wcwidth
 
 from .screen import OscState, Row, TerminalModes, TerminalSignal
+from .screen_parser import Parser, Pen
 
 # --------------------------------------------------------------------------------------------
 # The screen
@@ -36,9 +31,6 @@ _BLANK = Char(" ")
 _DEFAULT_STYLE = "default"
 # Cells are pyte ``Char`` values whose ``fg`` carries the cell's whole SGR parameter string
 # ("1;38;5;208"), or "default"; comparing one string tells whether two cells share a style.
-_SGR_FLAGS = ((1, "1"), (2, "2"), (4, "3"), (8, "4"), (16, "5"), (32, "7"), (64, "8"), (128, "9"))
-_SGR_SET = {1: 1, 2: 2, 3: 4, 4: 8, 5: 16, 6: 16, 7: 32, 8: 64, 9: 128, 21: 8}
-_SGR_CLEAR = {22: 1 | 2, 23: 4, 24: 8, 25: 16, 27: 32, 28: 64, 29: 128}
 _RESET = "\x1b[0m"
 _cell_data = itemgetter(0)
 _cell_style = itemgetter(1)
@@ -161,9 +153,7 @@ class _Screen(pyte.Screen):
         self._stash: _Stash | None = None
         self._saved: list[Savepoint | None] = [None, None]
         self._kitty_stack: list[int] = []
-        self._flags = 0
-        self._fg = ""
-        self._bg = ""
+        self._pen = Pen()
         self._attrs_cache: dict[tuple[int, str, str], Char] = {}
         # (pen before, parameters) -> pen after: programs repeat the same few SGR sequences.
         self._sgr_cache: dict[tuple[int, str, str, str], tuple[int, str, str, Char]] = {}
@@ -185,7 +175,7 @@ class _Screen(pyte.Screen):
 
     def reset(self) -> None:
         super().reset()
-        self._flags, self._fg, self._bg = 0, "", ""
+        self._pen.reset()
         self.cursor.attrs = _BLANK
 
     def full_reset(self) -> None:
@@ -607,35 +597,35 @@ class _Screen(pyte.Screen):
         return (_is_regional_indicator(char) and len(previous) == 1
                 and _is_regional_indicator(previous))
 
-    def _previous_cell(self) -> str:
+    def _before_cursor(self) -> tuple[StaticDefaultDict[int, Char], int] | None:
+        """The line and column of the cell before the cursor (back across a soft wrap, and to
+        a wide character's first cell); None when the cursor starts a row not wrapped into."""
         x, y = self.cursor.x, self.cursor.y
         line = self.buffer[y]
         if x == 0:
             above = self.buffer.get(y - 1) if y else None
             if above is None or not getattr(above, "wrapped", False):
-                return ""
+                return None
             line, x = above, self.columns
         x -= 1
         if x and line[x].data == "":
             x -= 1
-        return str(line[x].data)
+        return line, x
+
+    def _previous_cell(self) -> str:
+        place = self._before_cursor()
+        return "" if place is None else str(place[0][place[1]].data)
 
     def _combine(self, char: str) -> None:
         """Append a zero-width character to the cell before the cursor."""
-        x, y = self.cursor.x, self.cursor.y
-        line = self.buffer[y]
-        if x == 0:
-            above = self.buffer.get(y - 1) if y else None
-            if above is None or not getattr(above, "wrapped", False):
-                return
-            line, x = above, self.columns
-        x -= 1
-        if x and line[x].data == "":
-            x -= 1
+        place = self._before_cursor()
+        if place is None:
+            return
+        line, x = place
         cell = line[x]
         if len(cell.data) < _CELL_DATA_MAX:
             line[x] = cell._replace(data=cell.data + char)
-            self.dirty.add(y)
+            self.dirty.add(self.cursor.y)
 
     def repeat_last(self, count: int) -> None:
         """REP: draw the last printed character again ``count`` times."""
@@ -649,98 +639,30 @@ class _Screen(pyte.Screen):
 
     def apply_sgr(self, params: str) -> None:
         """SGR with ``;`` parameters and ``:`` sub-parameters (underline styles, colours)."""
+        pen = self._pen
         if params in ("", "0"):
-            self._flags, self._fg, self._bg = 0, "", ""
+            pen.reset()
             self.cursor.attrs = _BLANK
             return
-        key = (self._flags, self._fg, self._bg, params)
+        key = (pen.flags, pen.fg, pen.bg, params)
         known = self._sgr_cache.get(key)
         if known is not None:
-            self._flags, self._fg, self._bg, self.cursor.attrs = known
+            pen.flags, pen.fg, pen.bg, self.cursor.attrs = known
             return
-        self._parse_sgr(params)
+        pen.apply(params)
+        self._update_attrs()
         if len(self._sgr_cache) >= _SGR_CACHE_MAX:
             self._sgr_cache.clear()
-        self._sgr_cache[key] = (self._flags, self._fg, self._bg, self.cursor.attrs)
-
-    def _parse_sgr(self, params: str) -> None:
-        parts = params.split(";")
-        i, n = 0, len(parts)
-        while i < n:
-            part = parts[i]
-            i += 1
-            if ":" in part:
-                self._apply_sub_sgr(part.split(":"))
-                continue
-            code = int(part) if part.isdigit() else 0
-            if code in (38, 48, 58):
-                mode = parts[i] if i < n else ""
-                if mode == "5":
-                    colour = _palette_colour(code, parts[i + 1 : i + 2])
-                    i += 2
-                elif mode == "2":
-                    colour = _rgb_colour(code, parts[i + 1 : i + 4])
-                    i += 4
-                else:
-                    colour = None
-                    i += 1
-                self._set_colour(code, colour)
-            else:
-                self._apply_sgr_code(code)
-        self._update_attrs()
-
-    def _apply_sub_sgr(self, subs: list[str]) -> None:
-        code = int(subs[0]) if subs[0].isdigit() else -1
-        if code in (38, 48, 58):
-            mode = subs[1] if len(subs) > 1 else ""
-            if mode == "5":
-                self._set_colour(code, _palette_colour(code, subs[2:3]))
-            elif mode == "2":
-                # 38:2:<colour space>:r:g:b, or the common 38:2:r:g:b without it
-                rgb = subs[3:6] if len(subs) >= 6 else subs[2:5]
-                self._set_colour(code, _rgb_colour(code, rgb))
-        elif code == 4:
-            style = subs[1] if len(subs) > 1 else "1"
-            if style in ("", "0"):
-                self._flags &= ~8
-            else:
-                self._flags |= 8
-        elif code >= 0:
-            self._apply_sgr_code(code)
-
-    def _apply_sgr_code(self, code: int) -> None:
-        if code == 0:
-            self._flags, self._fg, self._bg = 0, "", ""
-        elif code in _SGR_SET:
-            self._flags |= _SGR_SET[code]
-        elif code in _SGR_CLEAR:
-            self._flags &= ~_SGR_CLEAR[code]
-        elif 30 <= code <= 37 or 90 <= code <= 97:
-            self._fg = str(code)
-        elif code == 39:
-            self._fg = ""
-        elif 40 <= code <= 47 or 100 <= code <= 107:
-            self._bg = str(code)
-        elif code == 49:
-            self._bg = ""
-
-    def _set_colour(self, code: int, colour: str | None) -> None:
-        if colour is None or code == 58:
-            return
-        if code == 38:
-            self._fg = colour
-        else:
-            self._bg = colour
+        self._sgr_cache[key] = (pen.flags, pen.fg, pen.bg, self.cursor.attrs)
 
     def _update_attrs(self) -> None:
-        key = (self._flags, self._fg, self._bg)
+        pen = self._pen
+        key = (pen.flags, pen.fg, pen.bg)
         attrs = self._attrs_cache.get(key)
         if attrs is None:
-            parts = [code for bit, code in _SGR_FLAGS if self._flags & bit]
-            parts += [colour for colour in (self._fg, self._bg) if colour]
             if len(self._attrs_cache) > 1024:
                 self._attrs_cache.clear()
-            style = ";".join(parts) or _DEFAULT_STYLE
+            style = pen.style() or _DEFAULT_STYLE
             attrs = self._attrs_cache[key] = _BLANK if style == _DEFAULT_STYLE else Char(" ", style)
         self.cursor.attrs = attrs
 
@@ -765,16 +687,11 @@ class _Screen(pyte.Screen):
                     self.cursor.hidden = not on
             elif number == 1:
                 screen_modes.app_cursor = on
-            elif number in (47, 1047):
+            elif number in (47, 1047, 1049):
                 if on:
-                    self.enter_alternate(save_cursor=False)
+                    self.enter_alternate(save_cursor=number == 1049)
                 else:
-                    self.leave_alternate(restore_cursor=False)
-            elif number == 1049:
-                if on:
-                    self.enter_alternate(save_cursor=True)
-                else:
-                    self.leave_alternate(restore_cursor=True)
+                    self.leave_alternate(restore_cursor=number == 1049)
             elif number == 1048:
                 if on:
                     self.save_cursor()
@@ -855,400 +772,6 @@ class _Screen(pyte.Screen):
         self.replies.append(data)
 
 
-def _palette_colour(code: int, parts: list[str]) -> str | None:
-    if not parts or not parts[0].isdigit():
-        return None
-    return f"{code};5;{min(int(parts[0]), 255)}"
-
-
-def _rgb_colour(code: int, parts: list[str]) -> str | None:
-    if len(parts) < 3:
-        return None
-    rgb = [min(int(p), 255) if p.isdigit() else 0 for p in parts]
-    return f"{code};2;{rgb[0]};{rgb[1]};{rgb[2]}"
-
-
-# --------------------------------------------------------------------------------------------
-# The parser
-
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_CSI = re.compile(r"([0-?]*)([ -/]*)([@-~])")
-_SGR = re.compile(r"\x1b\[([0-9;:]*)m")  # the most common sequence, matched whole at once
-_CSI_PARTIAL = re.compile(r"[0-?]*[ -/]*\Z")
-_CSI_BODY = re.compile(r"[0-?]*[ -/]*")
-_ESC = re.compile(r"([ -/]*)([0-~])")
-_ESC_PARTIAL = re.compile(r"[ -/]*\Z")
-_OSC_END = re.compile(r"[\x07\x18\x1a\x1b\x9c]")
-_STRING_END = re.compile(r"[\x18\x1a\x1b\x9c]")
-_SEQUENCE_MAX = 512  # an unfinished CSI/ESC longer than this is dropped, not carried
-_OSC_MAX = 16_384  # characters of one OSC payload kept; the rest is skipped
-
-
-def _int_params(params: str) -> list[int]:
-    """CSI parameters as integers (missing = 0, capped at 9999; sub-parameters ignored)."""
-    out = []
-    for part in params.split(";"):
-        if ":" in part:
-            part = part.split(":", 1)[0]
-        out.append(min(int(part), 9999) if part.isdigit() else 0)
-    return out
-
-
-class _Parser:
-    """Turns PTY bytes into calls on a :class:`_Screen` and OSC payloads for ``on_osc``.
-
-    Carries state across :meth:`feed` calls: the UTF-8 decoder's partial
-    character, an unfinished ESC/CSI sequence (kept as text) and whether it is
-    inside an OSC/DCS/APC/PM/SOS string (whose payload is streamed, not kept:
-    only OSC payloads are collected, up to a cap). ``on_osc(payload,
-    terminator)`` receives the complete OSC text after ``ESC ]``.
-    """
-
-    def __init__(self, screen: _Screen, on_osc: Callable[[str, str], None]) -> None:
-        self.screen = screen
-        self._on_osc = on_osc
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self._tail = ""
-        self._string: Literal["osc", "other"] | None = None
-        self._osc: list[str] = []
-        self._osc_size = 0
-        self._plain_width = 0
-        self._plain_run = re.compile("")
-
-    def feed(self, data: bytes) -> None:
-        text = self._decoder.decode(data)
-        if self._tail:
-            text, self._tail = self._tail + text, ""
-        screen = self.screen
-        draw = screen.draw
-        crlf = screen.carriage_return_linefeed
-        apply_sgr = screen.apply_sgr
-        search = _CONTROLS.search
-        sgr_match = _SGR.match
-        n = len(text)
-        i = self._string_body(text, 0) if self._string is not None else 0
-        while i < n:
-            match = search(text, i)
-            if match is None:
-                draw(text[i:])
-                return
-            j = match.start()
-            if j > i:
-                draw(text[i:j])
-            char = text[j]
-            if char == "\r":
-                if text.startswith("\n", j + 1):
-                    crlf()
-                    i = j + 2
-                    if text.startswith("\r\n", i) or (i < n and " " <= text[i] <= "~"):
-                        i = self._plain_lines(text, i)
-                else:
-                    screen.cursor.x = 0
-                    i = j + 1
-            elif char == "\n" or char == "\x0b" or char == "\x0c":
-                screen.linefeed()
-                i = j + 1
-            elif char == "\x1b":
-                sgr = sgr_match(text, j)
-                if sgr is not None:
-                    apply_sgr(sgr.group(1))
-                    i = sgr.end()
-                else:
-                    i = self._escape(text, j)
-            elif char == "\x08":
-                screen.backspace()
-                i = j + 1
-            elif char == "\t":
-                screen.tab()
-                i = j + 1
-            elif char == "\x0e":
-                screen.shift_out()
-                i = j + 1
-            elif char == "\x0f":
-                screen.shift_in()
-                i = j + 1
-            elif char == "\x9b":
-                i = self._csi(text, j + 1, j)
-            elif char == "\x9d":
-                self._string = "osc"
-                i = self._string_body(text, j + 1)
-            elif char in "\x90\x98\x9e\x9f":
-                self._string = "other"
-                i = self._string_body(text, j + 1)
-            else:
-                i = j + 1  # BEL and the remaining controls have no effect on the screen
-
-    def _plain_lines(self, text: str, start: int) -> int:
-        """Absorb whole plain lines from ``start`` in one screen call when the screen allows it.
-
-        A run of printable-ASCII lines each ending in CR LF and no wider than the screen
-        scrolls straight into scrollback; returns where the run ends (``start`` when the
-        fast path does not apply).
-        """
-        screen = self.screen
-        if screen.columns != self._plain_width:
-            self._plain_width = screen.columns
-            self._plain_run = re.compile(rf"(?:[ -~]{{0,{screen.columns}}}\r\n)+")
-        match = self._plain_run.match(text, start)
-        if match is None or not screen.plain_scroll_ready():
-            return start
-        end = match.end()
-        screen.scroll_plain_lines(text[start : end - 2].split("\r\n"))
-        return end
-
-    # -- sequences -------------------------------------------------------------------------
-
-    def _escape(self, text: str, start: int) -> int:
-        """Handle the sequence starting with ESC at ``start``; return where to continue."""
-        n = len(text)
-        if start + 1 >= n:
-            self._tail = text[start:]
-            return n
-        kind = text[start + 1]
-        if kind == "[":
-            return self._csi(text, start + 2, start)
-        if kind == "]":
-            self._string = "osc"
-            return self._string_body(text, start + 2)
-        if kind in "P_^X":
-            self._string = "other"
-            return self._string_body(text, start + 2)
-        match = _ESC.match(text, start + 1)
-        if match is not None:
-            self._esc_dispatch(match.group(1), match.group(2))
-            return match.end()
-        if _ESC_PARTIAL.match(text, start + 1):
-            if n - start < _SEQUENCE_MAX:
-                self._tail = text[start:]
-            return n
-        return start + 1  # ESC before a control or non-ASCII character: ignore the ESC
-
-    def _csi(self, text: str, body: int, start: int) -> int:
-        match = _CSI.match(text, body)
-        if match is not None:
-            self._csi_dispatch(match.group(1), match.group(2), match.group(3))
-            return match.end()
-        n = len(text)
-        if _CSI_PARTIAL.match(text, body):
-            if n - start < _SEQUENCE_MAX:
-                self._tail = text[start:]
-            return n
-        # Malformed (a control or non-ASCII character inside): drop what was read so far.
-        partial = _CSI_BODY.match(text, body)
-        return partial.end() if partial is not None else body
-
-    def _string_body(self, text: str, start: int) -> int:
-        """Consume string-sequence payload from ``start``; return where ground state resumes."""
-        n = len(text)
-        pattern = _OSC_END if self._string == "osc" else _STRING_END
-        i = start
-        while True:
-            match = pattern.search(text, i)
-            if match is None:
-                self._collect(text, i, n)
-                return n
-            j = match.start()
-            char = text[j]
-            self._collect(text, i, j)
-            if char == "\x1b":
-                if j + 1 >= n:
-                    self._tail = "\x1b"
-                    return n
-                follower = text[j + 1]
-                if follower == "\\":
-                    self._finish_string("\x1b\\")
-                    return j + 2
-                if follower == "\x1b" and self._string == "other":
-                    i = j + 2  # a doubled ESC inside DCS passthrough
-                    continue
-                self._finish_string("")  # another sequence starts: the string ends here
-                return j
-            if char in "\x07\x9c":
-                self._finish_string(char)
-            else:
-                self._drop_string()  # CAN or SUB cancels the sequence
-            return j + 1
-
-    def _collect(self, text: str, start: int, end: int) -> None:
-        if self._string == "osc" and end > start and self._osc_size < _OSC_MAX:
-            piece = text[start : min(end, start + _OSC_MAX - self._osc_size)]
-            self._osc.append(piece)
-            self._osc_size += len(piece)
-
-    def _finish_string(self, terminator: str) -> None:
-        kind, payload = self._string, "".join(self._osc)
-        self._drop_string()
-        if kind == "osc":
-            self._on_osc(payload, terminator)
-
-    def _drop_string(self) -> None:
-        self._string = None
-        self._osc = []
-        self._osc_size = 0
-
-    def _esc_dispatch(self, intermediates: str, final: str) -> None:
-        screen = self.screen
-        if intermediates == "":
-            if final == "7":
-                screen.save_cursor()
-            elif final == "8":
-                screen.restore_cursor()
-            elif final == "D":
-                screen.index()
-            elif final == "E":
-                screen.cursor.x = 0
-                screen.index()
-            elif final == "M":
-                screen.reverse_index()
-            elif final == "H":
-                screen.set_tab_stop()
-            elif final == "c":
-                screen.full_reset()
-            elif final == "=":
-                screen.modes.app_keypad = True
-            elif final == ">":
-                screen.modes.app_keypad = False
-        elif intermediates == "#" and final == "8":
-            screen.alignment_display()
-        elif intermediates in ("(", ")"):
-            table = charsets.VT100_MAP if final == "0" else charsets.LAT1_MAP
-            if intermediates == "(":
-                screen.g0_charset = table
-            else:
-                screen.g1_charset = table
-
-    def _csi_dispatch(self, params: str, intermediates: str, final: str) -> None:
-        screen = self.screen
-        if final == "m" and not intermediates:
-            if not params or params[0] not in "<=>?":
-                screen.apply_sgr(params)
-            return
-        marker = ""
-        if params and params[0] in "<=>?":
-            marker, params = params[0], params[1:]
-        args = _int_params(params)
-        first = args[0]
-        if intermediates:
-            self._csi_intermediate(marker, args, intermediates, final)
-        elif marker == "":
-            handler = _CSI_HANDLERS.get(final)
-            if handler is not None:
-                handler(screen, args)
-            elif final == "c" and first == 0:
-                screen.replies.append("\x1b[?62;22c")
-            elif final in "hl":
-                on = final == "h"
-                for number in args:
-                    if number in (modes.IRM, modes.LNM):
-                        (screen.set_mode if on else screen.reset_mode)(number)
-            elif final == "t" and first == 18:
-                screen.replies.append(f"\x1b[8;{screen.lines};{screen.columns}t")
-        elif marker == "?":
-            if final in "hl":
-                screen.set_private_modes(args, final == "h")
-            elif final == "u":
-                screen.kitty_keyboard("?", args)
-            elif final == "n" and first == 6:
-                screen.cursor_report(private=True)
-            elif final == "J":
-                screen.erase_in_display(first)
-            elif final == "K":
-                screen.erase_in_line(first)
-        elif final == "u":
-            screen.kitty_keyboard(marker, args)
-        elif marker == ">" and final == "c" and first == 0:
-            screen.replies.append("\x1b[>1;0;0c")
-
-    def _csi_intermediate(
-        self, marker: str, args: list[int], intermediates: str, final: str
-    ) -> None:
-        screen = self.screen
-        if intermediates == "$" and final == "p":
-            number = args[0]
-            if marker == "?":
-                screen.replies.append(f"\x1b[?{number};{screen.private_mode_state(number)}$y")
-            else:
-                state = 0
-                if number in (modes.IRM, modes.LNM):
-                    state = 1 if number in screen.mode else 2
-                screen.replies.append(f"\x1b[{number};{state}$y")
-        elif intermediates == "!" and final == "p":
-            # DECSTR soft reset: modes and pen, not the screen content.
-            screen.mode.discard(modes.IRM)
-            screen.mode.discard(modes.DECOM)
-            screen.mode.add(modes.DECAWM)
-            screen.cursor.hidden = False
-            screen.margins = None
-            screen.apply_sgr("0")
-            screen.modes.app_cursor = False
-            screen.modes.app_keypad = False
-
-
-def _cursor_position(screen: _Screen, args: list[int]) -> None:
-    screen.cursor_position(args[0], args[1] if len(args) > 1 else 0)
-
-
-def _set_margins(screen: _Screen, args: list[int]) -> None:
-    screen.set_margins(args[0], args[1] if len(args) > 1 else None)
-    screen.cursor_position()
-
-
-def _tab_forward(screen: _Screen, args: list[int]) -> None:
-    for _ in range(min(args[0] or 1, screen.columns)):
-        screen.tab()
-
-
-def _tab_back(screen: _Screen, args: list[int]) -> None:
-    for _ in range(min(args[0] or 1, screen.columns)):
-        stops = [stop for stop in screen.tabstops if stop < screen.cursor.x]
-        screen.cursor.x = max(stops) if stops else 0
-
-
-def _save_cursor(screen: _Screen, args: list[int]) -> None:
-    if args == [0]:
-        screen.save_cursor()
-
-
-def _restore_cursor(screen: _Screen, args: list[int]) -> None:
-    if args == [0]:
-        screen.restore_cursor()
-
-
-_CSI_HANDLERS: dict[str, Callable[[_Screen, list[int]], None]] = {
-    "@": lambda screen, args: screen.insert_characters(args[0]),
-    "A": lambda screen, args: screen.cursor_up(args[0]),
-    "B": lambda screen, args: screen.cursor_down(args[0]),
-    "C": lambda screen, args: screen.cursor_forward(args[0]),
-    "D": lambda screen, args: screen.cursor_back(args[0]),
-    "E": lambda screen, args: screen.cursor_down1(args[0]),
-    "F": lambda screen, args: screen.cursor_up1(args[0]),
-    "G": lambda screen, args: screen.cursor_to_column(args[0]),
-    "H": _cursor_position,
-    "I": _tab_forward,
-    "J": lambda screen, args: screen.erase_in_display(args[0]),
-    "K": lambda screen, args: screen.erase_in_line(args[0]),
-    "L": lambda screen, args: screen.insert_lines(args[0]),
-    "M": lambda screen, args: screen.delete_lines(args[0]),
-    "P": lambda screen, args: screen.delete_characters(args[0]),
-    "S": lambda screen, args: screen.scroll_up(args[0]),
-    "T": lambda screen, args: screen.scroll_down(args[0]),
-    "X": lambda screen, args: screen.erase_characters(args[0]),
-    "Z": _tab_back,
-    "`": lambda screen, args: screen.cursor_to_column(args[0]),
-    "a": lambda screen, args: screen.cursor_forward(args[0]),
-    "b": lambda screen, args: screen.repeat_last(args[0]),
-    "d": lambda screen, args: screen.cursor_to_line(args[0]),
-    "e": lambda screen, args: screen.cursor_down(args[0]),
-    "f": _cursor_position,
-    "g": lambda screen, args: screen.clear_tab_stop(args[0]),
-    "n": lambda screen, args: screen.report_device_status(args[0]),
-    "r": _set_margins,
-    "s": _save_cursor,
-    "u": _restore_cursor,
-}
-
-
-
 # --------------------------------------------------------------------------------------------
 # The emulator
 
@@ -1276,7 +799,7 @@ class PyteEmulator:
             self.columns, self.lines,
             scrollback_lines=scrollback_lines, scrollback_bytes=scrollback_bytes,
         )
-        self._parser = _Parser(self._screen, self._on_osc)
+        self._parser = Parser(self._screen, self._on_osc)
         self._osc = OscState()
         self.modes = self._screen.modes
         self.title: str | None = None
