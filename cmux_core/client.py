@@ -2,8 +2,8 @@
 :class:`AsyncClient` (asyncio). Both keep one connection open and send one
 request at a time, so replies match requests by order and by ``id``.
 
-Hook scripts import this module and nothing else from the package, so it must
-stay stdlib-only and quick to import.
+The module itself uses only the standard library, so hook scripts can use it
+(importing the package also loads ``pluggy`` for the plugin marker, nothing heavier).
 """
 
 from __future__ import annotations
