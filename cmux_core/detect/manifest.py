@@ -238,6 +238,25 @@ def manifest_from_data(data: Mapping[str, Any], *, source: str) -> Manifest:
     return _Builder(dict(data), source=source, path=source, text=None).build()
 
 
+def _braced_escape(text: str, i: int, where: str) -> tuple[str, int]:
+    r"""Rewrite the Rust escape ``\x{…}``/``\u{…}``/``\U{…}`` starting at ``text[i]``.
+
+    Returns the ``regex`` spelling and the index after the escape; raises ValueError for
+    an unterminated escape or a code point out of range.
+    """
+    kind = text[i + 1]
+    end = text.find("}", i + 3)
+    if end < 0:
+        raise ValueError(f"unterminated \\{kind}{{ escape {where}")
+    digits = text[i + 3:end]
+    try:
+        cp = int(digits, 16)
+        chr(cp)
+    except ValueError:
+        raise ValueError(f"invalid code point \\{kind}{{{digits}}}") from None
+    return f"\\U{cp:08x}", end + 1
+
+
 def translate_regex(pattern: str) -> str:
     """Rewrite a Rust-dialect regex into an equivalent ``regex``-module pattern.
 
@@ -258,17 +277,8 @@ def translate_regex(pattern: str) -> str:
                 break
             nxt = pattern[i + 1]
             if nxt in "xuU" and i + 2 < n and pattern[i + 2] == "{":
-                end = pattern.find("}", i + 3)
-                if end < 0:
-                    raise ValueError(f"unterminated \\{nxt}{{ escape at offset {i}")
-                digits = pattern[i + 3:end]
-                try:
-                    cp = int(digits, 16)
-                    chr(cp)
-                except ValueError:
-                    raise ValueError(f"invalid code point \\{nxt}{{{digits}}}") from None
-                out.append(f"\\U{cp:08x}")
-                i = end + 1
+                escape, i = _braced_escape(pattern, i, f"at offset {i}")
+                out.append(escape)
                 continue
             out.append("\\Z" if nxt == "z" else "\\" + nxt)
             i += 2
@@ -402,17 +412,8 @@ def _translate_class(text: str) -> str:
         if text[i] == "\\" and i + 1 < n:
             nxt = text[i + 1]
             if nxt in "xuU" and i + 2 < n and text[i + 2] == "{":
-                end = text.find("}", i + 3)
-                if end < 0:
-                    raise ValueError("unterminated escape in character class")
-                digits = text[i + 3:end]
-                try:
-                    cp = int(digits, 16)
-                    chr(cp)
-                except ValueError:
-                    raise ValueError(f"invalid code point \\{nxt}{{{digits}}}") from None
-                out.append(f"\\U{cp:08x}")
-                i = end + 1
+                escape, i = _braced_escape(text, i, "in character class")
+                out.append(escape)
                 continue
             out.append(text[i:i + 2])
             i += 2
