@@ -23,9 +23,27 @@ per-source presentation: title, display agent, custom status, state labels) is a
 here, for panes and workspaces, with the stores and rules of :mod:`cmux_core.agent_metadata`;
 TTLs expire on time and each expiry is published.
 
+Readiness of a managed launch (a terminal ``agent.start`` named, :class:`Launch`):
+
+* ``launch_pending`` from the start until the agent is identified (process detection or
+  a hook report naming it) *and* a real observation of its state exists that is not
+  ``unknown``: any hook-set state, or a screen state once :data:`LAUNCH_SETTLE_S` have
+  passed since identification. Detection publishes a provisional ``idle`` the moment it
+  identifies an agent and classifies the real screen only after its startup grace
+  (shorter than the settle), republishing only what differs; so from the settle on, the
+  last screen report is what the screen really shows.
+* ``interactive_ready`` once that observed state is ``idle`` (``done`` included) or
+  ``blocked``: the agent is drawn and waiting for input (a prompt box or a question).
+  It stays set while the agent runs, even when it goes on to work. A launch that settles
+  ``working`` is no longer pending and becomes ready at its first idle or blocked state.
+* The launch is forgotten (neither flag, the terminal is treated like any other) when
+  its process exits, the agent is lost after being identified, the name is cleared, or
+  its deadline passes while still pending (``agent.start`` ``timeout_ms``, default 30 s;
+  never before the settle of an identified agent).
+
 Events: ``pane_agent_detected`` (effective agent changed, or a release),
 ``pane_agent_status_changed`` (status or presentation changed), ``pane_updated``
-(tokens, name or revision changed) and ``workspace_metadata_updated``.
+(tokens, name, revision or launch readiness changed) and ``workspace_metadata_updated``.
 All methods run on the event loop.
 """
 
@@ -55,10 +73,11 @@ if TYPE_CHECKING:
     from .mux import Mux, Pane, Tab, Workspace
 
 __all__ = [
-    "ATTENTION", "MAX_SEQUENCED_TOKEN_SOURCES", "MAX_TOKENS", "REACQUIRE_SUPPRESS_S",
-    "AgentRecord", "AgentState", "AgentStatus", "AgentTracker", "Authority", "HookAuthority",
-    "MetadataPatch", "MetadataStore", "PresentationEntry", "Presented", "ScreenReport",
-    "SessionRef", "SourceDeclaration", "StatusSource", "Token", "declarations_from",
+    "ATTENTION", "LAUNCH_SETTLE_S", "LAUNCH_TIMEOUT_S", "MAX_SEQUENCED_TOKEN_SOURCES",
+    "MAX_TOKENS", "REACQUIRE_SUPPRESS_S", "AgentRecord", "AgentState", "AgentStatus",
+    "AgentTracker", "Authority", "HookAuthority", "Launch", "MetadataPatch", "MetadataStore",
+    "PresentationEntry", "Presented", "ScreenReport", "SessionRef", "SourceDeclaration",
+    "StatusSource", "Token", "declarations_from",
 ]
 
 AgentState = Literal["idle", "working", "blocked", "unknown"]
@@ -71,6 +90,14 @@ ATTENTION: dict[str, int] = {"blocked": 4, "done": 3, "working": 2, "idle": 1, "
 
 REACQUIRE_SUPPRESS_S = 1.0
 """After a release, process detection of the released agent is ignored this long."""
+
+LAUNCH_SETTLE_S = 3.2
+"""Seconds after a started agent is identified before its screen state counts for
+readiness; longer than detection's startup grace (``detect.runtime.STARTUP_GRACE_S``),
+so detection's first real classification has been made and published by then."""
+
+LAUNCH_TIMEOUT_S = 30.0
+"""Default time a managed launch may stay pending (``agent.start`` ``timeout_ms``)."""
 
 
 @dataclass(slots=True)
@@ -139,6 +166,19 @@ class HookAuthority:
     session: SessionRef | None = None
 
 
+@dataclass(slots=True)
+class Launch:
+    """Readiness of a terminal started by ``agent.start`` (see the module docstring).
+
+    Times are monotonic seconds; ``settle_at`` is set when the agent is first identified.
+    """
+
+    deadline: float
+    settle_at: float | None = None
+    pending: bool = True
+    ready: bool = False
+
+
 @dataclass(eq=False)
 class AgentRecord:
     """Agent state of one pane's terminal."""
@@ -162,6 +202,7 @@ class AgentRecord:
     suppressed: dict[str, float] = field(default_factory=dict)
     metadata: MetadataStore = field(default_factory=MetadataStore)
     presentation: dict[str, PresentationEntry] = field(default_factory=dict)
+    launch: Launch | None = None
 
     @property
     def status(self) -> AgentStatus:
@@ -188,6 +229,7 @@ class _Snapshot:
     presentation: tuple[tuple[str, Any], ...]
     revision: int
     name: str | None
+    launch: tuple[bool, bool]
 
 
 class AgentTracker:
@@ -208,6 +250,7 @@ class AgentTracker:
         self.declarations: Callable[[], Iterable[SourceDeclaration]] = tuple
         self._report_order = 0
         self._timers = ExpiryTimers(self._expire)
+        self._launch_timers = ExpiryTimers(self._launch_due)
         events.observe(self._on_event)
 
     def record(self, pane: Pane) -> AgentRecord:
@@ -219,6 +262,7 @@ class AgentTracker:
     def forget(self, pane: Pane) -> None:
         self.records.pop(pane.key, None)
         self._timers.cancel(pane.key)
+        self._launch_timers.cancel(pane.key)
 
     # -- labels and declarations ------------------------------------------------------------
 
@@ -450,6 +494,20 @@ class AgentTracker:
         rec.name = name
         self._emit(pane, rec, before)
 
+    def begin_launch(self, pane: Pane, name: str, timeout_s: float = LAUNCH_TIMEOUT_S) -> None:
+        """``agent.start`` named ``pane``'s terminal: set the name and follow the launch
+        until it is ready (``launch_pending`` now; see the module docstring)."""
+        rec = self.record(pane)
+        before = self._snapshot(pane, rec)
+        rec.name = name
+        rec.launch = Launch(time.monotonic() + timeout_s)
+        self._emit(pane, rec, before)
+
+    def launch_pending(self, pane: Pane) -> bool:
+        """True while ``pane``'s terminal is a managed launch that is not settled yet."""
+        rec = self.records.get(pane.key)
+        return rec is not None and rec.launch is not None and rec.launch.pending
+
     def name_taken(self, name: str, other_than: Pane | None = None) -> bool:
         return any(p is not other_than and self.record(p).name == name
                    for p in self.agent_panes())
@@ -536,9 +594,11 @@ class AgentTracker:
     def agent_info(self, pane: Pane) -> dict[str, Any]:
         """AgentInfo of ``pane`` plus the provenance extension fields.
 
-        Extensions: ``seen``, ``status_source`` (``hook``/``screen``/``process_exit``/
-        ``release``/``none``), ``status_source_detail`` (the hook source or matched rule),
-        ``status_changed_at`` (unix seconds), ``custom_status``, ``message``.
+        ``launch_pending`` and ``interactive_ready`` are present only when true, and only
+        for a managed launch (see the module docstring). Extensions: ``seen``,
+        ``status_source`` (``hook``/``screen``/``process_exit``/``release``/``none``),
+        ``status_source_detail`` (the hook source or matched rule), ``status_changed_at``
+        (unix seconds), ``custom_status``, ``message``.
         """
         info = self.mux.pane_info(pane)
         out: dict[str, Any] = {"terminal_id": info["terminal_id"]}
@@ -556,8 +616,12 @@ class AgentTracker:
             if key in info:
                 out[key] = info[key]
         out.update({"workspace_id": info["workspace_id"], "tab_id": info["tab_id"],
-                    "pane_id": info["pane_id"], "focused": info["focused"],
-                    "state_change_seq": rec.state_change_seq})
+                    "pane_id": info["pane_id"], "focused": info["focused"]})
+        if rec.launch is not None and rec.launch.pending:
+            out["launch_pending"] = True
+        if rec.launch is not None and rec.launch.ready:
+            out["interactive_ready"] = True
+        out["state_change_seq"] = rec.state_change_seq
         for key in ("cwd", "foreground_cwd"):
             if key in info:
                 out[key] = info[key]
@@ -725,14 +789,18 @@ class AgentTracker:
 
     def _snapshot(self, pane: Pane, rec: AgentRecord, now: float | None = None) -> _Snapshot:
         pres = self.presentation(pane, now)
+        launch = rec.launch
         return _Snapshot(self.effective_agent(pane), rec.status,
                          tuple(sorted((k, str(v)) for k, v in pres.items())),
-                         rec.metadata.revision, rec.name)
+                         rec.metadata.revision, rec.name,
+                         (launch is not None and launch.pending,
+                          launch is not None and launch.ready))
 
     def _emit(self, pane: Pane, rec: AgentRecord, before: _Snapshot, *,
               released: str | None = None, final_status: AgentStatus | None = None,
               force_update: bool = False) -> None:
         """Publish what changed since ``before``: detection, status, pane updates."""
+        self._settle_launch(pane, rec)
         after = self._snapshot(pane, rec)
         ws_id = pane.tab.workspace.id
         if released is not None:
@@ -757,7 +825,8 @@ class AgentTracker:
                 if key in pres:
                     status[key] = pres[key]
             self.events.publish("pane_agent_status_changed", status)
-        if force_update or (after.revision, after.name) != (before.revision, before.name):
+        if force_update or (after.revision, after.name, after.launch) != (
+                before.revision, before.name, before.launch):
             self.events.publish("pane_updated", {"pane": self.mux.pane_info(pane)})
 
     def _on_event(self, kind: str, data: dict[str, Any]) -> None:
@@ -770,6 +839,52 @@ class AgentTracker:
             ws_id = str(data.get("workspace_id", ""))
             self.workspace_metadata.pop(ws_id, None)
             self._timers.cancel(ws_id)
+
+    # -- managed launches -------------------------------------------------------------------
+
+    def _settle_launch(self, pane: Pane, rec: AgentRecord) -> None:
+        """Advance ``rec.launch`` by the rules of the module docstring and arm its timer
+        (the settle, or the deadline while pending)."""
+        launch = rec.launch
+        if launch is None:
+            return
+        now = time.monotonic()
+        if pane.terminal.exited or rec.exited_agent is not None or not self.is_agent(pane):
+            self._end_launch(pane, rec)
+            return
+        if launch.ready:
+            return
+        if self.effective_agent(pane) is None:
+            if launch.settle_at is not None or now >= launch.deadline:
+                self._end_launch(pane, rec)
+                return
+        else:
+            if launch.settle_at is None:
+                launch.settle_at = now + LAUNCH_SETTLE_S
+                launch.deadline = max(launch.deadline, launch.settle_at)
+            observed = rec.state != "unknown" and (
+                rec.status_source == "hook"
+                or (rec.status_source == "screen" and now >= launch.settle_at))
+            if observed:
+                launch.pending = False
+                launch.ready = rec.state in ("idle", "blocked")
+            elif launch.pending and now >= launch.deadline:
+                self._end_launch(pane, rec)
+                return
+        due = [t for t in (launch.settle_at,) if t is not None and t > now]
+        if launch.pending:
+            due.append(launch.deadline)
+        self._launch_timers.arm(pane.key, [] if launch.ready else due)
+
+    def _end_launch(self, pane: Pane, rec: AgentRecord) -> None:
+        rec.launch = None
+        self._launch_timers.cancel(pane.key)
+
+    def _launch_due(self, key: str) -> None:
+        pane = self.mux.panes.get(key)
+        rec = self.records.get(key)
+        if pane is not None and rec is not None:
+            self._emit(pane, rec, self._snapshot(pane, rec))
 
     # -- TTL expiry -------------------------------------------------------------------------
 

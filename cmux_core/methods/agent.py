@@ -5,7 +5,8 @@ with a ``pane_id``, ``pane.output_matched``) that ``events.subscribe`` hands ove
 :func:`prepare_subscription`. Hook reports and metadata live in ``methods.report``.
 
 Waits are woken by hub events, never by a poll, and end cleanly when their client
-disconnects.
+disconnects. ``agent.prompt`` and ``agent.send_keys`` to a managed launch that is still
+``launch_pending`` first wait for it to settle (see :mod:`cmux_core.agents`).
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..agents import AgentStatus, AgentTracker
+from ..agents import LAUNCH_TIMEOUT_S, AgentStatus, AgentTracker
 from ..dispatch import Call, MethodTable, Params, Result, validation_error
 from ..errors import CmuxError, InvalidParams, NotFound, WaitTimeout
 from ..events import Event, EventHub, Subscriber
-from ..keys import encode_keys
+from ..keys import encode_key, encode_keys, parse_key
 from ..mux import Mux, Pane
 from ..terminal import validate_env
 from ..views import project_for
@@ -48,6 +49,10 @@ PROMPT_ENTER_DELAY_S = 0.3
 """Pause between a prompt's text and its Enter, so the program sees them as two inputs."""
 PROMPT_EFFECT_LIMIT_MS = 5000
 """Longest a prompt may go without an observed state change before it counts as stalled."""
+READY_TIMEOUT_MS = 30000
+"""Default bound of the wait for a pending launch in ``agent.prompt``/``agent.send_keys``."""
+START_TIMEOUT_MS = (3000, 300000)
+"""``agent.start`` ``timeout_ms`` must lie in (low, high]."""
 WATCH_KINDS = frozenset({"pane_agent_status_changed", "pane_agent_detected", "pane_closed",
                          "pane_exited", "pane_moved", "pane_updated"})
 
@@ -140,24 +145,61 @@ async def agent_rename(call: Call, p: AgentRenameParams) -> Result:
     return {"type": "agent_info", "agent": tracker.agent_info(pane)}
 
 
-def ready_agent(tracker: AgentTracker, target: str) -> Pane:
-    """Resolve ``target`` to an agent whose terminal can still take input."""
+async def ready_agent(call: Call, target: str, timeout_ms: int | None) -> Pane:
+    """Resolve ``target`` to an agent whose terminal can take input now.
+
+    A pending launch is waited for first (woken by its events, at most ``timeout_ms``,
+    default :data:`READY_TIMEOUT_MS`; cancelled if the client goes away). Raises
+    ``agent_not_running`` when the agent exits or leaves meanwhile, ``agent_not_ready``
+    when the bound passes or the process has exited.
+    """
+    tracker = tracker_of(call)
     pane = tracker.resolve_agent_target(target)
+    if tracker.launch_pending(pane):
+        bound = READY_TIMEOUT_MS if timeout_ms is None else timeout_ms
+        pin = Pinned.of(tracker, pane, target)
+        await served(call, until_launched(call, pin, bound))
     if pane.terminal.exited:
         raise CmuxError("agent_not_ready", "the agent's process has exited")
     return pane
 
 
+async def until_launched(call: Call, pin: Pinned, bound_ms: int) -> None:
+    """Return once ``pin``'s launch is no longer pending (see ``ready_agent``)."""
+    mux = call.server.mux
+    tracker = tracker_of(call)
+    deadline = time.monotonic() + bound_ms / 1000
+    with watching(call.server.events) as sub:
+        while True:
+            if pin.pane.key not in mux.panes or pin.pane.terminal.exited:
+                raise CmuxError("agent_not_running", "agent exited before it was ready")
+            pin.check(mux, tracker)
+            if not tracker.launch_pending(pin.pane):
+                return
+            try:
+                await next_batch(sub, deadline)
+            except TimeoutError:
+                if tracker.launch_pending(pin.pane):
+                    raise CmuxError(
+                        "agent_not_ready",
+                        f"agent {pin.name or pin.pane.id} is still starting (launch_pending) "
+                        f"after {bound_ms} ms; wait longer with timeout_ms") from None
+
+
 class AgentSendKeysParams(Params):
     target: str
     keys: list[str]
+    timeout_ms: int | None = Field(default=None, ge=0)
 
 
 @methods.method("agent.send_keys", AgentSendKeysParams)
 async def agent_send_keys(call: Call, p: AgentSendKeysParams) -> Result:
-    """Send key combos to the agent in one write; an invalid key rejects them all."""
-    pane = ready_agent(tracker_of(call), p.target)
-    data = b"".join(encode_keys(p.keys, pane.terminal.emulator.modes))
+    """Send key combos to the agent in one write; an invalid key rejects them all. A
+    pending launch is waited for first (``timeout_ms`` bounds that wait)."""
+    combos = [parse_key(k) for k in p.keys]
+    pane = await ready_agent(call, p.target, p.timeout_ms)
+    # Encoded only now: a program that just started may have changed its key modes.
+    data = b"".join(encode_key(ev, pane.terminal.emulator.modes) for ev in combos)
     try:
         pane.terminal.write(data)
     except CmuxError as exc:
@@ -208,7 +250,11 @@ def start_location(p: AgentStartParams) -> str | None:
 @methods.method("agent.start", AgentStartParams)
 async def agent_start(call: Call, p: AgentStartParams) -> Result:
     """Start a named agent: split the focused pane of the target tab (or create the first
-    workspace), or with ``pane_id`` type the command into that pane's idle shell."""
+    workspace), or with ``pane_id`` type the command into that pane's idle shell.
+
+    Returns at once with ``launch_pending``; the launch may stay pending ``timeout_ms``
+    (``invalid_agent_timeout`` outside 3000 < t <= 300000; default 30 s).
+    """
     tracker = tracker_of(call)
     mux = call.server.mux
     name = check_agent_name(p.name.strip())
@@ -222,12 +268,17 @@ async def agent_start(call: Call, p: AgentStartParams) -> Result:
         raise CmuxError("invalid_agent_argv", "give argv (or kind and args)")
     env = validate_env(p.env)
     cwd = start_location(p)
+    low, high = START_TIMEOUT_MS
+    if p.timeout_ms is not None and not low < p.timeout_ms <= high:
+        raise CmuxError("invalid_agent_timeout",
+                        f"timeout_ms must be above {low} and at most {high}")
     if p.pane_id is not None and p.workspace_id is None and p.tab_id is None:
         pane = type_into_shell(mux, tracker, p.pane_id, argv)
     else:
         pane = place_agent(mux, p, argv, env, cwd)
     pane.label = name
-    tracker.set_name(pane, name)
+    tracker.begin_launch(pane, name, LAUNCH_TIMEOUT_S if p.timeout_ms is None
+                         else p.timeout_ms / 1000)
     if p.focus:
         mux.focus_pane(pane)
     return {"type": "agent_started", "agent": tracker.agent_info(pane), "argv": argv}
@@ -309,10 +360,15 @@ def deadline_of(timeout_ms: int | None) -> float | None:
 
 
 async def served(call: Call, coro: Any) -> Any:
-    """Run a wait, cancelled (leaving nothing behind) if the client goes away."""
-    if call.connection is None:
-        return await coro
-    return await call.connection.until_gone(coro)
+    """Run a wait, counted in ``server.stats`` ``pending_waits`` and cancelled (leaving
+    nothing behind) if the client goes away."""
+    call.server.pending_waits += 1
+    try:
+        if call.connection is None:
+            return await coro
+        return await call.connection.until_gone(coro)
+    finally:
+        call.server.pending_waits -= 1
 
 
 @dataclass(slots=True)
@@ -429,19 +485,21 @@ class AgentPromptParams(Params):
     target: str
     text: str
     wait: PromptWait | None = None
+    timeout_ms: int | None = Field(default=None, ge=0)
 
 
 @methods.method("agent.prompt", AgentPromptParams)
 async def agent_prompt(call: Call, p: AgentPromptParams) -> Result:
     """Paste the prompt (bracketed when enabled), then Enter 300 ms later.
 
-    With ``wait``: the prompt must first visibly take effect (a state change within 5 s,
-    else ``agent_prompt_stalled``), then the status must reach ``until``.
+    A pending launch is waited for first (``timeout_ms`` bounds that wait). With
+    ``wait``: the prompt must then visibly take effect (a state change within 5 s, else
+    ``agent_prompt_stalled``), then the status must reach ``until``.
     """
     if not p.text.strip():
         raise CmuxError("empty_agent_prompt", "prompt text must not be empty")
     tracker = tracker_of(call)
-    pane = ready_agent(tracker, p.target)
+    pane = await ready_agent(call, p.target, p.timeout_ms)
     term = pane.terminal
     pin = Pinned.of(tracker, pane, p.target)
     before_seq = tracker.record(pane).state_change_seq
