@@ -13,6 +13,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Api
@@ -79,14 +80,8 @@ def test_graceful_shutdown(how: str) -> None:
     wait_for(lambda: _gone(pid), 5, message="pane shell to end")
 
 
-def test_peer_of_another_uid_is_rejected() -> None:
-    if os.getuid() != 0:
-        pytest.skip("needs root to connect as another user")
-    # A directory another user can reach (the temp dir may be private), opened up on purpose.
-    shared = Path(tempfile.mkdtemp(dir="/dev/shm"))
-    cmux_server = start_server(["--socket", str(shared / "open.sock")])
-    os.chmod(shared, 0o755)
-    os.chmod(cmux_server.socket_path, 0o666)
+def _reply_as_nobody(path: Path) -> dict[str, Any]:
+    """What the server says to a client running as uid 65534 (a forked child)."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child becomes "nobody" and reports what the server said
@@ -95,7 +90,7 @@ def test_peer_of_another_uid_is_rejected() -> None:
             os.setuid(65534)
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.settimeout(60)
-            s.connect(str(cmux_server.socket_path))
+            s.connect(str(path))
             # The server speaks first to a refused peer, then hangs up: just read.
             reply = b""
             while not reply.endswith(b"\n"):
@@ -111,13 +106,27 @@ def test_peer_of_another_uid_is_rejected() -> None:
     os.close(write_end)
     os.waitpid(pid, 0)
     with os.fdopen(read_end, "rb") as f:
-        reply = json.loads(f.read())
-    assert "child" not in reply, reply
-    assert reply["ok"] is False and reply["error"]["code"] == "forbidden"
-    assert "another user" in reply["error"]["message"]
-    assert cmux_server.call("ping")["type"] == "pong"
-    cmux_server.stop()
-    shutil.rmtree(shared, ignore_errors=True)
+        return dict(json.loads(f.read()))
+
+
+def test_peer_of_another_uid_is_rejected() -> None:
+    if os.getuid() != 0:
+        pytest.skip("needs root to connect as another user")
+    # A directory another user can reach (the temp dir may be private), opened up on purpose.
+    shared = Path(tempfile.mkdtemp(dir="/dev/shm"))
+    cmux_server = start_server(["--socket", str(shared / "open.sock")])
+    try:
+        os.chmod(shared, 0o755)
+        os.chmod(cmux_server.socket_path, 0o666)
+        reply = _reply_as_nobody(cmux_server.socket_path)
+        assert "child" not in reply, reply
+        assert reply["ok"] is False and reply["error"]["code"] == "forbidden"
+        assert "another user" in reply["error"]["message"]
+        assert cmux_server.call("ping")["type"] == "pong"
+    finally:
+        cmux_server.stop()
+        shutil.rmtree(shared, ignore_errors=True)
+        shutil.rmtree(cmux_server.home, ignore_errors=True)
 
 
 def test_pane_close_returns_before_a_hup_ignoring_process_is_killed(api: Api) -> None:
