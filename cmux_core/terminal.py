@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .errors import CmuxError, InvalidEnv
-from .screen import Emulator, TerminalSignal
+from .screen import Emulator, ReadFormat, ReadSource, TerminalSignal, read_text
 from .screen import make_emulator as _make_emulator
 
 log = logging.getLogger(__name__)
@@ -119,6 +119,7 @@ class Terminal:
         self._closed = False
         self._kill_timer: asyncio.TimerHandle | None = None
         self._compact_timer: asyncio.TimerHandle | None = None
+        self._reads: dict[tuple[str, int | None, str], tuple[int, int, int, str, bool]] = {}
 
     @classmethod
     def spawn(cls, terminal_id: str, argv: list[str], *, cwd: str, env: Mapping[str, str],
@@ -249,6 +250,23 @@ class Terminal:
             self._loop.remove_reader(self.fd)
             self._reading = False
         self._maybe_finish()
+
+    def read(self, source: ReadSource, lines: int | None, fmt: ReadFormat) -> tuple[str, bool]:
+        """:func:`~cmux_core.screen.read_text` of this screen, reused until new output.
+
+        Waiters, detection and clients often read the same source again before anything
+        changed; the screen only changes through output (``output_seq``) or a resize.
+        """
+        key = (source, lines, fmt)
+        stamp = (self.output_seq, self.columns, self.rows)
+        cached = self._reads.get(key)
+        if cached is not None and cached[:3] == stamp:
+            return cached[3], cached[4]
+        text, truncated = read_text(self.emulator, source, lines, fmt)
+        if len(self._reads) >= 8:
+            self._reads.clear()
+        self._reads[key] = (*stamp, text, truncated)
+        return text, truncated
 
     # -- input ----------------------------------------------------------------------
 

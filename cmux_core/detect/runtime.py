@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..agents import ScreenReport
 from ..errors import CmuxError
-from ..screen import read_text
 from .engine import ScreenInput, classify, explain
 from .identify import Identity, identify_group, process_groups
 from .registry import ManifestRegistry, ReloadReport
@@ -327,7 +326,7 @@ class DetectionRuntime:
     def _inputs(self, st: PaneDetection) -> ScreenInput:
         """The detection screen and the OSC strings, blank until the agent itself set them."""
         emulator = st.pane.terminal.emulator
-        screen = read_text(emulator, "detection", None, "text")[0]
+        screen = st.pane.terminal.read("detection", None, "text")[0]
         osc = [emulator.title or "", emulator.progress or ""]
         for i in (0, 1):
             if not st.osc_fresh[i]:

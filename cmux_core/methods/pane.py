@@ -15,7 +15,6 @@ from ..dispatch import Call, MethodTable, Params, Result
 from ..errors import CmuxError, InvalidParams, NotFound, WaitTimeout
 from ..keys import encode_keys
 from ..mux import Mux, Pane, Surface, spawn_error
-from ..screen import read_text
 from ..terminal import validate_env
 from .workspace import command_argv, resolve_cwd, workspace_keys
 
@@ -252,7 +251,7 @@ class ReadParams(Params):
 
 def read_result(pane: Pane, source: ReadSource, lines: int | None,
                 fmt: Literal["text", "ansi"]) -> dict[str, Any]:
-    text, truncated = read_text(pane.terminal.emulator, source, lines, fmt)
+    text, truncated = pane.terminal.read(source, lines, fmt)
     return {"pane_id": pane.id, "workspace_id": pane.tab.workspace.id, "tab_id": pane.tab.id,
             "source": source, "format": fmt, "text": text, "revision": 0,
             "truncated": truncated}
