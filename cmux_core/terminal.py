@@ -263,8 +263,8 @@ class Terminal:
         if cached is not None and cached[:3] == stamp:
             return cached[3], cached[4]
         text, truncated = read_text(self.emulator, source, lines, fmt)
-        if len(self._reads) >= 8:
-            self._reads.clear()
+        # Only reads of the current screen are worth keeping.
+        self._reads = {k: v for k, v in self._reads.items() if v[:3] == stamp}
         self._reads[key] = (*stamp, text, truncated)
         return text, truncated
 
