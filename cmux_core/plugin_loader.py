@@ -316,6 +316,17 @@ def _tree_digest(root: Path | None) -> str:
 
 
 
+async def end_watch(stop: asyncio.Event | None, task: asyncio.Task[Any] | None) -> None:
+    """Ask a watch task to finish through ``stop``; cancel it if it has not within 5 s."""
+    if stop is not None:
+        stop.set()
+    if task is not None:
+        try:
+            await asyncio.wait_for(task, 5)
+        except (TimeoutError, asyncio.CancelledError):
+            task.cancel()
+
+
 class SourceWatcher:
     """Watches directories for ``.py`` changes; ``on_change(paths)`` gets each debounced batch.
 
@@ -348,14 +359,8 @@ class SourceWatcher:
 
     async def stop(self) -> None:
         """End the running watch (cancelled if it does not finish within 5 s)."""
-        if self._stop is not None:
-            self._stop.set()
         task, self._task = self._task, None
-        if task is not None:
-            try:
-                await asyncio.wait_for(task, 5)
-            except (TimeoutError, asyncio.CancelledError):
-                task.cancel()
+        await end_watch(self._stop, task)
 
     async def _watch(self, roots: list[Path], stop: asyncio.Event,
                      previous: asyncio.Task[None] | None) -> None:

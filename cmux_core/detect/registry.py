@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..config import Settings, config_dir
+from ..plugin_loader import end_watch
 from .identify import normalize_label
 from .manifest import (
     Manifest,
@@ -190,14 +191,8 @@ class ManifestRegistry:
         return report
 
     async def stop(self) -> None:
-        if self._watch_stop is not None:
-            self._watch_stop.set()
         task, self._watch_task = self._watch_task, None
-        if task is not None:
-            try:
-                await asyncio.wait_for(task, 5)
-            except (TimeoutError, asyncio.CancelledError):
-                task.cancel()
+        await end_watch(self._watch_stop, task)
 
     def add_listener(self, listener: Callable[[ReloadReport], None]) -> None:
         """Call ``listener(report)`` on the loop after each reload that changed something."""
