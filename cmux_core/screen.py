@@ -124,6 +124,17 @@ class Emulator(Protocol):
         buffer is the screen only. ``styled`` as for :meth:`visible_rows`.
         """
 
+    def history_text(self, limit: int, *, unwrap: bool) -> tuple[list[str], int]:
+        """The plain text of :meth:`history_rows`, one string per row, and the total.
+
+        Each string is trimmed of trailing spaces; with ``unwrap`` every
+        soft-wrapped run of rows is one string (see :func:`plain_texts`). The fast
+        path for plain reads: no :class:`Row` per row.
+        """
+
+    def visible_text(self) -> list[str]:
+        """The plain text of :meth:`visible_rows`, trimmed of trailing spaces."""
+
     def cursor(self) -> tuple[int, int]:
         """Cursor position as ``(column, row)``, zero-based."""
 
@@ -263,33 +274,50 @@ def read_text(
         lines = max(0, min(lines, READ_LINES_MAX))
     styled = fmt == "ansi" and source != "detection"
     if source in ("visible", "detection"):
-        texts = _trim_blank_tail(emulator.visible_rows(styled=styled), styled)
+        texts = (_trim_blank_tail(emulator.visible_rows(styled=True), styled) if styled
+                 else _drop_blank_tail(emulator.visible_text()))
         if lines is None:
             return _join(texts), False
         kept = texts[len(texts) - lines :] if lines else []
         return _join(kept), len(texts) > lines
     wanted = RECENT_LINES_DEFAULT if lines is None else lines
-    rows, total = emulator.history_rows(wanted, styled=styled)
-    if source == "recent_unwrapped":
-        texts = _trim_blank_tail(_unwrap(rows), styled)
+    unwrap = source == "recent_unwrapped"
+    if styled:
+        rows, total = emulator.history_rows(wanted, styled=True)
+        texts = _trim_blank_tail(_unwrap(rows) if unwrap else rows, styled)
     else:
-        texts = _trim_blank_tail(rows, styled)
+        plain, total = emulator.history_text(wanted, unwrap=unwrap)
+        texts = _drop_blank_tail(plain)
     return _join(texts), total > wanted
+
+
+def plain_texts(rows: list[Row], *, unwrap: bool) -> list[str]:
+    """Each row's text without trailing spaces; with ``unwrap``, one per soft-wrapped run."""
+    return [row.text.rstrip(" ") for row in (_unwrap(rows) if unwrap else rows)]
+
+
+def _drop_blank_tail(texts: list[str]) -> list[str]:
+    end = len(texts)
+    while end and not texts[end - 1]:
+        end -= 1
+    return texts[:end]
 
 
 def _unwrap(rows: list[Row]) -> list[Row]:
     """Join soft-wrapped runs of rows into one logical row each."""
     out: list[Row] = []
-    texts: list[str] = []
-    ansis: list[str] = []
+    run: list[Row] = []
     for row in rows:
-        texts.append(row.text)
-        ansis.append(row.ansi)
-        if not row.wrapped:
-            out.append(Row("".join(texts), "".join(ansis)))
-            texts, ansis = [], []
-    if texts:
-        out.append(Row("".join(texts), "".join(ansis)))
+        if row.wrapped:
+            run.append(row)
+        elif run:
+            run.append(row)
+            out.append(Row("".join(r.text for r in run), "".join(r.ansi for r in run)))
+            run = []
+        else:
+            out.append(row)
+    if run:
+        out.append(Row("".join(r.text for r in run), "".join(r.ansi for r in run)))
     return out
 
 

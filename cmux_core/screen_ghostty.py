@@ -388,6 +388,16 @@ class GhosttyEmulator:
             return [], total
         return self._rows(max(0, total - limit), total, styled), total
 
+    def history_text(self, limit: int, *, unwrap: bool) -> tuple[list[str], int]:
+        total = self._native.total_rows()
+        if limit <= 0:
+            return [], total
+        return self._texts(max(0, total - limit), total, unwrap), total
+
+    def visible_text(self) -> list[str]:
+        total = self._native.total_rows()
+        return self._texts(total - self.lines, total, unwrap=False)
+
     def cursor(self) -> tuple[int, int]:
         """Cursor position as ``(column, row)``, zero-based, row 0 = top of the screen."""
         return self._native.cursor()
@@ -422,22 +432,49 @@ class GhosttyEmulator:
         count = end - first
         if count <= 0:
             return []
-        plain = self._native.format_rows(first, end - 1, styled=False).split("\n")
+        plain = self._native.format_rows(first, end - 1, styled=False).split("\n")[:count]
         styled = (self._native.format_rows(first, end - 1, styled=True).split("\r\n")
                   if with_style else [])
+        # The formatter leaves out trailing blank rows.
+        plain += [""] * (count - len(plain))
+        styled += [""] * (count - len(styled))
         # A soft-wrapped row was written up to its last column, so it holds at least
         # half as many characters as there are columns: shorter rows skip the lookup.
         wrap_floor = self.columns // 2
+        wrapped = self._native.wrapped
         rows = []
-        for i in range(count):
-            text = plain[i] if i < len(plain) else ""
-            wrapped = len(text) >= wrap_floor and self._native.wrapped(first + i)
-            ansi = styled[i] if i < len(styled) else ""
-            # A wrapped row keeps its trailing spaces: they are part of the logical line.
-            if not wrapped:
-                text, ansi = text.rstrip(" "), ansi.rstrip(" ")
-            rows.append(Row(text, ansi, wrapped))
+        for i, (text, ansi) in enumerate(zip(plain, styled, strict=False)):
+            if len(text) >= wrap_floor and wrapped(first + i):
+                # A wrapped row keeps its trailing spaces: they are part of the logical line.
+                rows.append(Row(text, ansi, True))
+            else:
+                rows.append(Row(text.rstrip(" "), ansi.rstrip(" ") if ansi else ""))
         return rows
+
+    def _texts(self, first: int, end: int, unwrap: bool) -> list[str]:
+        count = end - first
+        if count <= 0:
+            return []
+        plain = self._native.format_rows(first, end - 1, styled=False).split("\n")[:count]
+        plain += [""] * (count - len(plain))
+        if not unwrap:
+            return [text.rstrip(" ") for text in plain]
+        # Only rows at least half the width long can be soft-wrapped (as in _rows).
+        floor, wrapped = self.columns // 2, self._native.wrapped
+        joined = {i for i, text in enumerate(plain)
+                  if len(text) >= floor and wrapped(first + i)}
+        if not joined:
+            return [text.rstrip(" ") for text in plain]
+        out: list[str] = []
+        run: list[str] = []
+        for i, text in enumerate(plain):
+            run.append(text)
+            if i not in joined:
+                out.append("".join(run).rstrip(" "))
+                run = []
+        if run:
+            out.append("".join(run).rstrip(" "))
+        return out
 
     def _fit_budget(self) -> None:
         """Size the scrollback byte budget for the current width, keeping what was learnt."""

@@ -21,7 +21,7 @@ import pyte
 from pyte import charsets, modes
 from pyte.screens import Char, Margins, Savepoint, StaticDefaultDict, wcwidth
 
-from .screen import OscState, Row, TerminalModes, TerminalSignal
+from .screen import OscState, Row, TerminalModes, TerminalSignal, plain_texts
 from .screen_parser import Parser, Pen
 
 # --------------------------------------------------------------------------------------------
@@ -835,6 +835,13 @@ class PyteEmulator:
             older.reverse()
             rows = older + rows
         return rows, total
+
+    def history_text(self, limit: int, *, unwrap: bool) -> tuple[list[str], int]:
+        rows, total = self.history_rows(limit, styled=False)
+        return plain_texts(rows, unwrap=unwrap), total
+
+    def visible_text(self) -> list[str]:
+        return plain_texts(self.visible_rows(styled=False), unwrap=False)
 
     def cursor(self) -> tuple[int, int]:
         cursor = self._screen.cursor

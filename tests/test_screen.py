@@ -26,6 +26,7 @@ from cmux_core.screen import (
     Row,
     TerminalSignal,
     make_emulator,
+    plain_texts,
     read_text,
     strip_title,
 )
@@ -166,6 +167,29 @@ def test_recent_unwrapped_ansi_joins_styled_rows(backend: str) -> None:
     assert text.count("\n") == 1
     plain = read_text(em, "recent_unwrapped", None, "text")[0]
     assert plain == "green-text\n"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pieces=st.lists(
+        st.one_of(
+            st.text(alphabet="ab ", max_size=14),
+            st.sampled_from(["\r\n", "\u4e2d", f"{ESC}[31m", f"{ESC}[m", f"{ESC}[?7l",
+                             f"{ESC}[?7h", f"{ESC}[?1049h", f"{ESC}[?1049l", f"{ESC}[H",
+                             f"{ESC}[2J", f"{ESC}[3J", "   \r\n"]),
+        ),
+        max_size=40,
+    ),
+    limit=st.sampled_from([0, 1, 3, 80]),
+)
+@pytest.mark.parametrize("name", BACKENDS)
+def test_plain_reads_match_the_rows(name: str, pieces: list[str], limit: int) -> None:
+    """The plain-text fast path (history_text, visible_text) reads what the rows say."""
+    em = fed(emulator(name, 7, 4), "".join(pieces))
+    rows, total = em.history_rows(limit)
+    assert em.history_text(limit, unwrap=False) == (plain_texts(rows, unwrap=False), total)
+    assert em.history_text(limit, unwrap=True) == (plain_texts(rows, unwrap=True), total)
+    assert em.visible_text() == plain_texts(em.visible_rows(), unwrap=False)
 
 
 # -- alternate screen ------------------------------------------------------------------------
