@@ -36,6 +36,8 @@ INHERITED_ENV_DROP = frozenset({"CODEX_THREAD_ID", "HERDR_AGENT", "HERDR_PANE_ID
                                 "HERDR_WORKSPACE_ID", "HERDR_TAB_ID", "HERDR_SOCKET_PATH",
                                 "HERDR_ENV"})
 T = TypeVar("T")
+_PANE_ID_MEMO = 1024
+"""At most this many remembered pane ids (see :meth:`Mux.find_pane`)."""
 
 
 @dataclass(eq=False)
@@ -149,6 +151,7 @@ class Mux:
         self._next_workspace = 1
         self._by_uuid: dict[str, object] = {}
         self._by_ref: dict[str, object] = {}
+        self._pane_by_id: dict[str, Pane] = {}
         self._reaping: set[Terminal] = set()
         """Closed terminals whose process has not exited yet (dropped when it has)."""
         self._output_events: dict[str, asyncio.Event] = {}
@@ -409,6 +412,19 @@ class Mux:
         text = text.strip()
         if text in self.aliases:
             return self.panes.get(self.aliases[text])
+        # Most requests name a pane by its current id: remembered, and trusted only
+        # while that pane is still live and still has that id.
+        known = self._pane_by_id.get(text)
+        if known is not None and self.panes.get(known.key) is known and known.id == text:
+            return known
+        found = self._resolve_pane(text)
+        if found is not None and found.id == text:
+            if len(self._pane_by_id) >= _PANE_ID_MEMO:
+                self._pane_by_id.clear()
+            self._pane_by_id[text] = found
+        return found
+
+    def _resolve_pane(self, text: str) -> Pane | None:
         handle = ids.parse_handle("pane", text)
         if handle is None:
             surface = self.find_surface(text)

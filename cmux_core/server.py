@@ -19,7 +19,7 @@ import socket
 import struct
 import time
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 PROTOCOL_VERSION = 20
 _CLOSED = object()
+_PEER_GONE = "peer disconnected"
 
 
 class ServerAlreadyRunning(RuntimeError):
@@ -67,6 +68,8 @@ class Connection:
         self.gone = asyncio.Event()
         self.subscriptions: list[Subscriber] = []
         self.tasks: set[asyncio.Task[Any]] = set()
+        # Tasks inside until_gone: cancelled (with _PEER_GONE) when the peer leaves.
+        self.holding: set[asyncio.Task[Any]] = set()
 
     async def read_lines(self) -> None:
         buf = bytearray()
@@ -103,6 +106,8 @@ class Connection:
         finally:
             self.gone.set()
             self.lines.put_nowait(_CLOSED)
+            for task in list(self.holding):
+                task.cancel(_PEER_GONE)
 
     async def serve(self) -> None:
         reader_task = asyncio.create_task(self.read_lines())
@@ -158,20 +163,28 @@ class Connection:
         with contextlib.suppress(ConnectionError, OSError):
             await self.writer.drain()
 
-    async def until_gone(self, awaitable: Awaitable[T]) -> T:
-        """Await ``awaitable`` unless the peer disconnects first (then Disconnected)."""
-        task: asyncio.Future[T] = asyncio.ensure_future(awaitable)
-        gone: asyncio.Future[Any] = asyncio.ensure_future(self.gone.wait())
+    async def until_gone(self, awaitable: Coroutine[Any, Any, T]) -> T:
+        """Await ``awaitable`` in the current task unless the peer disconnects first.
+
+        The reader cancels every task held here when the peer goes away; that
+        cancellation surfaces as :class:`Disconnected`. No task is spawned per
+        request, which keeps short waits cheap.
+        """
+        task = asyncio.current_task()
+        assert task is not None
+        if self.gone.is_set():
+            awaitable.close()
+            raise Disconnected
+        self.holding.add(task)
         try:
-            done, _ = await asyncio.wait([task, gone], return_when=asyncio.FIRST_COMPLETED)
+            return await awaitable
+        except asyncio.CancelledError as exc:
+            if exc.args and exc.args[0] is _PEER_GONE:
+                task.uncancel()
+                raise Disconnected from None
+            raise
         finally:
-            gone.cancel()
-        if task in done:
-            return task.result()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-        raise Disconnected
+            self.holding.discard(task)
 
     def start_stream(self, sub: Subscriber) -> None:
         """Stream ``sub``'s events on this connection until overflow or disconnect."""

@@ -9,6 +9,7 @@ import sys
 import pytest
 from conftest import Api
 
+from cmux_core.methods.pane import OutputMatch, line_matcher
 from cmux_core.testing import ServerProcess, wait_for
 
 PY = sys.executable
@@ -172,6 +173,35 @@ def test_wait_for_output_errors(api: Api) -> None:
     err = api.error("pane.wait_for_output", {"pane_id": "w1:p9", "source": "recent",
                                              "match": {"type": "substring", "value": "x"}})
     assert err["code"] == "pane_not_found"
+
+
+@pytest.mark.parametrize(("match", "text", "line"), [
+    ({"type": "substring", "value": "two"}, "one\ntwo three\ntwo\n", "two three"),
+    ({"type": "substring", "value": "last"}, "a\nthe last", "the last"),
+    ({"type": "substring", "value": "x"}, "a\nbx\r\nc\n", "bx"),
+    ({"type": "substring", "value": "a\nb"}, "a\nb\n", None),
+    ({"type": "substring", "value": ""}, "first\nsecond\n", "first"),
+    ({"type": "substring", "value": "b\r"}, "ab\r\n", None),
+    ({"type": "substring", "value": "absent"}, "one\ntwo\n", None),
+    ({"type": "regex", "value": r"^t\w+$"}, "one\ntwo three\nthree\n", "three"),
+])
+def test_line_matcher_finds_the_first_matching_line(match: dict[str, str], text: str,
+                                                     line: str | None) -> None:
+    assert line_matcher(OutputMatch.model_validate(match))(text) == line
+
+
+def test_a_remembered_pane_id_follows_close_and_move(api: Api) -> None:
+    p2 = api("pane.split", {})["pane"]["pane_id"]
+    assert api("pane.get", {"pane_id": p2})["pane"]["pane_id"] == p2
+    api("pane.close", {"pane_id": p2})
+    assert api.error("pane.get", {"pane_id": p2})["code"] == "pane_not_found"
+    p3 = api("pane.split", {})["pane"]["pane_id"]
+    assert api("pane.get", {"pane_id": p3})["pane"]["pane_id"] == p3
+    moved = api("pane.move", {"pane_id": p3, "destination": {"type": "new_workspace"}})
+    new_id = moved["move_result"]["pane"]["pane_id"]
+    assert new_id != p3
+    assert api("pane.get", {"pane_id": p3})["pane"]["pane_id"] == new_id
+    assert api("pane.get", {"pane_id": new_id})["pane"]["pane_id"] == new_id
 
 
 def test_pane_exit_is_reported_and_pane_kept_readable(api: Api) -> None:

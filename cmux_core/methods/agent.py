@@ -32,9 +32,9 @@ from ..mux import Mux, Pane
 from ..terminal import validate_env
 from ..views import project_for
 from .pane import (
+    LineFinder,
     OutputMatch,
     ReadSource,
-    first_match,
     line_matcher,
     next_output,
     read_result,
@@ -352,7 +352,8 @@ async def next_batch(sub: Subscriber, deadline: float | None) -> list[Event]:
     remaining = None if deadline is None else deadline - time.monotonic()
     if remaining is not None and remaining <= 0:
         raise TimeoutError
-    return await asyncio.wait_for(sub.next_batch(), remaining)
+    async with asyncio.timeout(remaining):
+        return await sub.next_batch()
 
 
 def deadline_of(timeout_ms: int | None) -> float | None:
@@ -719,7 +720,7 @@ def status_stream(call: Call, tracker: AgentTracker, pane: Pane,
     return run
 
 
-def output_stream(mux: Mux, pane: Pane, matcher: Any, source: ReadSource,
+def output_stream(mux: Mux, pane: Pane, matcher: LineFinder, source: ReadSource,
                   lines: int | None) -> StreamBody:
     """Edge-triggered matches: an event when the text goes from not matching to matching,
     re-armed when it stops matching. Woken by the pane's output (paced as waits are)."""
@@ -729,7 +730,7 @@ def output_stream(mux: Mux, pane: Pane, matcher: Any, source: ReadSource,
         while not out.closed and pane.key in mux.panes:
             changed = mux.output_signal(pane)
             read = read_result(pane, source, lines, "text")
-            line = first_match(read["text"], matcher)
+            line = matcher(read["text"])
             if line is None:
                 armed = True
             elif armed:

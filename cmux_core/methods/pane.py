@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from typing import Any, Literal
 
 import regex
@@ -283,19 +284,40 @@ class WaitForOutputParams(Params):
         return None if v is None else min(v, MAX_READ_LINES)
 
 
-def line_matcher(match: OutputMatch) -> Any:
-    """A predicate over one line; ``invalid_regex`` for a pattern that does not compile."""
+LineFinder = Callable[[str], str | None]
+
+
+def line_matcher(match: OutputMatch) -> LineFinder:
+    """A finder of the first line of a read that matches; ``invalid_regex`` for a
+    pattern that does not compile.
+
+    Lines are split on ``\n`` with one trailing ``\r`` removed. A substring is
+    looked for in the whole text first, so a read without it costs one scan.
+    """
     if match.type == "substring":
         value = match.value
-        return lambda line: value in line
+        if not value or "\r" in value:
+            return lambda text: first_match(text, lambda line: value in line)
+        if "\n" in value:
+            return lambda text: None
+        return lambda text: _line_at(text, text.find(value))
     try:
         pattern = regex.compile(match.value)
     except regex.error as exc:
         raise CmuxError("invalid_regex", f"invalid regex: {exc}") from None
-    return lambda line: pattern.search(line) is not None
+    return lambda text: first_match(text, lambda line: pattern.search(line) is not None)
 
 
-def first_match(text: str, matches: Any) -> str | None:
+def _line_at(text: str, at: int) -> str | None:
+    """The line holding offset ``at`` of ``text`` (``None`` for -1), without its ``\r``."""
+    if at < 0:
+        return None
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    return text[start:end if end >= 0 else len(text)].removesuffix("\r")
+
+
+def first_match(text: str, matches: Callable[[str], bool]) -> str | None:
     for line in text.split("\n"):
         line = line.removesuffix("\r")
         if matches(line):
@@ -312,7 +334,8 @@ async def next_output(changed: asyncio.Event, checked: float, burst: int,
     flooding pane cannot make its readers burn the loop, while short exchanges are
     seen batch by batch. Returns the new count of quick wakes (``burst``).
     """
-    await asyncio.wait_for(changed.wait(), timeout)
+    async with asyncio.timeout(timeout):
+        await changed.wait()
     elapsed = time.monotonic() - checked
     if elapsed >= WAIT_RECHECK_S:
         return 0
@@ -326,7 +349,7 @@ async def pane_wait_for_output(call: Call, p: WaitForOutputParams) -> Result:
     """Hold the request until a line of the pane's output matches, woken by new output."""
     mux = call.server.mux
     pane = mux.pane(p.pane_id)
-    matches = line_matcher(p.match)
+    find_line = line_matcher(p.match)
     source: ReadSource = "recent_unwrapped" if p.source == "recent" else p.source
     deadline = None if p.timeout_ms is None else time.monotonic() + p.timeout_ms / 1000
 
@@ -337,7 +360,7 @@ async def pane_wait_for_output(call: Call, p: WaitForOutputParams) -> Result:
                 raise NotFound("pane", pane.id)
             changed = mux.output_signal(pane)
             read = read_result(pane, source, p.lines, "text")
-            line = first_match(read["text"], matches)
+            line = find_line(read["text"])
             if line is not None:
                 return {"type": "output_matched", "pane_id": pane.id, "revision": 0,
                         "matched_line": line, "read": read}
