@@ -119,6 +119,7 @@ class Terminal:
         self._closed = False
         self._kill_timer: asyncio.TimerHandle | None = None
         self._compact_timer: asyncio.TimerHandle | None = None
+        self._compact_due = 0.0
         self._reads: dict[tuple[str, int | None, str], tuple[int, int, int, str, bool]] = {}
 
     @classmethod
@@ -184,7 +185,10 @@ class Terminal:
         if self._backlog_size > BACKLOG_HIGH and self._reading:
             self._loop.remove_reader(self.fd)
             self._reading = False
-        self._schedule_drain()
+        if self._drain_scheduled:
+            return
+        # Fed at once (within the feed budget) unless a drain is already queued.
+        self._drain()
 
     def _schedule_drain(self) -> None:
         if not self._drain_scheduled:
@@ -229,16 +233,25 @@ class Terminal:
             self._reading = True
 
     def _schedule_compaction(self, delay: float) -> None:
-        """Ask a backend with ``compress()`` to compact once the pane has been quiet."""
-        if self._compact_timer is not None:
-            self._compact_timer.cancel()
-            self._compact_timer = None
-        if hasattr(self.emulator, "compress") and not self._closed:
-            self._compact_timer = self._loop.call_later(delay, self._compact_step)
+        """Ask a backend with ``compress()`` to compact once the pane has been quiet.
+
+        Output only moves the due time; the one pending timer checks it when it
+        fires, so a busy pane does not re-arm a timer for every read.
+        """
+        if self._closed or not hasattr(self.emulator, "compress"):
+            return
+        self._compact_due = self._loop.time() + delay
+        if self._compact_timer is None:
+            self._compact_timer = self._loop.call_at(self._compact_due, self._compact_step)
 
     def _compact_step(self) -> None:
         self._compact_timer = None
-        if self._closed or self._backlog:
+        if self._closed:
+            return
+        if self._backlog or self._loop.time() < self._compact_due:
+            self._compact_timer = self._loop.call_at(
+                max(self._compact_due, self._loop.time() + COMPACT_STEP_GAP_S),
+                self._compact_step)
             return
         # One bounded step at a time, so a large scrollback never stalls the loop.
         if self.emulator.compress():  # type: ignore[attr-defined]
