@@ -35,6 +35,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         settings.columns, settings.rows = parse_size(args.size)
     if args.emulator:
         settings.emulator = args.emulator
+    if args.event_loop:
+        settings.event_loop = args.event_loop
     if args.shell:
         settings.shell = args.shell
     settings.plugins_dirs.extend(Path(p) for p in args.plugins_dir or [])
@@ -115,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_common(p)
     p.add_argument("--size", help="virtual area COLSxROWS (default 120x40)")
     p.add_argument("--emulator", choices=["auto", "pyte", "ghostty"])
+    p.add_argument("--event-loop", choices=["auto", "asyncio", "uvloop"],
+                   help="asyncio event loop (default auto: uvloop when it imports)")
     p.add_argument("--shell", help="program for new panes (default $SHELL)")
     p.add_argument("--plugins-dir", action="append", help="extra plugin directory")
     p.add_argument("--manifests-dir", action="append", help="extra manifests directory")

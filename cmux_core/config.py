@@ -72,6 +72,7 @@ class Settings:
     columns: int = 120
     rows: int = 40
     emulator: str = "auto"
+    event_loop: str = "auto"
     scrollback_lines: int = 10_000
     shell: str = field(default_factory=default_shell)
     plugins_dirs: list[Path] = field(default_factory=list)
@@ -90,6 +91,8 @@ class Settings:
         server = data.get("server", {})
         if isinstance(server.get("emulator"), str):
             settings.emulator = server["emulator"]
+        if isinstance(server.get("event_loop"), str):
+            settings.event_loop = server["event_loop"]
         if isinstance(server.get("scrollback_lines"), int):
             settings.scrollback_lines = server["scrollback_lines"]
         if isinstance(server.get("shell"), str):

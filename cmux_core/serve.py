@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from .config import Settings
@@ -36,8 +37,34 @@ async def _run(settings: Settings, socket_path: Path, session: str | None,
     return 0
 
 
+LoopFactory = Callable[[], asyncio.AbstractEventLoop]
+
+
+def loop_factory(choice: str) -> LoopFactory | None:
+    """The event loop to serve on: uvloop's for ``uvloop``, and for ``auto`` when it
+    imports; ``None`` (asyncio's own) for ``asyncio``. ValueError for anything else."""
+    if choice not in ("auto", "asyncio", "uvloop"):
+        raise ValueError(f"event_loop must be auto, asyncio or uvloop, not {choice!r}")
+    if choice == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError as exc:
+        if choice == "uvloop":
+            raise ValueError(f"event_loop uvloop cannot be loaded: {exc}") from exc
+        return None
+    factory: LoopFactory = uvloop.new_event_loop
+    return factory
+
+
 def serve(settings: Settings, socket_path: Path, *, session: str | None = None,
           announce: bool = True) -> int:
     """Serve in the foreground; returns the process exit code."""
     logging.basicConfig(level=logging.INFO, format="cmux %(levelname)s %(name)s: %(message)s")
-    return asyncio.run(_run(settings, socket_path, session, announce))
+    try:
+        factory = loop_factory(settings.event_loop)
+    except ValueError as exc:
+        print(f"cmux: {exc}", file=sys.stderr)
+        return 1
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(_run(settings, socket_path, session, announce))

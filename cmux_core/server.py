@@ -261,6 +261,7 @@ class Server:
         self.mux = Mux(settings, self.events, str(socket_path))
         self.methods = MethodTable()
         self.version = __version__
+        self.event_loop = "asyncio"
         self.stopping = asyncio.Event()
         self.started_at = time.time()
         self.loop_monitor = LoopMonitor()
@@ -295,6 +296,7 @@ class Server:
         Raises :class:`ServerAlreadyRunning` when a live server answers on the path.
         """
         loop = asyncio.get_running_loop()
+        self.event_loop = "uvloop" if type(loop).__module__.startswith("uvloop") else "asyncio"
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.stopping.set)
         path = self.socket_path

@@ -200,3 +200,23 @@ def test_server_stats(api: Api) -> None:
     assert stats["connections"] >= 1 and stats["rss_bytes"] > 0
     assert set(stats["loop_lag"]) == {"max_ms", "p99_ms", "recent_max_ms"}
     assert sum(stats["emulators"].values()) == 2
+    assert stats["event_loop"] == "uvloop"  # auto, and uvloop is a dependency
+
+
+def test_event_loop_choice(tmp_path: Path) -> None:
+    server = start_server(["--event-loop", "asyncio"])
+    try:
+        assert server.call("server.stats")["event_loop"] == "asyncio"
+        assert server.call("pane.read", {"pane_id": "w1:p1"})["read"]["source"] == "visible"
+    finally:
+        server.stop()
+    config = tmp_path / "config" / "cmux"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text('[server]\nevent_loop = "trio"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "cmux_core", "serve", "--socket", str(tmp_path / "s.sock")],
+        env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")},
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "event_loop must be auto, asyncio or uvloop, not 'trio'" in done.stderr
+    assert not (tmp_path / "s.sock").exists()

@@ -61,7 +61,8 @@ async def server_stats(call: Call, p: Empty) -> Result:
             "subscribers": server.events.subscriber_count(),
             "workspaces": sum(1 for _ in server.mux.workspaces()), "panes": len(panes),
             "closing_terminals": server.mux.closing_count(),
-            "emulators": backends, "rss_bytes": _rss_bytes(),
+            "emulators": backends, "event_loop": server.event_loop,
+            "rss_bytes": _rss_bytes(),
             "loop_lag": server.loop_monitor.summary(), "event_seq": server.events.seq}
 
 
