@@ -50,6 +50,89 @@ _OSC_MAX = 8192
 _OSC_END = re.compile(rb"[\x07\x18\x1a\x1b]")
 
 
+# -- emoji clusters ---------------------------------------------------------------------
+
+_GRAPHEME_MODE = 2027
+_CLUSTER_ON = b"\x1b[?2027h"
+_CLUSTER_OFF = b"\x1b[?2027l"
+_ZWJ = b"\xe2\x80\x8d"
+_RI = rb"\xf0\x9f\x87[\xa6-\xbf]"
+"""A regional indicator (U+1F1E6..U+1F1FF): two in a row make a flag."""
+_PRINTABLE = (rb"(?:[\x20-\x7e]|\xc2[\xa0-\xbf]|[\xc3-\xdf][\x80-\xbf]"
+              rb"|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3})")
+"""One printable character (no C0/C1 control, so never the start of a sequence)."""
+_JOINED = re.compile(rb"\xe2\x80\x8d(" + _PRINTABLE + rb")|" + _RI + rb"(" + _RI + rb")")
+_AFTER_ZWJ = re.compile(_PRINTABLE)
+_AFTER_RI = re.compile(_RI)
+
+
+def _incomplete_utf8(data: bytes) -> int:
+    """How many bytes at the end of ``data`` start a UTF-8 character not yet complete."""
+    for back in range(1, min(3, len(data)) + 1):
+        byte = data[-back]
+        if byte < 0x80:
+            return 0
+        if byte >= 0xC0:
+            need = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return back if back < need else 0
+    return 0
+
+
+class ClusterJoiner:
+    """Writes output so that emoji ZWJ sequences and flags take one cell like tmux.
+
+    Without help libghostty gives every emoji of a ZWJ sequence (a family, a
+    profession) its own two cells and a flag four, where tmux joins each into one
+    2-cell cell. Only the character after a zero-width joiner, and the second of
+    two regional indicators, is printed with libghostty's grapheme-cluster mode
+    (2027) switched on, so it joins the cell before it; everything else keeps the
+    per-codepoint widths tmux uses (VS16 and skin tones stay as they are). Nothing
+    is switched inside an escape sequence or while the program set 2027 itself.
+    A character split across writes is held until it is whole.
+    """
+
+    def __init__(self) -> None:
+        self._held = b""
+        self._join_next: re.Pattern[bytes] | None = None
+
+    def write(self, native: _NativeTerminal, data: bytes) -> None:
+        if self._held:
+            data, self._held = self._held + data, b""
+        cut = _incomplete_utf8(data)
+        if cut:
+            data, self._held = data[:-cut], data[-cut:]
+        if not data:
+            return
+        if self._join_next is not None:
+            first = self._join_next.match(data)
+            self._join_next = None
+            if first is not None:
+                self._join(native, data[:first.end()])
+                data = data[first.end():]
+        if _ZWJ not in data and b"\xf0\x9f\x87" not in data:
+            native.write(data)
+            return
+        done = 0
+        for found in _JOINED.finditer(data):
+            which = 1 if found.group(1) is not None else 2
+            native.write(data[done:found.start(which)])
+            self._join(native, found.group(which))
+            done = found.end(which)
+        rest = data[done:]
+        native.write(rest)
+        if rest.endswith(_ZWJ):
+            self._join_next = _AFTER_ZWJ
+        elif _AFTER_RI.fullmatch(rest[-4:]):
+            self._join_next = _AFTER_RI
+
+    @staticmethod
+    def _join(native: _NativeTerminal, char: bytes) -> None:
+        if native.may_switch_clusters():
+            native.write(_CLUSTER_ON + char + _CLUSTER_OFF)
+        else:
+            native.write(char)
+
+
 # -- OSC capture ------------------------------------------------------------------------
 
 
@@ -191,6 +274,11 @@ class _NativeTerminal:
         self._mode_values: Any = ffi.new(
             "void*[]", [ffi.addressof(c) for c in self._mode_configs]
             + [self._kitty_flags, self._screen, self._ground])
+        self._cluster_mode: Any = ffi.new("GhosttyTerminalModeConfig*")
+        self._cluster_mode.mode = _GRAPHEME_MODE
+        self._cluster_keys: Any = ffi.new("GhosttyTerminalData[]", [
+            lib.GHOSTTY_TERMINAL_DATA_VT_GROUND, data_mode])
+        self._cluster_values: Any = ffi.new("void*[]", [self._ground, self._cluster_mode])
         self._row: Any = ffi.new("GhosttyRow*")
         self._flag: Any = ffi.new("bool*")
         self._compression: Any = ffi.new("GhosttyTerminalCompressionResult*")
@@ -256,6 +344,12 @@ class _NativeTerminal:
         modes.kitty_flags = int(self._kitty_flags[0])
         modes.alt_screen = bool(self._screen[0] == lib.GHOSTTY_TERMINAL_SCREEN_ALTERNATE)
         return bool(self._ground[0])
+
+    def may_switch_clusters(self) -> bool:
+        """Whether the parser is at ground and the program left mode 2027 off."""
+        _check(lib.ghostty_terminal_get_multi(self._handle, 2, self._cluster_keys,
+                                              self._cluster_values, self._size), "modes")
+        return bool(self._ground[0]) and not self._cluster_mode.value
 
     def _locate(self, x: int, y: int) -> Any:
         """A grid reference to cell ``(x, y)`` in screen coordinates, reused by the next call."""
@@ -342,6 +436,7 @@ class GhosttyEmulator:
         self.cwd: str | None = None
         self.progress: str | None = None
         self._native = _NativeTerminal(columns, lines)
+        self._joiner = ClusterJoiner()
         self._osc = OscCapture()
         self._scrollback_lines = scrollback_lines
         self._budget = 0
@@ -360,7 +455,7 @@ class GhosttyEmulator:
         """
         if not data:
             return
-        self._native.write(data)
+        self._joiner.write(self._native, data)
         osc = self._osc
         osc.feed(data)
         self.title, self.cwd, self.progress = osc.title, osc.cwd, osc.progress

@@ -491,7 +491,8 @@ class _Screen(pyte.Screen):
             return
         if not data.isascii():
             widths = list(map(wcwidth, data))
-            if min(widths) != 1 or max(widths) != 1:
+            # The mixed path also joins a character to a cluster left open before it.
+            if min(widths) != 1 or max(widths) != 1 or self._joins_previous(data[0]):
                 self._draw_mixed(data, widths)
                 return
         cursor = self.cursor

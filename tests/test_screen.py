@@ -192,6 +192,22 @@ def test_plain_reads_match_the_rows(name: str, pieces: list[str], limit: int) ->
     assert em.visible_text() == plain_texts(em.visible_rows(), unwrap=False)
 
 
+@pytest.mark.parametrize("cluster", [
+    "\U0001f441\ufe0f\u200d\U0001f5e8\ufe0f",  # eye in speech bubble: narrow emoji joined
+    "\U0001f3f3\ufe0f\u200d\U0001f308",  # rainbow flag
+    "\U0001f468\u200d\U0001f469\u200d\U0001f467",  # family
+    "\U0001f1ef\U0001f1f5\U0001f1fa\U0001f1f8",  # two flags
+])
+def test_a_cluster_fed_byte_by_byte_lands_like_one_fed_whole(backend: str, cluster: str) -> None:
+    data = f"[{cluster}]|".encode()
+    whole = fed(emulator(backend, 20, 2), data)
+    bytewise = emulator(backend, 20, 2)
+    for i in range(len(data)):
+        bytewise.feed(data[i:i + 1])
+    assert visible(bytewise) == visible(whole)
+    assert bytewise.cursor() == whole.cursor()
+
+
 # -- alternate screen ------------------------------------------------------------------------
 
 

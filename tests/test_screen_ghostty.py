@@ -84,6 +84,55 @@ def test_warning_emoji_prompt_renders_in_full() -> None:
     assert texts(emulator.visible_rows())[:2] == [line, prompt]
 
 
+FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+TECHNOLOGIST = "\U0001f469\u200d\U0001f4bb"
+FLAG = "\U0001f1ef\U0001f1f5"
+CLUSTER_LINE = f"[{FAMILY}][{TECHNOLOGIST}][{FLAG}{FLAG}][\u26a0\ufe0f][\U0001f44d\U0001f3fd]|"
+CLUSTER_COLUMN = 23
+"""Where ``|`` lands in tmux 3.3a: 2 cells for each ZWJ cluster and flag, 1 for the
+warning sign (VS16 does not widen it), 4 for a thumb and its skin tone (two emoji)."""
+
+
+def bar_column(emulator: GhosttyEmulator) -> int:
+    """The cursor's column (zero-based), as the program would learn it from DSR 6."""
+    emulator.feed(b"\x1b[6n")
+    reply = emulator.take_replies().decode()
+    assert reply.startswith("\x1b[") and reply.endswith("R"), reply
+    return int(reply[2:-1].split(";")[1]) - 1
+
+
+def test_emoji_clusters_take_the_cells_tmux_gives_them() -> None:
+    emulator = screen(40, 3, CLUSTER_LINE.encode())
+    assert bar_column(emulator) == CLUSTER_COLUMN + 1
+    assert texts(emulator.visible_rows())[0] == CLUSTER_LINE
+
+
+def test_emoji_clusters_split_anywhere_give_the_same_cells() -> None:
+    data = CLUSTER_LINE.encode()
+    for size in (1, 2, 3, 5, 7):
+        emulator = screen(40, 3)
+        for start in range(0, len(data), size):
+            emulator.feed(data[start:start + size])
+        assert texts(emulator.visible_rows())[0] == CLUSTER_LINE, size
+        assert bar_column(emulator) == CLUSTER_COLUMN + 1, size
+
+
+def test_cluster_joining_leaves_sequences_and_the_programs_mode_alone() -> None:
+    # A ZWJ inside an OSC title is part of the title, not a cluster to join.
+    emulator = screen(40, 3, f"\x1b]0;{FAMILY} title\x07ok".encode())
+    assert emulator.title == f"{FAMILY} title"
+    assert texts(emulator.visible_rows())[0] == "ok"
+    # The program's own mode 2027 is reported as it left it ...
+    emulator.feed(f"{FAMILY}\x1b[?2027$p".encode())
+    assert emulator.take_replies() == b"\x1b[?2027;2$y"
+    # ... and when it switches 2027 on, VS16 widens as the program asked.
+    emulator = screen(40, 3, "\x1b[?2027h\u26a0\ufe0f|".encode())
+    assert bar_column(emulator) == 3
+    assert emulator.take_replies() == b""
+    emulator.feed(b"\x1b[?2027$p")
+    assert emulator.take_replies() == b"\x1b[?2027;1$y"
+
+
 def test_history_rows_cover_scrollback_then_screen() -> None:
     emulator = screen(20, 3, b"".join(b"line %d\r\n" % i for i in range(10)))
     rows, total = emulator.history_rows(5)
