@@ -15,6 +15,7 @@ import base64
 import binascii
 import importlib
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, cast
 from urllib.parse import unquote, urlsplit
@@ -294,6 +295,23 @@ def read_text(
 def plain_texts(rows: list[Row], *, unwrap: bool) -> list[str]:
     """Each row's text without trailing spaces; with ``unwrap``, one per soft-wrapped run."""
     return [row.text.rstrip(" ") for row in (_unwrap(rows) if unwrap else rows)]
+
+
+def join_wrapped(texts: list[str], wrapped: Collection[int]) -> list[str]:
+    """``texts`` without trailing spaces, each row whose index is in ``wrapped`` joined
+    with the row after it (a soft-wrapped row keeps its spaces up to the join)."""
+    if not wrapped:
+        return [text.rstrip(" ") for text in texts]
+    out: list[str] = []
+    run: list[str] = []
+    for i, text in enumerate(texts):
+        run.append(text)
+        if i not in wrapped:
+            out.append("".join(run).rstrip(" "))
+            run = []
+    if run:
+        out.append("".join(run).rstrip(" "))
+    return out
 
 
 def _drop_blank_tail(texts: list[str]) -> list[str]:

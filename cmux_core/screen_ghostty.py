@@ -27,7 +27,7 @@ from pyghostty._ffi import union_fn
 from pyghostty.core import init_sized
 
 from .errors import InternalError
-from .screen import OscState, Row, TerminalModes, TerminalSignal
+from .screen import OscState, Row, TerminalModes, TerminalSignal, join_wrapped
 
 CELL_WIDTH_PX = 8
 CELL_HEIGHT_PX = 16
@@ -556,20 +556,8 @@ class GhosttyEmulator:
             return [text.rstrip(" ") for text in plain]
         # Only rows at least half the width long can be soft-wrapped (as in _rows).
         floor, wrapped = self.columns // 2, self._native.wrapped
-        joined = {i for i, text in enumerate(plain)
-                  if len(text) >= floor and wrapped(first + i)}
-        if not joined:
-            return [text.rstrip(" ") for text in plain]
-        out: list[str] = []
-        run: list[str] = []
-        for i, text in enumerate(plain):
-            run.append(text)
-            if i not in joined:
-                out.append("".join(run).rstrip(" "))
-                run = []
-        if run:
-            out.append("".join(run).rstrip(" "))
-        return out
+        return join_wrapped(plain, {i for i, text in enumerate(plain)
+                                    if len(text) >= floor and wrapped(first + i)})
 
     def _fit_budget(self) -> None:
         """Size the scrollback byte budget for the current width, keeping what was learnt."""

@@ -21,7 +21,7 @@ import pyte
 from pyte import charsets, modes
 from pyte.screens import Char, Margins, Savepoint, StaticDefaultDict, wcwidth
 
-from .screen import OscState, Row, TerminalModes, TerminalSignal, plain_texts
+from .screen import OscState, Row, TerminalModes, TerminalSignal, join_wrapped
 from .screen_parser import Parser, Pen
 
 # --------------------------------------------------------------------------------------------
@@ -117,6 +117,15 @@ def _render(line: StaticDefaultDict[int, Char] | None, columns: int) -> Row:
     if cells[last - 1].fg != _DEFAULT_STYLE:
         parts.append(_RESET)
     return Row(text, "".join(parts), wrapped)
+
+
+def _plain(line: StaticDefaultDict[int, Char] | None, columns: int) -> tuple[str, bool]:
+    """One screen line's text (full width when soft-wrapped) and its wrap flag."""
+    if not line:
+        return "", bool(line is not None and getattr(line, "wrapped", False))
+    wrapped: bool = getattr(line, "wrapped", False)
+    end = columns if wrapped else min(max(line) + 1, columns)
+    return "".join([line[x].data for x in range(end)]), wrapped
 
 
 @dataclass(slots=True)
@@ -838,11 +847,31 @@ class PyteEmulator:
         return rows, total
 
     def history_text(self, limit: int, *, unwrap: bool) -> tuple[list[str], int]:
-        rows, total = self.history_rows(limit, styled=False)
-        return plain_texts(rows, unwrap=unwrap), total
+        screen = self._screen
+        history: deque[Row] = deque() if screen.alternate else screen.history
+        total = len(history) + screen.lines
+        limit = max(0, min(limit, total))
+        from_screen = min(limit, screen.lines)
+        texts: list[str] = []
+        wrapped: set[int] = set()
+        if limit > from_screen:
+            older = list(islice(reversed(history), limit - from_screen))
+            older.reverse()
+            texts = [row.text for row in older]
+            if unwrap:
+                wrapped = {i for i, row in enumerate(older) if row.wrapped}
+        get, columns = screen.buffer.get, screen.columns
+        for y in range(screen.lines - from_screen, screen.lines):
+            text, wraps = _plain(get(y), columns)
+            if wraps and unwrap:
+                wrapped.add(len(texts))
+            texts.append(text)
+        return join_wrapped(texts, wrapped), total
 
     def visible_text(self) -> list[str]:
-        return plain_texts(self.visible_rows(styled=False), unwrap=False)
+        screen = self._screen
+        get, columns = screen.buffer.get, screen.columns
+        return [_plain(get(y), columns)[0].rstrip(" ") for y in range(screen.lines)]
 
     def cursor(self) -> tuple[int, int]:
         cursor = self._screen.cursor
