@@ -59,6 +59,7 @@ zeros are allowed except in short refs, which must be written exactly as minted
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import time
@@ -82,6 +83,7 @@ _TERMINAL_ID = re.compile(r"term_[0-9a-f]+")
 _terminal_counter = itertools.count(1)
 
 
+@functools.lru_cache(maxsize=4096)
 def encode_number(n: int) -> str:
     """Write ``n`` (≥ 1) in the one-based 32-symbol alphabet; ``ValueError`` below 1."""
     if n < 1:
