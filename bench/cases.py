@@ -3,7 +3,8 @@
 The halves take an already started side so the smoke test can run the cmux
 halves alone with tiny sizes; the case functions at the bottom start a fresh
 server for each half, one after the other, so the two never share the CPU
-(ingest alternates runs between two idle servers instead).
+(ingest and round trip alternate turns between two servers instead, one idle while
+the other works).
 """
 
 from __future__ import annotations
@@ -111,19 +112,18 @@ def token(prefix: str, i: int) -> str:
     return f"{prefix}{i:06d}z"
 
 
-def round_trip_cmux(side: CmuxSide, count: int, poll: bool = False) -> list[float]:
-    """Seconds per send→visible round trip through ``cat`` (echo off).
+def round_trip_cmux(side: CmuxSide, pane: str, tokens: range,
+                    poll: bool = False) -> list[float]:
+    """Seconds per send→visible round trip through ``cat`` (echo off) in ``pane``.
 
     By default ``pane.send_text`` and ``pane.wait_for_output`` go out in one write
     on the persistent connection and the clock stops at the wait's reply; with
     ``poll`` the client instead calls ``pane.read`` back to back until the line shows.
     """
-    pane = side.new_pane(CAT_ARGV)
-    side.wait_for(pane, "ready-cat")
     read = {"pane_id": pane, "source": "visible"}
     times = []
-    for i in range(count):
-        tok = token("rt", i)
+    for i in tokens:
+        tok = token("rp" if poll else "rt", i)
         start = time.perf_counter()
         if poll:
             side.send_text(pane, tok + "\n")
@@ -137,30 +137,32 @@ def round_trip_cmux(side: CmuxSide, count: int, poll: bool = False) -> list[floa
             side.conn.reply()
             side.conn.reply(15.0)
         times.append(time.perf_counter() - start)
-    side.close_pane(pane)
     return times
 
 
-def round_trip_tmux_control(tmux: Tmux, session: str, pane: str, count: int) -> list[float]:
+def cat_pane(side: CmuxSide) -> str:
+    """A new pane running ``cat`` with echo off, ready for round trips."""
+    pane = side.new_pane(CAT_ARGV)
+    side.wait_for(pane, "ready-cat")
+    return pane
+
+
+def round_trip_tmux_control(client: ControlClient, pane: str, tokens: range) -> list[float]:
     """The same through a ``tmux -C`` client: ``send-keys``, then wait for ``%output``."""
-    client = ControlClient(tmux, session)
     times = []
-    try:
-        for i in range(count):
-            tok = token("cc", i)
-            start = time.perf_counter()
-            client.send([f"send-keys -t {pane} {tok} Enter"])
-            client.wait_output(pane, tok.encode(), 10.0)
-            times.append(time.perf_counter() - start)
-    finally:
-        client.close()
+    for i in tokens:
+        tok = token("cc", i)
+        start = time.perf_counter()
+        client.send([f"send-keys -t {pane} {tok} Enter"])
+        client.wait_output(pane, tok.encode(), 10.0)
+        times.append(time.perf_counter() - start)
     return times
 
 
-def round_trip_tmux_poll(tmux: Tmux, pane: str, count: int) -> list[float]:
+def round_trip_tmux_poll(tmux: Tmux, pane: str, tokens: range) -> list[float]:
     """The same with one ``tmux send-keys`` process, then ``capture-pane`` polled back to back."""
     times = []
-    for i in range(count):
+    for i in tokens:
         tok = token("cp", i)
         start = time.perf_counter()
         tmux.run("send-keys", "-t", pane, tok, "Enter")
@@ -417,17 +419,31 @@ def case_ingest(ctx: Context) -> list[Row]:
     ]
 
 
+ROUND_TRIP_BATCH = 20
+"""Round trips per turn: cmux and tmux take turns so a change in machine speed hits both."""
+
+
 def case_roundtrip(ctx: Context) -> list[Row]:
     count = ctx.sizes.round_trips
-    with ctx.cmux() as side:
-        waited = round_trip_cmux(side, count)
-        read = round_trip_cmux(side, count, poll=True)
+    waited: list[float] = []
+    read: list[float] = []
+    control: list[float] = []
+    polled: list[float] = []
+    with ctx.cmux() as side, ctx.tmux() as tmux:
+        cmux_pane = cat_pane(side)
         ctx.backends.add(side.backend)
-    with ctx.tmux() as tmux:
-        pane = tmux.new_session("main", CAT_ARGV)
-        tmux.wait_visible(pane, "ready-cat", interval=0.01)
-        control = round_trip_tmux_control(tmux, "main", pane, count)
-        polled = round_trip_tmux_poll(tmux, pane, count)
+        tmux_pane = tmux.new_session("main", CAT_ARGV)
+        tmux.wait_visible(tmux_pane, "ready-cat", interval=0.01)
+        client = ControlClient(tmux, "main")
+        try:
+            for first in range(0, count, ROUND_TRIP_BATCH):
+                batch = range(first, min(count, first + ROUND_TRIP_BATCH))
+                waited += round_trip_cmux(side, cmux_pane, batch)
+                control += round_trip_tmux_control(client, tmux_pane, batch)
+                read += round_trip_cmux(side, cmux_pane, batch, poll=True)
+                polled += round_trip_tmux_poll(tmux, tmux_pane, batch)
+        finally:
+            client.close()
     median = {name: ms(statistics.median(times)) for name, times in
               [("wait", waited), ("read", read), ("control", control), ("poll", polled)]}
     detail = {"count": count, **{f"{name}_p90_ms": ms(percentile(times, 90)) for name, times in
@@ -438,7 +454,8 @@ def case_roundtrip(ctx: Context) -> list[Row]:
             median["wait"], median["control"], "lower",
             f"median of {count}: a line to cat (echo off) until its output is seen; "
             "send_text + wait_for_output pipelined on one connection; tmux -C: send-keys, "
-            "then its %output", detail),
+            f"then its %output; cmux and tmux take turns, {ROUND_TRIP_BATCH} at a time",
+            detail),
         Row("roundtrip_read_control_ms", "round trip (pane.read polled) vs tmux -C, median (ms)",
             median["read"], median["control"], "lower",
             "send_text, then pane.read back to back until the line shows"),

@@ -29,8 +29,9 @@ def side() -> Iterator[CmuxSide]:
 
 def test_ingest_and_round_trips(side: CmuxSide) -> None:
     assert cases.ingest_cmux(side, 1000, timeout=30) > 0
-    assert len(cases.round_trip_cmux(side, 2)) == 2
-    assert len(cases.round_trip_cmux(side, 2, poll=True)) == 2
+    pane = cases.cat_pane(side)
+    assert len(cases.round_trip_cmux(side, pane, range(2))) == 2
+    assert len(cases.round_trip_cmux(side, pane, range(2, 4), poll=True)) == 2
     assert side.backend in ("ghostty", "pyte")
 
 
