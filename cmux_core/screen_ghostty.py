@@ -61,8 +61,14 @@ _RI = rb"\xf0\x9f\x87[\xa6-\xbf]"
 _PRINTABLE = (rb"(?:[\x20-\x7e]|\xc2[\xa0-\xbf]|[\xc3-\xdf][\x80-\xbf]"
               rb"|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3})")
 """One printable character (no C0/C1 control, so never the start of a sequence)."""
-_JOINED = re.compile(rb"\xe2\x80\x8d(" + _PRINTABLE + rb")|" + _RI + rb"(" + _RI + rb")")
-_AFTER_ZWJ = re.compile(_PRINTABLE)
+_SGRS = rb"(?:\x1b\[[0-9;:]*m)*"
+_JOINED = re.compile(rb"(?:\xe2\x80\x8d)+(" + _SGRS + rb")(" + _PRINTABLE + rb")|"
+                     + _RI + rb"(" + _RI + rb")")
+"""A joiner (repeats count once), the SGRs after it and the character it joins; or the
+second regional indicator of a pair."""
+_OPEN_JOINER = re.compile(rb"(?:\xe2\x80\x8d)+" + _SGRS + rb"(?:\x1b(?:\[[0-9;:]*)?)?\Z")
+"""Joiners at the end of the output, maybe with SGRs after them: held until what follows
+says whether they join anything."""
 _AFTER_RI = re.compile(_RI)
 
 
@@ -79,21 +85,23 @@ def _incomplete_utf8(data: bytes) -> int:
 
 
 class ClusterJoiner:
-    """Writes output so that emoji ZWJ sequences and flags take one cell like tmux.
+    """Writes output so that emoji ZWJ sequences and flags take the cells tmux gives them.
 
     Without help libghostty gives every emoji of a ZWJ sequence (a family, a
     profession) its own two cells and a flag four, where tmux joins each into one
-    2-cell cell. Only the character after a zero-width joiner, and the second of
-    two regional indicators, is printed with libghostty's grapheme-cluster mode
-    (2027) switched on, so it joins the cell before it; everything else keeps the
-    per-codepoint widths tmux uses (VS16 and skin tones stay as they are). Nothing
-    is switched inside an escape sequence or while the program set 2027 itself.
-    A character split across writes is held until it is whole.
+    2-cell cell. So a character after a zero-width joiner, and the second of two
+    regional indicators, is printed with libghostty's grapheme-cluster mode (2027)
+    switched on, which joins it to the cell before; everything else keeps the
+    per-codepoint widths tmux uses (VS16 and skin tones stay as they are). Like tmux,
+    a joiner waits for the next character (across SGRs) and is dropped when that is
+    ASCII, and joiners in a row count once. Nothing is switched inside an escape
+    sequence or while the program set 2027 itself. A character split across writes,
+    and a joiner at the end of a write, are held until what follows arrives.
     """
 
     def __init__(self) -> None:
         self._held = b""
-        self._join_next: re.Pattern[bytes] | None = None
+        self._ri_open = False
 
     def write(self, native: _NativeTerminal, data: bytes) -> None:
         if self._held:
@@ -103,27 +111,35 @@ class ClusterJoiner:
             data, self._held = data[:-cut], data[-cut:]
         if not data:
             return
-        if self._join_next is not None:
-            first = self._join_next.match(data)
-            self._join_next = None
+        if self._ri_open:
+            self._ri_open = False
+            first = _AFTER_RI.match(data)
             if first is not None:
                 self._join(native, data[:first.end()])
                 data = data[first.end():]
         if _ZWJ not in data and b"\xf0\x9f\x87" not in data:
             native.write(data)
             return
+        open_joiner = _OPEN_JOINER.search(data)
+        if open_joiner is not None:
+            data, self._held = data[:open_joiner.start()], data[open_joiner.start():] + self._held
         done = 0
         for found in _JOINED.finditer(data):
-            which = 1 if found.group(1) is not None else 2
-            native.write(data[done:found.start(which)])
-            self._join(native, found.group(which))
-            done = found.end(which)
+            if found.group(2) is None:  # the second regional indicator of a flag
+                native.write(data[done:found.start(3)])
+                self._join(native, found.group(3))
+                done = found.end(3)
+                continue
+            sgrs, char = found.group(1), found.group(2)
+            if len(char) == 1:  # ASCII: the joiner joins nothing and is dropped
+                native.write(data[done:found.start()] + sgrs + char)
+            else:
+                native.write(data[done:found.start()] + _ZWJ + sgrs)
+                self._join(native, char)
+            done = found.end()
         rest = data[done:]
         native.write(rest)
-        if rest.endswith(_ZWJ):
-            self._join_next = _AFTER_ZWJ
-        elif _AFTER_RI.fullmatch(rest[-4:]):
-            self._join_next = _AFTER_RI
+        self._ri_open = _AFTER_RI.fullmatch(rest[-4:]) is not None
 
     @staticmethod
     def _join(native: _NativeTerminal, char: bytes) -> None:

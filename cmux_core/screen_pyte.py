@@ -136,8 +136,18 @@ class _Stash:
     kitty: tuple[int, list[int]]
 
 
-def _is_regional_indicator(char: str) -> bool:
-    return "\U0001f1e6" <= char <= "\U0001f1ff"
+_FIRST_REGIONAL_INDICATOR = "\U0001f1e6"
+
+
+def _widths(data: str) -> list[int]:
+    """Cell widths of ``data``'s characters as tmux counts them: wcwidth's, except a
+    regional indicator takes one cell (a flag, two of them, takes two)."""
+    widths = list(map(wcwidth, data))
+    if max(data) >= _FIRST_REGIONAL_INDICATOR:
+        for i, char in enumerate(data):
+            if _FIRST_REGIONAL_INDICATOR <= char <= "\U0001f1ff":
+                widths[i] = 1
+    return widths
 
 
 class _Screen(pyte.Screen):
@@ -159,6 +169,9 @@ class _Screen(pyte.Screen):
         self.scrollback_lines = max(0, scrollback_lines)
         self.scrollback_bytes = max(0, scrollback_bytes)
         self.last_char = ""
+        self._joiner_at: tuple[int, int] | None = None
+        """Where the cursor stood when a ZWJ arrived: the next character joins the cell
+        before it, unless it is ASCII (the joiner is then dropped, as tmux does)."""
         self._stash: _Stash | None = None
         self._saved: list[Savepoint | None] = [None, None]
         self._kitty_stack: list[int] = []
@@ -496,14 +509,15 @@ class _Screen(pyte.Screen):
             return
         self.last_char = data[-1]
         if modes.IRM in self.mode:
-            self._draw_mixed(data, list(map(wcwidth, data)))
+            self._draw_mixed(data, _widths(data))
             return
         if not data.isascii():
-            widths = list(map(wcwidth, data))
-            # The mixed path also joins a character to a cluster left open before it.
-            if min(widths) != 1 or max(widths) != 1 or self._joins_previous(data[0]):
+            widths = _widths(data)
+            # The mixed path also joins a character to a ZWJ left pending before it.
+            if min(widths) != 1 or max(widths) != 1 or self._joiner_at is not None:
                 self._draw_mixed(data, widths)
                 return
+        self._joiner_at = None
         cursor = self.cursor
         x = cursor.x
         end = x + len(data)
@@ -565,12 +579,17 @@ class _Screen(pyte.Screen):
         insert = modes.IRM in self.mode
         buffer = self.buffer
         for char, width in zip(data, widths, strict=True):
+            if char == "\u200d":
+                self._joiner_at = (cursor.x, cursor.y)
+                continue
+            if self._joiner_at is not None:
+                joins = self._joiner_at == (cursor.x, cursor.y) and not char.isascii()
+                self._joiner_at = None
+                if joins and self._combine("\u200d" + char):
+                    continue
             if width <= 0:
                 if width == 0:
                     self._combine(char)
-                continue
-            if self._joins_previous(char):
-                self._combine(char)
                 continue
             width = min(width, columns)
             if cursor.x + width > columns:
@@ -595,18 +614,6 @@ class _Screen(pyte.Screen):
             cursor.x = x + width
         self.dirty.add(cursor.y)
 
-    def _joins_previous(self, char: str) -> bool:
-        """True when ``char`` continues the cluster before the cursor instead of starting a
-        cell: the emoji after a ZWJ, or the second regional indicator of a flag (one 2-cell
-        cluster each, as tmux and the layouts of agent TUIs count them)."""
-        previous = self._previous_cell()
-        if not previous:
-            return False
-        if previous.endswith("\u200d"):
-            return True
-        return (_is_regional_indicator(char) and len(previous) == 1
-                and _is_regional_indicator(previous))
-
     def _before_cursor(self) -> tuple[StaticDefaultDict[int, Char], int] | None:
         """The line and column of the cell before the cursor (back across a soft wrap, and to
         a wide character's first cell); None when the cursor starts a row not wrapped into."""
@@ -622,20 +629,20 @@ class _Screen(pyte.Screen):
             x -= 1
         return line, x
 
-    def _previous_cell(self) -> str:
-        place = self._before_cursor()
-        return "" if place is None else str(place[0][place[1]].data)
+    def _combine(self, char: str) -> bool:
+        """Append zero-width ``char`` to the cell before the cursor; false when there is none.
 
-    def _combine(self, char: str) -> None:
-        """Append a zero-width character to the cell before the cursor."""
+        A cell keeps at most ``_CELL_DATA_MAX`` characters; more are dropped.
+        """
         place = self._before_cursor()
         if place is None:
-            return
+            return False
         line, x = place
         cell = line[x]
         if len(cell.data) < _CELL_DATA_MAX:
             line[x] = cell._replace(data=cell.data + char)
             self.dirty.add(self.cursor.y)
+        return True
 
     def repeat_last(self, count: int) -> None:
         """REP: draw the last printed character again ``count`` times."""

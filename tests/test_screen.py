@@ -192,11 +192,49 @@ def test_plain_reads_match_the_rows(name: str, pieces: list[str], limit: int) ->
     assert em.visible_text() == plain_texts(em.visible_rows(), unwrap=False)
 
 
+MAN, WOMAN, GIRL, LAPTOP = "\U0001f468", "\U0001f469", "\U0001f467", "\U0001f4bb"
+ZWJ = "\u200d"
+# What tmux 3.3a shows for each cluster, and how many cells it takes.
+TMUX_CLUSTERS = [
+    (f"{MAN}{ZWJ}{WOMAN}{ZWJ}{GIRL}", f"{MAN}{ZWJ}{WOMAN}{ZWJ}{GIRL}", 2),
+    (f"{WOMAN}{ZWJ}{LAPTOP}", f"{WOMAN}{ZWJ}{LAPTOP}", 2),
+    ("\U0001f1ef\U0001f1f5", "\U0001f1ef\U0001f1f5", 2),
+    ("\u26a0\ufe0f", "\u26a0\ufe0f", 1),
+    ("\U0001f44d\U0001f3fd", "\U0001f44d\U0001f3fd", 4),
+    # Joiners in a row count once; SGRs between a joiner and its emoji do not separate them.
+    (f"{MAN}{ZWJ}{ZWJ}{WOMAN}", f"{MAN}{ZWJ}{WOMAN}", 2),
+    (f"{MAN}{ZWJ}{ESC}[31m{WOMAN}{ESC}[m", f"{MAN}{ZWJ}{WOMAN}", 2),
+    # A joiner followed by ASCII joins nothing and is not kept.
+    (f"a{ZWJ}b", "ab", 2),
+    (f"{MAN}{ZWJ}", MAN, 2),
+]
+
+
+@pytest.mark.parametrize(("sent", "shown", "cells"), TMUX_CLUSTERS)
+def test_clusters_take_the_cells_tmux_gives_them(backend: str, sent: str, shown: str,
+                                                 cells: int) -> None:
+    em = fed(emulator(backend, 20, 2), f"[{sent}]")
+    assert visible(em) == f"[{shown}]\n"
+    assert em.cursor() == (cells + 2, 0)
+
+
+def test_pyte_counts_regional_indicators_and_joins_like_tmux() -> None:
+    # A lone regional indicator is one cell and a flag two (libghostty gives a lone one two).
+    for sent, cells in [("\U0001f1fa", 1), ("\U0001f1fa\U0001f1f8\U0001f1ec", 3)]:
+        em = fed(emulator("pyte", 20, 2), f"[{sent}]")
+        assert visible(em) == f"[{sent}]\n" and em.cursor() == (cells + 2, 0)
+    # Whatever follows a joiner joins the cell before it, however wide it is.
+    for sent, cells in [("\u65e5\u200d\u672c", 2), ("\u2764\ufe0f\u200d\U0001f525", 1)]:
+        em = fed(emulator("pyte", 20, 2), f"[{sent}]")
+        assert visible(em) == f"[{sent}]\n" and em.cursor() == (cells + 2, 0)
+
+
 @pytest.mark.parametrize("cluster", [
     "\U0001f441\ufe0f\u200d\U0001f5e8\ufe0f",  # eye in speech bubble: narrow emoji joined
     "\U0001f3f3\ufe0f\u200d\U0001f308",  # rainbow flag
     "\U0001f468\u200d\U0001f469\u200d\U0001f467",  # family
     "\U0001f1ef\U0001f1f5\U0001f1fa\U0001f1f8",  # two flags
+    *(sent for sent, _, _ in TMUX_CLUSTERS),
 ])
 def test_a_cluster_fed_byte_by_byte_lands_like_one_fed_whole(backend: str, cluster: str) -> None:
     data = f"[{cluster}]|".encode()
