@@ -10,7 +10,9 @@ both to the protocol. OSC payloads the parser collects are interpreted by
 from __future__ import annotations
 
 import copy
+import functools
 import sys
+import unicodedata
 from collections import defaultdict, deque
 from dataclasses import dataclass, fields
 from itertools import groupby, islice
@@ -136,18 +138,34 @@ class _Stash:
     kitty: tuple[int, list[int]]
 
 
-_FIRST_REGIONAL_INDICATOR = "\U0001f1e6"
+_TMUX_WIDTHS = {
+    **{chr(c): 1 for c in range(0x1F1E6, 0x1F200)},  # regional indicators: a flag is two
+    **{chr(c): 1 for c in range(0x2630, 0x2638)},  # trigrams
+    **{chr(c): 1 for c in range(0x268A, 0x2690)},  # monograms and digrams
+    **{chr(c): 2 for c in range(0x3248, 0x3250)},  # circled numbers on black squares
+    "\u302e": 2, "\u302f": 2, "\u3164": 2,  # Hangul tone marks, Hangul filler
+    "\uffa0": 1,  # halfwidth Hangul filler
+}
+"""Where tmux 3.3a (the C library's tables) and the wcwidth package disagree, besides
+spacing combining marks (see :func:`_width`)."""
+
+
+@functools.lru_cache(maxsize=8192)
+def _width(char: str) -> int:
+    """The cells ``char`` takes as tmux counts them: a spacing combining mark (a
+    Devanagari vowel sign, say) takes one, where the wcwidth package gives none."""
+    width = _TMUX_WIDTHS.get(char)
+    if width is not None:
+        return width
+    width = wcwidth(char)
+    if width == 0 and unicodedata.category(char) == "Mc":
+        return 1
+    return int(width)
 
 
 def _widths(data: str) -> list[int]:
-    """Cell widths of ``data``'s characters as tmux counts them: wcwidth's, except a
-    regional indicator takes one cell (a flag, two of them, takes two)."""
-    widths = list(map(wcwidth, data))
-    if max(data) >= _FIRST_REGIONAL_INDICATOR:
-        for i, char in enumerate(data):
-            if _FIRST_REGIONAL_INDICATOR <= char <= "\U0001f1ff":
-                widths[i] = 1
-    return widths
+    """Cell widths of ``data``'s characters as tmux counts them."""
+    return list(map(_width, data))
 
 
 class _Screen(pyte.Screen):

@@ -229,6 +229,21 @@ def test_pyte_counts_regional_indicators_and_joins_like_tmux() -> None:
         assert visible(em) == f"[{sent}]\n" and em.cursor() == (cells + 2, 0)
 
 
+@pytest.mark.parametrize(("char", "cells"), [
+    ("\u2630", 1),  # trigram: wide in the wcwidth package, narrow in tmux
+    ("\u3248", 2),  # circled number on a black square
+    ("\u3164", 2),  # Hangul filler
+    ("\uffa0", 1),  # halfwidth Hangul filler
+    ("\u093e", 1),  # Devanagari vowel sign AA: a spacing combining mark
+    ("\u0301", 0),  # a non-spacing mark stays in the cell before
+    ("\u65e5", 2),
+])
+def test_pyte_widths_follow_tmux(char: str, cells: int) -> None:
+    em = fed(emulator("pyte", 20, 2), f"x{char}|")
+    assert visible(em) == f"x{char}|\n"
+    assert em.cursor() == (cells + 2, 0)
+
+
 @pytest.mark.parametrize("cluster", [
     "\U0001f441\ufe0f\u200d\U0001f5e8\ufe0f",  # eye in speech bubble: narrow emoji joined
     "\U0001f3f3\ufe0f\u200d\U0001f308",  # rainbow flag
