@@ -383,8 +383,33 @@ class _Screen(pyte.Screen):
     def scroll_up(self, count: int) -> None:
         """SU: scroll the region up without moving the cursor; nothing enters scrollback."""
         top, bottom = self.margins or Margins(0, self.lines - 1)
+        self._lift(top, bottom, count or 1)
+
+    def scroll_down(self, count: int) -> None:
+        """SD: scroll the region down without moving the cursor."""
+        top, bottom = self.margins or Margins(0, self.lines - 1)
+        self._lower(top, bottom, count or 1)
+
+    def delete_lines(self, count: int | None = None) -> None:
+        """DL: remove lines from the cursor's down, pulling the rest of the region up.
+
+        Nothing happens outside the region; the cursor stays where it is, as in tmux
+        (pyte's own version kept lines whose replacement was never written to).
+        """
+        top, bottom = self.margins or Margins(0, self.lines - 1)
+        if top <= self.cursor.y <= bottom:
+            self._lift(self.cursor.y, bottom, count or 1)
+
+    def insert_lines(self, count: int | None = None) -> None:
+        """IL: insert blank lines at the cursor, pushing the rest of the region down."""
+        top, bottom = self.margins or Margins(0, self.lines - 1)
+        if top <= self.cursor.y <= bottom:
+            self._lower(self.cursor.y, bottom, count or 1)
+
+    def _lift(self, top: int, bottom: int, count: int) -> None:
+        """Move lines ``top..bottom`` up by ``count``; blank lines come in at the bottom."""
         buffer = self.buffer
-        count = min(count or 1, bottom - top + 1)
+        count = min(count, bottom - top + 1)
         for y in range(top, bottom + 1):
             line = buffer.pop(y + count, None) if y + count <= bottom else None
             if line is None:
@@ -393,11 +418,10 @@ class _Screen(pyte.Screen):
                 buffer[y] = line
         self.dirty.update(range(top, bottom + 1))
 
-    def scroll_down(self, count: int) -> None:
-        """SD: scroll the region down without moving the cursor."""
-        top, bottom = self.margins or Margins(0, self.lines - 1)
+    def _lower(self, top: int, bottom: int, count: int) -> None:
+        """Move lines ``top..bottom`` down by ``count``; blank lines come in at the top."""
         buffer = self.buffer
-        count = min(count or 1, bottom - top + 1)
+        count = min(count, bottom - top + 1)
         for y in range(bottom, top - 1, -1):
             line = buffer.pop(y - count, None) if y - count >= top else None
             if line is None:
@@ -405,6 +429,20 @@ class _Screen(pyte.Screen):
             else:
                 buffer[y] = line
         self.dirty.update(range(top, bottom + 1))
+
+    def cursor_up(self, count: int | None = None) -> None:
+        """CUU (and RI above the region): stop at the top margin only from inside the
+        region; pyte's own version pulled a cursor above the region down into it."""
+        margins = self.margins
+        top = margins.top if margins is not None and self.cursor.y >= margins.top else 0
+        self.cursor.y = max(top, self.cursor.y - (count or 1))
+
+    def cursor_down(self, count: int | None = None) -> None:
+        """CUD: stop at the bottom margin only from inside the region."""
+        margins = self.margins
+        bottom = (margins.bottom if margins is not None and self.cursor.y <= margins.bottom
+                  else self.lines - 1)
+        self.cursor.y = min(bottom, self.cursor.y + (count or 1))
 
     def linefeed(self) -> None:
         self.index()
@@ -502,11 +540,12 @@ class _Screen(pyte.Screen):
         self.g0_charset, self.g1_charset, self.charset = (
             saved.g0_charset, saved.g1_charset, saved.charset,
         )
-        for flag, on in ((modes.DECOM, saved.origin), (modes.DECAWM, saved.wrap)):
-            if on:
-                self.mode.add(flag)
-            else:
-                self.mode.discard(flag)
+        # Origin mode comes back; autowrap is a mode of its own, which DECRC leaves
+        # alone (as in tmux and xterm).
+        if saved.origin:
+            self.mode.add(modes.DECOM)
+        else:
+            self.mode.discard(modes.DECOM)
         self.cursor = copy.copy(saved.cursor)
         self.cursor.x = min(self.cursor.x, self.columns - 1)
         self.cursor.y = min(self.cursor.y, self.lines - 1)
@@ -552,6 +591,14 @@ class _Screen(pyte.Screen):
         line.update(zip(range(x, end), map(cells.__getitem__, data), strict=False))
         cursor.x = end
         self.dirty.add(cursor.y)
+        if end == self.columns:
+            self._hold_at_margin()
+
+    def _hold_at_margin(self) -> None:
+        """Without autowrap the cursor stays on the last column after printing there
+        (with it, it waits past the margin for the next character to wrap)."""
+        if modes.DECAWM not in self.mode:
+            self.cursor.x = min(self.cursor.x, self.columns - 1)
 
     def _draw_narrow(self, data: str) -> None:
         """Draw a run of single-width characters, one line segment at a time."""
@@ -580,6 +627,7 @@ class _Screen(pyte.Screen):
             cursor.x = x + take
             i += take
         self.dirty.add(cursor.y)
+        self._hold_at_margin()
 
     def _split_wide(self, line: StaticDefaultDict[int, Char], start: int, end: int) -> None:
         """Blank the halves of wide characters that cells ``start..end`` cut through."""
@@ -619,6 +667,8 @@ class _Screen(pyte.Screen):
                     cast(_Line, line).wrapped = True
                     cursor.x = 0
                     self.index()
+                elif width > 1:
+                    continue  # without autowrap a wide character that does not fit is dropped
                 else:
                     cursor.x = columns - width
             if insert:
@@ -631,6 +681,7 @@ class _Screen(pyte.Screen):
                 line[x + 1] = cells[""]
             cursor.x = x + width
         self.dirty.add(cursor.y)
+        self._hold_at_margin()
 
     def _before_cursor(self) -> tuple[StaticDefaultDict[int, Char], int] | None:
         """The line and column of the cell before the cursor (back across a soft wrap, and to

@@ -261,6 +261,38 @@ def test_a_cluster_fed_byte_by_byte_lands_like_one_fed_whole(backend: str, clust
     assert bytewise.cursor() == whole.cursor()
 
 
+# Each sequence below, followed by "|", on a 20x8 screen, and what tmux 3.3a shows
+# (trailing blank rows left out). pyte's own Screen got the first six wrong.
+TMUX_EDITS = [
+    ("dl-below-unwritten", "\x1b[4;1Habc\x1b[4;1H\x1b[M", ["", "", "", "|"]),
+    ("il-above-unwritten", "\x1b[5;1Habc\x1b[4;1H\x1b[L", ["", "", "", "|", "", "abc"]),
+    ("ri-above-region", "\x1b[4;8r\x1bMx", ["x|"]),
+    ("cuu-above-region", "\x1b[4;8r\x1b[2;3H\x1b[5Ax", ["  x|"]),
+    ("decrc-keeps-autowrap", "\x1b7\x1b[?7l\x1b8\x1b[1;19Habcd", [" " * 18 + "a|"]),
+    ("no-autowrap-el", "\x1b[?7l\x1b[1;18Habcde\x1b[K", [" " * 17 + "ab|"]),
+    ("no-autowrap-wide", "\x1b[?7l\x1b[1;18Hab\u4e2d\u6587x", [" " * 17 + "ab|"]),
+    ("cud-below-region", "\x1b[2;4r\x1b[6;3H\x1b[5Bx", ["", "", "", "", "", "", "", "  x|"]),
+    # libghostty put the cursor in the first column after IL and DL, and did nothing
+    # for a count of 0 in DCH, DL and SU.
+    ("il-keeps-column", "\x1b[2;1Hxy\x1b[2;5H\x1b[Lz", ["", "    z|", "xy"]),
+    ("dl-keeps-column", "\x1b[2;1Hxy\r\nqq\x1b[2;5H\x1b[Mz", ["", "qq  z|"]),
+    ("zero-dch", "abcd\x1b[2G\x1b[0P", ["a|d"]),
+    ("zero-dl", "ab\r\ncd\x1b[A\x1b[0M", ["cd|"]),
+    ("zero-su", "\r\nab\x1b[0S", ["ab", "  |"]),
+]
+
+
+@pytest.mark.parametrize(("name", "sent", "shown"), TMUX_EDITS, ids=[c[0] for c in TMUX_EDITS])
+def test_edits_and_margins_like_tmux(backend: str, name: str, sent: str, shown: list[str]) -> None:
+    data = f"{sent}|".encode()
+    whole = fed(emulator(backend, 20, 8), data)
+    assert visible(whole) == "".join(f"{row}\n" for row in shown)
+    bytewise = emulator(backend, 20, 8)
+    for i in range(len(data)):
+        bytewise.feed(data[i:i + 1])
+    assert visible(bytewise) == visible(whole)
+
+
 # -- alternate screen ------------------------------------------------------------------------
 
 
