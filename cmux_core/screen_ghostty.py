@@ -84,19 +84,34 @@ def _incomplete_utf8(data: bytes) -> int:
     return 0
 
 
-class ClusterJoiner:
-    """Writes output so that emoji ZWJ sequences and flags take the cells tmux gives them.
+_ZERO_COUNT = re.compile(rb"\x1b\[0+([LMPSTZ])")
+"""DL, IL, DCH, SU, SD and CBT with an explicit count of 0, which libghostty takes as
+"do nothing" and tmux (like xterm) as 1."""
+_OPEN_CSI = re.compile(rb"\x1b(?:\[0*)?\Z")
+_LINE_EDIT = re.compile(rb"\x1b\[[0-9]*[LM]")
+"""IL and DL, after which libghostty (like xterm) puts the cursor in the first column
+and tmux leaves it where it was."""
 
-    Without help libghostty gives every emoji of a ZWJ sequence (a family, a
-    profession) its own two cells and a flag four, where tmux joins each into one
-    2-cell cell. So a character after a zero-width joiner, and the second of two
-    regional indicators, is printed with libghostty's grapheme-cluster mode (2027)
-    switched on, which joins it to the cell before; everything else keeps the
-    per-codepoint widths tmux uses (VS16 and skin tones stay as they are). Like tmux,
-    a joiner waits for the next character (across SGRs) and is dropped when that is
-    ASCII, and joiners in a row count once. Nothing is switched inside an escape
-    sequence or while the program set 2027 itself. A character split across writes,
-    and a joiner at the end of a write, are held until what follows arrives.
+
+class OutputFilter:
+    """Adjusts output before libghostty reads it, so the screen comes out as tmux's does.
+
+    A zero count in the sequences of :data:`_ZERO_COUNT` becomes 1, and the cursor
+    goes back to its column after IL and DL.
+
+    Emoji ZWJ sequences and flags take the cells tmux gives them. Without help
+    libghostty gives every emoji of a ZWJ sequence (a family, a profession) its own
+    two cells and a flag four, where tmux joins each into one 2-cell cell. So a
+    character after a zero-width joiner, and the second of two regional indicators,
+    is printed with libghostty's grapheme-cluster mode (2027) switched on, which joins
+    it to the cell before; everything else keeps the per-codepoint widths tmux uses
+    (VS16 and skin tones stay as they are). Like tmux, a joiner waits for the next
+    character (across SGRs) and is dropped when that is ASCII, and joiners in a row
+    count once. Nothing is switched inside an escape sequence or while the program set
+    2027 itself.
+
+    A character or the start of a sequence split across writes, and a joiner at the
+    end of a write, are held until what follows arrives.
     """
 
     def __init__(self) -> None:
@@ -107,10 +122,15 @@ class ClusterJoiner:
         if self._held:
             data, self._held = self._held + data, b""
         cut = _incomplete_utf8(data)
+        if not cut and b"\x1b" in data[-3:]:
+            tail = _OPEN_CSI.search(data, len(data) - 3)
+            cut = len(data) - tail.start() if tail is not None else 0
         if cut:
             data, self._held = data[:-cut], data[-cut:]
         if not data:
             return
+        if b"\x1b[0" in data:
+            data = _ZERO_COUNT.sub(b"\x1b[1\\1", data)
         if self._ri_open:
             self._ri_open = False
             first = _AFTER_RI.match(data)
@@ -118,7 +138,7 @@ class ClusterJoiner:
                 self._join(native, data[:first.end()])
                 data = data[first.end():]
         if _ZWJ not in data and b"\xf0\x9f\x87" not in data:
-            native.write(data)
+            self._emit(native, data)
             return
         open_joiner = _OPEN_JOINER.search(data)
         if open_joiner is not None:
@@ -126,20 +146,30 @@ class ClusterJoiner:
         done = 0
         for found in _JOINED.finditer(data):
             if found.group(2) is None:  # the second regional indicator of a flag
-                native.write(data[done:found.start(3)])
+                self._emit(native, data[done:found.start(3)])
                 self._join(native, found.group(3))
                 done = found.end(3)
                 continue
             sgrs, char = found.group(1), found.group(2)
             if len(char) == 1:  # ASCII: the joiner joins nothing and is dropped
-                native.write(data[done:found.start()] + sgrs + char)
+                self._emit(native, data[done:found.start()] + sgrs + char)
             else:
-                native.write(data[done:found.start()] + _ZWJ + sgrs)
+                self._emit(native, data[done:found.start()] + _ZWJ + sgrs)
                 self._join(native, char)
             done = found.end()
         rest = data[done:]
-        native.write(rest)
+        self._emit(native, rest)
         self._ri_open = _AFTER_RI.fullmatch(rest[-4:]) is not None
+
+    @staticmethod
+    def _emit(native: _NativeTerminal, data: bytes) -> None:
+        done = 0
+        for found in _LINE_EDIT.finditer(data):
+            native.write(data[done:found.start()])
+            column = native.cursor()[0]
+            native.write(found.group() + b"\x1b[%dG" % (column + 1))
+            done = found.end()
+        native.write(data[done:] if done else data)
 
     @staticmethod
     def _join(native: _NativeTerminal, char: bytes) -> None:
@@ -452,7 +482,7 @@ class GhosttyEmulator:
         self.cwd: str | None = None
         self.progress: str | None = None
         self._native = _NativeTerminal(columns, lines)
-        self._joiner = ClusterJoiner()
+        self._filter = OutputFilter()
         self._osc = OscCapture()
         self._scrollback_lines = scrollback_lines
         self._budget = 0
@@ -471,7 +501,7 @@ class GhosttyEmulator:
         """
         if not data:
             return
-        self._joiner.write(self._native, data)
+        self._filter.write(self._native, data)
         osc = self._osc
         osc.feed(data)
         self.title, self.cwd, self.progress = osc.title, osc.cwd, osc.progress
