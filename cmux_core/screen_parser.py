@@ -441,16 +441,8 @@ class Parser:
                 if number in (modes.IRM, modes.LNM):
                     state = 1 if number in screen.mode else 2
                 screen.replies.append(f"\x1b[{number};{state}$y")
-        elif intermediates == "!" and final == "p":
-            # DECSTR soft reset: modes and pen, not the screen content.
-            screen.mode.discard(modes.IRM)
-            screen.mode.discard(modes.DECOM)
-            screen.mode.add(modes.DECAWM)
-            screen.cursor.hidden = False
-            screen.margins = None
-            screen.apply_sgr("0")
-            screen.modes.app_cursor = False
-            screen.modes.app_keypad = False
+        # DECSTR (CSI ! p) is left alone, as tmux and libghostty leave it: the region,
+        # insert, origin and autowrap modes and the input modes all stay as they were.
 
 
 def _cursor_position(screen: _Screen, args: list[int]) -> None:

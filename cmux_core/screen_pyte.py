@@ -437,6 +437,20 @@ class _Screen(pyte.Screen):
         top = margins.top if margins is not None and self.cursor.y >= margins.top else 0
         self.cursor.y = max(top, self.cursor.y - (count or 1))
 
+    def alignment_display(self) -> None:
+        """DECALN: fill the screen with ``E``, drop the scroll region, cursor home."""
+        super().alignment_display()
+        self.margins = None
+        self.cursor.x = self.cursor.y = 0
+
+    def cursor_to_line(self, line: int | None = None) -> None:
+        """VPA: in origin mode lines count from the top margin, or from the top of the
+        screen when no region is set (pyte's own version failed an assertion then)."""
+        self.cursor.y = (line or 1) - 1
+        if modes.DECOM in self.mode and self.margins is not None:
+            self.cursor.y += self.margins.top
+        self.ensure_vbounds()
+
     def cursor_down(self, count: int | None = None) -> None:
         """CUD: stop at the bottom margin only from inside the region."""
         margins = self.margins

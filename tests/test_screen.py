@@ -262,7 +262,8 @@ def test_a_cluster_fed_byte_by_byte_lands_like_one_fed_whole(backend: str, clust
 
 
 # Each sequence below, followed by "|", on a 20x8 screen, and what tmux 3.3a shows
-# (trailing blank rows left out). pyte's own Screen got the first six wrong.
+# (trailing blank rows left out). pyte's own Screen got most of these wrong, and failed an
+# assertion on VPA in origin mode without a region.
 TMUX_EDITS = [
     ("dl-below-unwritten", "\x1b[4;1Habc\x1b[4;1H\x1b[M", ["", "", "", "|"]),
     ("il-above-unwritten", "\x1b[5;1Habc\x1b[4;1H\x1b[L", ["", "", "", "|", "", "abc"]),
@@ -272,6 +273,10 @@ TMUX_EDITS = [
     ("no-autowrap-el", "\x1b[?7l\x1b[1;18Habcde\x1b[K", [" " * 17 + "ab|"]),
     ("no-autowrap-wide", "\x1b[?7l\x1b[1;18Hab\u4e2d\u6587x", [" " * 17 + "ab|"]),
     ("cud-below-region", "\x1b[2;4r\x1b[6;3H\x1b[5Bx", ["", "", "", "", "", "", "", "  x|"]),
+    ("decaln-homes-and-drops-region", "\x1b[2;3r\x1b[3;5H\x1b#8x\x1b[3;1H\n\n\n\n\n\n",
+     ["E" * 20] * 7 + ["|"]),
+    ("decstr-leaves-modes", "\x1b[4h\x1b[?7l\x1b[!pab\x1b[Hx\x1b[1;19Hcde\x1b[4l", ["xab" + " " * 15 + "c|"]),
+    ("vpa-origin-without-region", "\x1b[?6h\x1b[3dx\x1b[?6l", ["|", "", "x"]),
     # libghostty put the cursor in the first column after IL and DL, and did nothing
     # for a count of 0 in DCH, DL and SU.
     ("il-keeps-column", "\x1b[2;1Hxy\x1b[2;5H\x1b[Lz", ["", "    z|", "xy"]),
