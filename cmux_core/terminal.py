@@ -120,6 +120,7 @@ class Terminal:
         self._kill_timer: asyncio.TimerHandle | None = None
         self._compact_timer: asyncio.TimerHandle | None = None
         self._compact_due = 0.0
+        self._feed_failed = False
         self._reads: dict[tuple[str, int | None, str], tuple[int, int, int, str, bool]] = {}
 
     @classmethod
@@ -207,7 +208,14 @@ class Terminal:
                 self._backlog.appendleft(chunk[FEED_SLICE:])
                 chunk = chunk[:FEED_SLICE]
             self._backlog_size -= len(chunk)
-            self.emulator.feed(chunk)
+            try:
+                self.emulator.feed(chunk)
+            except Exception:
+                # A fault in an emulator loses this slice of its screen, never the pane.
+                if not self._feed_failed:
+                    self._feed_failed = True
+                    log.exception("the %s emulator of %s failed on its output",
+                                  self.emulator.backend, self.id)
             fed = True
             if time.monotonic() >= deadline:
                 break
