@@ -87,7 +87,8 @@ def _incomplete_utf8(data: bytes) -> int:
 _ZERO_COUNT = re.compile(rb"\x1b\[0+([LMPSTZ])")
 """DL, IL, DCH, SU, SD and CBT with an explicit count of 0, which libghostty takes as
 "do nothing" and tmux (like xterm) as 1."""
-_OPEN_CSI = re.compile(rb"\x1b(?:\[0*)?\Z")
+_OPEN_CSI = re.compile(rb"\x1b(?:\[[0-9]*)?")
+"""The start of a sequence the filter may rewrite, held while it is incomplete."""
 _LINE_EDIT = re.compile(rb"\x1b\[[0-9]*[LM]")
 """IL and DL, after which libghostty (like xterm) puts the cursor in the first column
 and tmux leaves it where it was."""
@@ -118,13 +119,19 @@ class OutputFilter:
         self._held = b""
         self._ri_open = False
 
+    @property
+    def holding(self) -> bool:
+        """Whether bytes wait for the next write (so libghostty has not seen them yet)."""
+        return bool(self._held)
+
     def write(self, native: _NativeTerminal, data: bytes) -> None:
         if self._held:
             data, self._held = self._held + data, b""
         cut = _incomplete_utf8(data)
-        if not cut and b"\x1b" in data[-3:]:
-            tail = _OPEN_CSI.search(data, len(data) - 3)
-            cut = len(data) - tail.start() if tail is not None else 0
+        if not cut:
+            escape = data.rfind(b"\x1b", max(0, len(data) - 8))
+            if escape >= 0 and _OPEN_CSI.fullmatch(data, escape):
+                cut = len(data) - escape
         if cut:
             data, self._held = data[:-cut], data[-cut:]
         if not data:
@@ -506,7 +513,9 @@ class GhosttyEmulator:
         osc.feed(data)
         self.title, self.cwd, self.progress = osc.title, osc.cwd, osc.progress
         if self._mid_sequence or b"\x1b" in data:
-            self._mid_sequence = not self._native.read_modes(self.modes)
+            at_ground = self._native.read_modes(self.modes)
+            # A sequence start held back by the filter is finished by a later write.
+            self._mid_sequence = not at_ground or self._filter.holding
         if not self.modes.alt_screen:
             self._keep_scrollback_depth(data)
 

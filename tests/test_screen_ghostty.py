@@ -364,10 +364,17 @@ FRAGMENTS = [
     b"\x1b[?2004h",
     b"\x1b[>1u",
     b"\x1b[2;3H",
+    # What the output filter rewrites or holds: zero counts, IL/DL, joiners and flags.
+    b"\x1b[0P",
+    b"\x1b[12;3H\x1b[2M",
+    b"ab\x1b[3L",
+    "\U0001f468\u200d\U0001f469".encode(),
+    "a\u200d\x1b[31mb\x1b[m".encode(),
+    "\U0001f1ef\U0001f1f5".encode(),
 ]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     parts=st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=25),
     cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=12),
@@ -384,4 +391,5 @@ def test_any_split_of_the_stream_gives_the_same_result(parts: list[bytes],
     assert split.take_signals() == whole.take_signals()
     assert split.take_replies() == whole.take_replies()
     assert split.modes == whole.modes
+    assert split.cursor() == whole.cursor()
     assert (split.title, split.cwd, split.progress) == (whole.title, whole.cwd, whole.progress)
