@@ -643,6 +643,45 @@ class _Screen(pyte.Screen):
         self.dirty.add(cursor.y)
         self._hold_at_margin()
 
+    def insert_characters(self, count: int | None = None) -> None:
+        """ICH: shift the rest of the row right; what passes the margin is gone.
+
+        pyte's own version kept a cell past the margin, which DCH then pulled back.
+        Nothing happens with the cursor waiting past the margin (as in tmux).
+        """
+        start, columns = self.cursor.x, self.columns
+        if start >= columns:
+            return
+        count = min(count or 1, columns - start)
+        line = self.buffer[self.cursor.y]
+        self._split_wide(line, start, start)
+        for x in range(columns - 1, start - 1, -1):
+            source = x - count
+            if source >= start and source in line:
+                line[x] = line[source]
+            else:
+                line.pop(x, None)
+        last = line.get(columns - 1)
+        if last is not None and last.data and _width(last.data[0]) == 2:
+            line[columns - 1] = last._replace(data=" ")  # its second half was pushed off
+        self.dirty.add(self.cursor.y)
+
+    def delete_characters(self, count: int | None = None) -> None:
+        """DCH: pull the rest of the row left; blanks come in at the margin."""
+        start, columns = self.cursor.x, self.columns
+        if start >= columns:
+            return
+        count = min(count or 1, columns - start)
+        line = self.buffer[self.cursor.y]
+        self._split_wide(line, start, start + count)
+        for x in range(start, columns):
+            source = x + count
+            if source < columns and source in line:
+                line[x] = line[source]
+            else:
+                line.pop(x, None)
+        self.dirty.add(self.cursor.y)
+
     def _split_wide(self, line: StaticDefaultDict[int, Char], start: int, end: int) -> None:
         """Blank the halves of wide characters that cells ``start..end`` cut through."""
         if start and line.get(start) is not None and line[start].data == "":
