@@ -275,7 +275,8 @@ TMUX_EDITS = [
     ("cud-below-region", "\x1b[2;4r\x1b[6;3H\x1b[5Bx", ["", "", "", "", "", "", "", "  x|"]),
     ("decaln-homes-and-drops-region", "\x1b[2;3r\x1b[3;5H\x1b#8x\x1b[3;1H\n\n\n\n\n\n",
      ["E" * 20] * 7 + ["|"]),
-    ("decstr-leaves-modes", "\x1b[4h\x1b[?7l\x1b[!pab\x1b[Hx\x1b[1;19Hcde\x1b[4l", ["xab" + " " * 15 + "c|"]),
+    ("decstr-leaves-modes", "\x1b[4h\x1b[?7l\x1b[!pab\x1b[Hx\x1b[1;19Hcde\x1b[4l",
+     ["xab" + " " * 15 + "c|"]),
     ("ich-then-dch", "\x1b#8\x1b[2@\x1b[4P", ["|" + "E" * 15] + ["E" * 20] * 7),
     ("vpa-origin-without-region", "\x1b[?6h\x1b[3dx\x1b[?6l", ["|", "", "x"]),
     # libghostty put the cursor in the first column after IL and DL, and did nothing
