@@ -18,7 +18,7 @@ from pyte import charsets, modes
 
 if TYPE_CHECKING:
     # The screen imports this module to build its parser: a type-only import breaks the cycle.
-    from .screen_pyte import _Screen
+    from .screen_pyte_screen import _Screen
 
 # --------------------------------------------------------------------------------------------
 # SGR parameters
