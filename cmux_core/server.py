@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from . import __version__
 from .agents import declarations_from
-from .config import Settings
+from .config import Settings, runtime_dir
 from .dispatch import Call, MethodTable
 from .errors import CmuxError, InternalError, RequestTooLarge
 from .events import EventHub, Subscriber
@@ -291,7 +291,8 @@ class Server:
     # -- lifecycle --------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Bind the socket (0700 dir, 0600 socket) and create the default workspace.
+        """Bind the socket (0600, in a 0700 directory when cmux creates or owns it) and
+        create the default workspace.
 
         Raises :class:`ServerAlreadyRunning` when a live server answers on the path.
         """
@@ -300,9 +301,14 @@ class Server:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.stopping.set)
         path = self.socket_path
+        # Only a directory cmux owns is made private: one it creates here, or its own
+        # runtime directory. A directory named with --socket (/tmp, say) keeps its mode;
+        # the socket itself is 0600 and peers of another uid are refused.
+        created = not path.parent.exists()
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with contextlib.suppress(PermissionError):
-            os.chmod(path.parent, 0o700)
+        if created or path.parent in (runtime_dir(), runtime_dir() / "sessions"):
+            with contextlib.suppress(PermissionError):
+                os.chmod(path.parent, 0o700)
         if path.exists() or path.is_symlink():
             if await _socket_is_live(path):
                 raise ServerAlreadyRunning(f"a cmux server is already running on {path}")

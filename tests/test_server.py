@@ -32,6 +32,29 @@ def test_socket_and_directory_permissions(cmux_server: ServerProcess) -> None:
         server.stop()
 
 
+def test_a_directory_named_with_socket_keeps_its_mode(tmp_path: Path) -> None:
+    # /tmp or another shared directory must never be made private by a server started in it.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    server = start_server(["--socket", str(shared / "x.sock")])
+    try:
+        assert stat.S_IMODE(os.stat(shared).st_mode) == 0o1777
+        assert stat.S_IMODE(os.stat(shared / "x.sock").st_mode) == 0o600
+    finally:
+        server.stop()
+    # cmux's own runtime directory is made private even when it already exists.
+    runtime = tmp_path / "run"
+    (runtime / "cmux").mkdir(parents=True)
+    os.chmod(runtime / "cmux", 0o755)
+    server = start_server(["--socket", str(runtime / "cmux" / "cmux.sock")],
+                          env={"XDG_RUNTIME_DIR": str(runtime)})
+    try:
+        assert stat.S_IMODE(os.stat(runtime / "cmux").st_mode) == 0o700
+    finally:
+        server.stop()
+
+
 def test_refuses_to_start_when_a_live_server_answers(cmux_server: ServerProcess) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "cmux_core", "serve", "--socket", str(cmux_server.socket_path),
