@@ -435,10 +435,13 @@ def case_roundtrip(ctx: Context) -> list[Row]:
         tmux_pane = tmux.new_session("main", CAT_ARGV)
         tmux.wait_visible(tmux_pane, "ready-cat", interval=0.01)
         client = ControlClient(tmux, "main")
+        server_cpu = 0.0
         try:
             for first in range(0, count, ROUND_TRIP_BATCH):
                 batch = range(first, min(count, first + ROUND_TRIP_BATCH))
+                before = cpu_seconds(side.pid)
                 waited += round_trip_cmux(side, cmux_pane, batch)
+                server_cpu += cpu_seconds(side.pid) - before
                 control += round_trip_tmux_control(client, tmux_pane, batch)
                 read += round_trip_cmux(side, cmux_pane, batch, poll=True)
                 polled += round_trip_tmux_poll(tmux, tmux_pane, batch)
@@ -448,7 +451,9 @@ def case_roundtrip(ctx: Context) -> list[Row]:
               [("wait", waited), ("read", read), ("control", control), ("poll", polled)]}
     detail = {"count": count, **{f"{name}_p90_ms": ms(percentile(times, 90)) for name, times in
                                  [("wait", waited), ("read", read), ("control", control),
-                                  ("poll", polled)]}}
+                                  ("poll", polled)]},
+              # In clock ticks (10 ms), so only a rough figure over a few hundred round trips.
+              "server_cpu_us_per_wait_round_trip": round(server_cpu / count * 1e6)}
     return [
         Row("roundtrip_wait_control_ms", "round trip (wait_for_output) vs tmux -C, median (ms)",
             median["wait"], median["control"], "lower",
