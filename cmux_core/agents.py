@@ -70,7 +70,8 @@ from .errors import CmuxError
 
 if TYPE_CHECKING:
     from .events import EventHub
-    from .mux import Mux, Pane, Tab, Workspace
+    from .mux import Mux
+    from .tree import Pane, Tab, Workspace
 
 __all__ = [
     "ATTENTION", "LAUNCH_SETTLE_S", "LAUNCH_TIMEOUT_S", "MAX_SEQUENCED_TOKEN_SOURCES",

@@ -24,7 +24,8 @@ from typing import Any, Literal
 
 from . import ids, layout
 from .errors import CmuxError
-from .mux import Mux, Pane, Tab, Window, Workspace
+from .mux import Mux
+from .tree import Pane, Tab, Window, Workspace
 
 Result = dict[str, Any]
 ZoomMode = Literal["toggle", "on", "off"]

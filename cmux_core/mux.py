@@ -1,6 +1,7 @@
 """The object model: windows → workspaces → tabs → split trees of panes → surfaces.
 
-:class:`Mux` is the root and the only thing that changes the model; it spawns
+The objects themselves are in :mod:`cmux_core.tree`. :class:`Mux` is the root and the
+only thing that changes the model; it spawns
 and closes terminals, keeps focus, sizes every PTY to its pane's rectangle and
 publishes an event for every change. Handlers in ``cmux_core.methods`` resolve
 ids through it and shape results from its ``*_info`` builders.
@@ -15,9 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -28,6 +27,7 @@ from .errors import CmuxError, NotFound
 from .events import EventHub
 from .screen import TerminalSignal, strip_title
 from .terminal import Terminal
+from .tree import Pane, Surface, Tab, Window, Workspace, auto_label
 
 log = logging.getLogger(__name__)
 
@@ -38,101 +38,6 @@ INHERITED_ENV_DROP = frozenset({"CODEX_THREAD_ID", "HERDR_AGENT", "HERDR_PANE_ID
 T = TypeVar("T")
 _PANE_ID_MEMO = 1024
 """At most this many remembered pane ids (see :meth:`Mux.find_pane`)."""
-
-
-@dataclass(eq=False)
-class Surface:
-    """A terminal inside a pane (the cmux API's unit of input and output)."""
-
-    uuid: str
-    ref: str
-    terminal: Terminal
-    pane: Pane
-    command: list[str] | None
-    launch_cwd: str
-    created_at: float = field(default_factory=time.time)
-
-
-@dataclass(eq=False)
-class Pane:
-    key: str
-    number: int
-    ref: str
-    tab: Tab
-    surfaces: list[Surface] = field(default_factory=list)
-    selected: Surface | None = None
-    label: str | None = None
-    title_revision: int = 0
-    last_title_stripped: str | None = None
-    cwd: str | None = None
-
-    @property
-    def id(self) -> str:
-        return ids.pane_id(self.tab.workspace.id, self.number)
-
-    @property
-    def surface(self) -> Surface:
-        assert self.selected is not None
-        return self.selected
-
-    @property
-    def terminal(self) -> Terminal:
-        return self.surface.terminal
-
-
-@dataclass(eq=False)
-class Tab:
-    uuid: str
-    number: int
-    workspace: Workspace
-    tree: layout.Node
-    focused: str
-    previous_focus: str | None = None
-    zoomed: bool = False
-    label: str | None = None
-
-    @property
-    def id(self) -> str:
-        return ids.tab_id(self.workspace.id, self.number)
-
-
-@dataclass(eq=False)
-class Workspace:
-    id: str
-    uuid: str
-    ref: str
-    window: Window
-    cwd: str
-    env: dict[str, str]
-    label: str | None = None
-    tabs: list[Tab] = field(default_factory=list)
-    active_tab: Tab | None = None
-    next_tab_number: int = 1
-    next_pane_number: int = 1
-    description: str = ""
-
-
-@dataclass(eq=False)
-class Window:
-    uuid: str
-    ref: str
-    workspaces: list[Workspace] = field(default_factory=list)
-    selected: Workspace | None = None
-    previous: Workspace | None = None
-
-
-def auto_label(cwd: str) -> str:
-    """Workspace name when none was given: git repo name, ``~``, or the cwd basename."""
-    path = Path(cwd)
-    home = Path.home()
-    for p in (path, *path.parents):
-        if (p / ".git").exists():
-            return p.name or "workspace"
-        if p == home:
-            break
-    if path == home:
-        return "~"
-    return path.name or "workspace"
 
 
 class Mux:

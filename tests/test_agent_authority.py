@@ -14,7 +14,8 @@ from typing import Any
 from cmux_core.agents import AgentTracker, ScreenReport, SourceDeclaration
 from cmux_core.config import Settings
 from cmux_core.events import EventHub
-from cmux_core.mux import Mux, Pane
+from cmux_core.mux import Mux
+from cmux_core.tree import Pane
 
 KNOWN = {"claude": "claude", "claude-code": "claude", "codex": "codex"}
 

@@ -42,8 +42,8 @@ from .identify import Identity, identify_group, process_groups
 from .registry import ManifestRegistry, ReloadReport
 
 if TYPE_CHECKING:
-    from ..mux import Pane
     from ..server import Server
+    from ..tree import Pane
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,9 @@ from ..dispatch import Call, MethodTable, Params, Result, validation_error
 from ..errors import CmuxError, InvalidParams, NotFound, WaitTimeout
 from ..events import Event, EventHub, Subscriber
 from ..keys import encode_key, encode_keys, parse_key
-from ..mux import Mux, Pane
+from ..mux import Mux
 from ..terminal import validate_env
+from ..tree import Pane
 from ..views import project_for
 from .pane import (
     LineFinder,

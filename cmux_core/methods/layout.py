@@ -15,7 +15,8 @@ from .. import arrange
 from ..dispatch import Call, MethodTable, Params, Result
 from ..errors import CmuxError
 from ..layout import DEFAULT_RATIO, DEFAULT_RESIZE_AMOUNT, Direction, PaneDirection
-from ..mux import Mux, Tab, Workspace
+from ..mux import Mux
+from ..tree import Tab, Workspace
 from .workspace import workspace_row
 
 methods = MethodTable()

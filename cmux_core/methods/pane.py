@@ -15,8 +15,9 @@ from pydantic import Field, field_validator
 from ..dispatch import Call, MethodTable, Params, Result
 from ..errors import CmuxError, InvalidParams, NotFound, WaitTimeout
 from ..keys import encode_keys
-from ..mux import Mux, Pane, Surface, spawn_error
+from ..mux import Mux, spawn_error
 from ..terminal import validate_env
+from ..tree import Pane, Surface
 from .workspace import command_argv, resolve_cwd, workspace_keys
 
 methods = MethodTable()

@@ -11,8 +11,9 @@ from typing import Any
 from ..dispatch import Call, MethodTable, Params, Result
 from ..errors import CmuxError, InvalidParams
 from ..keys import encode_keys
-from ..mux import Mux, Pane, Surface, Window, Workspace
+from ..mux import Mux
 from ..screen import read_text
+from ..tree import Pane, Surface, Window, Workspace
 from .pane import write
 from .workspace import workspace_keys
 

@@ -15,8 +15,9 @@ from pydantic import Field, field_validator
 
 from ..dispatch import Call, MethodTable, Params, Result
 from ..errors import CmuxError, InvalidParams
-from ..mux import Mux, Workspace, spawn_error
+from ..mux import Mux, spawn_error
 from ..terminal import validate_env
+from ..tree import Workspace
 
 methods = MethodTable()
 
