@@ -129,7 +129,7 @@ class Emulator(Protocol):
         """The plain text of :meth:`history_rows`, one string per row, and the total.
 
         Each string is trimmed of trailing spaces; with ``unwrap`` every
-        soft-wrapped run of rows is one string (see :func:`plain_texts`). The fast
+        soft-wrapped run of rows is one string (see :func:`join_wrapped`). The fast
         path for plain reads: no :class:`Row` per row.
         """
 
@@ -275,7 +275,7 @@ def read_text(
         lines = max(0, min(lines, READ_LINES_MAX))
     styled = fmt == "ansi" and source != "detection"
     if source in ("visible", "detection"):
-        texts = (_trim_blank_tail(emulator.visible_rows(styled=True), styled) if styled
+        texts = (_styled_texts(emulator.visible_rows(styled=True)) if styled
                  else _drop_blank_tail(emulator.visible_text()))
         if lines is None:
             return _join(texts), False
@@ -285,16 +285,11 @@ def read_text(
     unwrap = source == "recent_unwrapped"
     if styled:
         rows, total = emulator.history_rows(wanted, styled=True)
-        texts = _trim_blank_tail(_unwrap(rows) if unwrap else rows, styled)
+        texts = _styled_texts(_unwrap(rows) if unwrap else rows)
     else:
         plain, total = emulator.history_text(wanted, unwrap=unwrap)
         texts = _drop_blank_tail(plain)
     return _join(texts), total > wanted
-
-
-def plain_texts(rows: list[Row], *, unwrap: bool) -> list[str]:
-    """Each row's text without trailing spaces; with ``unwrap``, one per soft-wrapped run."""
-    return [row.text.rstrip(" ") for row in (_unwrap(rows) if unwrap else rows)]
 
 
 def join_wrapped(texts: list[str], wrapped: Collection[int]) -> list[str]:
@@ -339,15 +334,10 @@ def _unwrap(rows: list[Row]) -> list[Row]:
     return out
 
 
-def _trim_blank_tail(rows: list[Row], styled: bool) -> list[str]:
-    """Each row's text (or ANSI) without trailing spaces, trailing blank rows dropped."""
-    texts = [row.text.rstrip(" ") for row in rows]
-    end = len(texts)
-    while end and not texts[end - 1]:
-        end -= 1
-    if styled:
-        return [row.ansi.rstrip(" ") for row in rows[:end]]
-    return texts[:end]
+def _styled_texts(rows: list[Row]) -> list[str]:
+    """Each row's ANSI without trailing spaces, rows after the last with text dropped."""
+    end = len(_drop_blank_tail([row.text.rstrip(" ") for row in rows]))
+    return [row.ansi.rstrip(" ") for row in rows[:end]]
 
 
 def _join(texts: list[str]) -> str:

@@ -26,7 +26,6 @@ from cmux_core.screen import (
     Row,
     TerminalSignal,
     make_emulator,
-    plain_texts,
     read_text,
     strip_title,
 )
@@ -167,6 +166,21 @@ def test_recent_unwrapped_ansi_joins_styled_rows(backend: str) -> None:
     assert text.count("\n") == 1
     plain = read_text(em, "recent_unwrapped", None, "text")[0]
     assert plain == "green-text\n"
+
+
+def plain_texts(rows: list[Row], *, unwrap: bool) -> list[str]:
+    """The plain reads' reference: each row's text without trailing spaces, one per
+    soft-wrapped run with ``unwrap``."""
+    out: list[str] = []
+    run: list[str] = []
+    for row in rows:
+        run.append(row.text)
+        if not (unwrap and row.wrapped):
+            out.append("".join(run).rstrip(" "))
+            run = []
+    if run:
+        out.append("".join(run).rstrip(" "))
+    return out
 
 
 @settings(max_examples=60, deadline=None)
