@@ -6,9 +6,9 @@ The public surface: :class:`Client` and :class:`AsyncClient` to talk to a server
 
 from __future__ import annotations
 
-from .client import AsyncClient, Client
-from .errors import CmuxError
-from .hookspecs import hookimpl
+from cmux_core.client import AsyncClient, Client
+from cmux_core.errors import CmuxError
+from cmux_core.hookspecs import hookimpl
 
 __version__ = "0.1.0"
 

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-from .errors import CmuxError
+from cmux_core.errors import CmuxError
 
 DEFAULT_TIMEOUT = 30.0
 CLIENT_DEFAULT = -1.0
@@ -26,7 +26,7 @@ CLIENT_DEFAULT = -1.0
 
 
 def _default_socket() -> str:
-    from .config import socket_path
+    from cmux_core.config import socket_path
 
     return str(socket_path())
 

@@ -5,7 +5,7 @@ plugin directory) holding functions marked with :data:`hookimpl`, each named aft
 hook below. A hookimpl declares only the arguments it uses; hooks may gain arguments in
 later versions, never lose them.
 
-How the host calls hooks (``cmux_core.plugins.PluginHost``):
+How the host calls hooks (``cmux_core.plugin_host.host.PluginHost``):
 
 * Always with keyword arguments, one plugin at a time, each call in its own ``try``: a
   hookimpl that raises is logged with the plugin's id, recorded against that plugin and
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pluggy
 
 if TYPE_CHECKING:
-    from .dispatch import Call, Params
+    from cmux_core.api.dispatch import Call, Params
 
 PROJECT = "cmux"
 
@@ -185,7 +185,7 @@ def cmux_register_methods(register: RegisterMethod) -> None:
 
     ``register(name, handler, params=None, doc="")`` adds ``plugin.<plugin_id>.<name>``:
     ``name`` is one or more dot-separated lowercase words; the prefix means a plugin can never
-    shadow a core method. ``params`` is a :class:`cmux_core.dispatch.Params` subclass used to
+    shadow a core method. ``params`` is a :class:`cmux_core.api.dispatch.Params` subclass used to
     validate the request (``invalid_params`` names the bad field); without it the handler gets
     the raw params dict. ``handler(call, params)`` may be sync or async and returns the result
     dict (the host adds ``"type": "plugin_result"`` when it has none). Raising

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from .client import Client
+from cmux_core.client import Client
 
 T = TypeVar("T")
 

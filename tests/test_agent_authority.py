@@ -11,11 +11,11 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from cmux_core.agents import AgentTracker, ScreenReport, SourceDeclaration
+from cmux_core.agents.tracker import AgentTracker, ScreenReport, SourceDeclaration
 from cmux_core.config import Settings
 from cmux_core.events import EventHub
-from cmux_core.mux import Mux
-from cmux_core.tree import Pane
+from cmux_core.model.mux import Mux
+from cmux_core.model.tree import Pane
 
 KNOWN = {"claude": "claude", "claude-code": "claude", "codex": "codex"}
 
@@ -47,7 +47,7 @@ def test_session_source_keeps_only_the_session() -> None:
         t.set_detected(pane, "claude")
         t.publish_screen(pane, ScreenReport("working", visible_working=True,
                                             matched_rule="busy"))
-        from cmux_core.agents import SessionRef
+        from cmux_core.agents.tracker import SessionRef
         ref = SessionRef("plug:claude", "claude", "id", "s-1")
         assert t.report_agent(pane, source="plug:claude", agent="claude", state="idle",
                               session=ref)

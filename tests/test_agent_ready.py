@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from conftest import Api, eventually
 
-from cmux_core.agents import LAUNCH_SETTLE_S
-from cmux_core.detect.runtime import STARTUP_GRACE_S
+from cmux_core.agents.scheduler import STARTUP_GRACE_S
+from cmux_core.agents.tracker import LAUNCH_SETTLE_S
 from cmux_core.testing import ServerProcess, start_server
 
 AGENT_SCRIPT = textwrap.dedent("""\

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from conftest import Api
 
-from cmux_core.cli import add_common, build_parser
-from cmux_core.cli_layout import add_layout_commands
+from cmux_core.cli.layout import add_layout_commands
+from cmux_core.cli.main import add_common, build_parser
 from cmux_core.errors import CmuxError
 from cmux_core.testing import wait_for
 

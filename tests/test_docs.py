@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cmux_core.dispatch import MethodTable
-from cmux_core.methods import register_core_methods
+from cmux_core.api.dispatch import MethodTable
+from cmux_core.api.methods import register_core_methods
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 

@@ -5,7 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cmux_core.errors import InvalidKey
-from cmux_core.keys import (
+from cmux_core.terminal.emulator import TerminalModes
+from cmux_core.terminal.keys import (
     FunctionKey,
     KeyEvent,
     KeyModes,
@@ -14,7 +15,6 @@ from cmux_core.keys import (
     encode_keys,
     parse_key,
 )
-from cmux_core.screen import TerminalModes
 
 LEGACY = KeyModes()
 APP_CURSOR = KeyModes(app_cursor=True)

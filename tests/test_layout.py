@@ -1,4 +1,4 @@
-"""Split-tree geometry and mutations of cmux_core.layout."""
+"""Split-tree geometry and mutations of cmux_core.model.layout."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from cmux_core.errors import CmuxError, InternalError, InvalidEnv, NotFound
-from cmux_core.layout import (
+from cmux_core.model.layout import (
     BuildStep,
     Direction,
     InvalidLayout,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cmux_core.cli import add_common
-from cmux_core.cli_detect import (
+from cmux_core.cli.main import add_common
+from cmux_core.cli.manifests import (
     add_explain_command,
     add_manifest_commands,
     cases_for,
@@ -20,7 +20,7 @@ from cmux_core.cli_detect import (
 )
 from cmux_core.detect.engine import ScreenInput, classify
 from cmux_core.detect.manifest import Manifest, bundled_manifests_dir, load_manifest
-from cmux_core.screen import make_emulator, read_text
+from cmux_core.terminal.emulator import make_emulator, read_text
 
 BUNDLED = manifest_paths([bundled_manifests_dir()])
 REQUIRED = {"claude", "codex", "gemini", "opencode", "cursor", "copilot", "amp", "aider",

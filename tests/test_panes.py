@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import Api
 
-from cmux_core.methods.pane import OutputMatch, line_matcher
+from cmux_core.api.methods.pane import OutputMatch, line_matcher
 from cmux_core.testing import ServerProcess, wait_for
 
 PY = sys.executable

@@ -21,11 +21,11 @@ from typing import Any, TypeVar
 import pytest
 
 from cmux_core import hookspecs
+from cmux_core.api.dispatch import Call, MethodTable, Params
+from cmux_core.api.methods import plugin as plugin_methods
 from cmux_core.config import Settings
-from cmux_core.dispatch import Call, MethodTable, Params
 from cmux_core.errors import CmuxError
-from cmux_core.methods import plugin as plugin_methods
-from cmux_core.plugins import PluginHost
+from cmux_core.plugin_host.host import PluginHost
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "docs" / "examples" / "plugins"
@@ -440,9 +440,10 @@ def test_trace_logs_every_hook_call(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         await host.start()
         await host.stop()
 
-    with caplog.at_level(logging.INFO, logger="cmux_core.plugins.trace"):
+    trace = "cmux_core.plugin_host.host.trace"
+    with caplog.at_level(logging.INFO, logger=trace):
         run(main())
-    traced = [r.getMessage() for r in caplog.records if r.name == "cmux_core.plugins.trace"]
+    traced = [r.getMessage() for r in caplog.records if r.name == trace]
     assert "plugin needs_me: cmux_register_view_filters(register)" in traced
     assert any(re.match(r"plugin needs_me: cmux_register_view_filters ok in [\d.]+ ms", t)
                for t in traced)
@@ -714,7 +715,7 @@ def test_plugin_methods_validate_and_report_unknown_ids(tmp_path: Path) -> None:
 
 
 def test_link_a_scaffolded_distribution_and_unlink_it(tmp_path: Path) -> None:
-    from cmux_core.cli_plugin import scaffold
+    from cmux_core.cli.plugin import scaffold
 
     root = scaffold("cmux-hello", tmp_path / "src")
 

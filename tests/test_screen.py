@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pyte.screens import Char
 
 from cmux_core.errors import CmuxError, InvalidParams
-from cmux_core.screen import (
+from cmux_core.terminal.emulator import (
     Emulator,
     PyteEmulator,
     ReadFormat,
@@ -36,7 +36,7 @@ E = TypeVar("E", bound=Emulator)
 
 def _ghostty_available() -> bool:
     try:
-        importlib.import_module("cmux_core.screen_ghostty")
+        importlib.import_module("cmux_core.terminal.ghostty")
     except (ImportError, OSError):
         return False
     return True

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cmux_core.screen import Row, TerminalSignal
+from cmux_core.terminal.emulator import Row, TerminalSignal
 
 try:
-    from cmux_core.screen_ghostty import GhosttyEmulator, OscCapture
+    from cmux_core.terminal.ghostty import GhosttyEmulator, OscCapture
 except (ImportError, OSError) as exc:  # the native wheel exists for Linux x86_64/aarch64 only
     pytest.skip(f"pyghostty is not available: {exc}", allow_module_level=True)
 

@@ -14,8 +14,8 @@ from typing import Any
 import ptyprocess
 import pytest
 
-from cmux_core.cli import add_common
-from cmux_core.cli_sidebar import (
+from cmux_core.cli.main import add_common
+from cmux_core.cli.sidebar import (
     DEFAULT_COLUMNS,
     Board,
     add_sidebar_commands,
@@ -215,8 +215,8 @@ def test_one_shot_lists_through_views(cmux_server: ServerProcess,
 
 RUNNER = """
 import argparse, sys
-from cmux_core.cli import add_common
-from cmux_core.cli_sidebar import add_sidebar_commands
+from cmux_core.cli.main import add_common
+from cmux_core.cli.sidebar import add_sidebar_commands
 parser = argparse.ArgumentParser(prog="cmux")
 add_common(parser, top=True)
 add_sidebar_commands(parser.add_subparsers(dest="command"), add_common)

@@ -12,10 +12,7 @@ from conftest import Api
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cmux_core.errors import CmuxError
-from cmux_core.events import EventHub
-from cmux_core.testing import ServerProcess
-from cmux_core.views import (
+from cmux_core.agents.views import (
     MISSING,
     InvalidAgentView,
     PluginRef,
@@ -24,6 +21,9 @@ from cmux_core.views import (
     parse_view,
     project,
 )
+from cmux_core.errors import CmuxError
+from cmux_core.events import EventHub
+from cmux_core.testing import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 VIEWS_PLUGIN = ROOT / "plugins" / "cmux-views"

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from .manifest import AgentState, Gate, Manifest, Region, Rule
-from .regions import ScreenView, split_lines
+from cmux_core.detect.manifest import AgentState, Gate, Manifest, Region, Rule
+from cmux_core.detect.regions import ScreenView, split_lines
 
 FALLBACK_IDLE = "default_known_agent_idle_fallback"
 UNKNOWN_AGENT = "unknown_agent"

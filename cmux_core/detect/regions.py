@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from .manifest import Region
+from cmux_core.detect.manifest import Region
 
 PROMPT = "\u203a"  # the codex composer prompt
 BLOCK_MARKERS = ("•", "■", "✗", "✓")

@@ -32,19 +32,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..config import Settings, config_dir
-from ..plugin_loader import end_watch
-from .identify import normalize_label
-from .manifest import (
+from cmux_core.config import Settings, config_dir
+from cmux_core.detect.identify import normalize_label
+from cmux_core.detect.manifest import (
     Manifest,
     ManifestError,
     bundled_manifests_dir,
     manifest_from_data,
     parse_manifest,
 )
+from cmux_core.plugin_host.loader import end_watch
 
 if TYPE_CHECKING:
-    from ..plugins import ManifestContribution, PluginHost
+    from cmux_core.plugin_host.host import ManifestContribution, PluginHost
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ tables, keys below). Recording a session writes, relative to this directory:
 ``<name>.input``
     every byte the program wrote to its PTY, in order, unchanged;
 ``<name>.expected``
-    the ``visible`` read (``cmux_core.screen.read_text``) after replaying the
+    the ``visible`` read (``cmux_core.terminal.emulator.read_text``) after replaying the
     bytes into the backend named by ``expected_from`` (default ``pyte``), or
     tmux's ``capture-pane -p`` rendering when ``expected_from = "tmux"``;
 ``<name>.meta.toml``
@@ -73,7 +73,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from cmux_core.screen import Emulator, make_emulator, read_text  # noqa: E402
+from cmux_core.terminal.emulator import Emulator, make_emulator, read_text  # noqa: E402
 
 ROOT = Path("/tmp/cmux-capture")
 HOME = ROOT / "home"

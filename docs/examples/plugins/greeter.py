@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cmux_core.dispatch import Call, Params
+from cmux_core.api.dispatch import Call, Params
 from cmux_core.hookspecs import RegisterMethod, hookimpl
 
 

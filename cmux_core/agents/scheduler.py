@@ -1,0 +1,439 @@
+"""Detection scheduling: when each pane is identified and classified, and what is published.
+
+Nothing here polls a pane in a loop. Work is triggered by:
+
+* **output** — each batch a pane's terminal absorbed (``mux.output_listeners``):
+  a cheap ``tcgetpgrp`` check for a new foreground process group, and for a pane
+  with an agent one screen classification at most every :data:`SCREEN_DEBOUNCE_S`;
+* **foreground changes** — a new process group is probed (``/proc``) shortly
+  after it appears; in a pane with no agent, output opens an acquisition window
+  of a few probes (an agent may ``exec`` without changing group);
+* **one slow timer** for the whole server (:data:`SAFETY_INTERVAL_S`) that
+  notices panes nobody heard from, re-probes identified agents every
+  :data:`AGENT_REPROBE_S` and re-checks what output may have missed.
+
+Short per-pane timers exist only while something is pending: the working→idle
+hold, the end of the startup grace, the probes confirming an agent is gone.
+
+Publishing (into :class:`~cmux_core.agents.tracker.AgentTracker`) follows herdr's
+rules: a new agent is published ``idle`` (visible) at once and its screen is not
+classified for :data:`STARTUP_GRACE_S`; results are published when state or
+evidence changed; ``working`` → plain ``idle`` is held until confirmed; a
+``skip_state_update`` match discards the result; losing an agent takes
+:data:`LOSS_PROBES` probes in a row, unless the pane's own shell got the
+foreground back, which publishes the exit at once and clears the agent on the
+next probe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cmux_core.agents.tracker import ScreenReport
+from cmux_core.detect.engine import ScreenInput, classify, explain
+from cmux_core.detect.identify import Identity, identify_group, process_groups
+from cmux_core.detect.registry import ManifestRegistry, ReloadReport
+from cmux_core.errors import CmuxError
+
+if TYPE_CHECKING:
+    from cmux_core.api.server import Server
+    from cmux_core.model.tree import Pane
+
+log = logging.getLogger(__name__)
+
+SCREEN_DEBOUNCE_S = 0.075
+"""Output batches within this long of the first one are classified together."""
+PROBE_DELAY_S = 0.05
+"""Wait after a foreground change before reading ``/proc`` (the child may not have exec'd)."""
+SAFETY_INTERVAL_S = 2.0
+AGENT_REPROBE_S = 5.0
+STARTUP_GRACE_S = 3.0
+LOSS_PROBES = 6
+LOSS_PROBE_INTERVAL_S = 1.0
+EXIT_CLEAR_DELAY_S = 1.0
+HOLD_RECHECK_S = 0.1
+HOLD_CONFIRMATIONS = 3
+HOLD_MAX_S = 0.7
+BLOCKER_REPUBLISH_S = 0.8
+ACQUIRE_FAST_S, ACQUIRE_FAST_EVERY_S = 1.5, 0.5
+ACQUIRE_END_S, ACQUIRE_EVERY_S = 8.0, 2.0
+ACQUIRE_QUIET_S = 2.0
+GROUPS_CACHE_S = 0.5
+"""Probes this close together share one scan of ``/proc`` for process-group members."""
+
+
+@dataclass(eq=False)
+class Deferred:
+    """One pending call for a pane: a loop timer and when it is due (``inf`` when idle)."""
+
+    handle: asyncio.TimerHandle | None = None
+    due: float = math.inf
+
+    def cancel(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+        self.handle, self.due = None, math.inf
+
+
+@dataclass(eq=False)
+class PaneDetection:
+    """Detection state of one pane; timers are loop handles, cancelled when replaced."""
+
+    pane: Pane
+    pgid: int | None = None
+    agent: str | None = None
+    identity: Identity | None = None
+    probed_at: float = -math.inf
+    missing: int = 0
+    exited: bool = False
+    grace_until: float = 0.0
+    scanned_seq: int = -1
+    published: tuple[str, bool, bool, bool] | None = None
+    published_at: float = -math.inf
+    hold_since: float | None = None
+    hold_confirms: int = 0
+    osc_baseline: tuple[str, str] = ("", "")
+    osc_fresh: list[bool] = field(default_factory=lambda: [True, True])
+    acquire_since: float | None = None
+    last_output: float = -math.inf
+    next_screen: Deferred = field(default_factory=Deferred)
+    next_probe: Deferred = field(default_factory=Deferred)
+
+    def cancel(self) -> None:
+        self.next_screen.cancel()
+        self.next_probe.cancel()
+
+
+class DetectionRuntime:
+    """Runs agent detection for every pane of ``server``; all methods run on the loop."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.mux = server.mux
+        self.tracker = server.mux.agents
+        self.registry = ManifestRegistry(server.settings, getattr(server, "plugins", None))
+        self.panes: dict[str, PaneDetection] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._safety: asyncio.TimerHandle | None = None
+        self._running = False
+        self._groups: dict[int, list[int]] = {}
+        self._groups_at = -math.inf
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load the manifests, start watching them and begin detecting in every pane."""
+        self._loop = asyncio.get_running_loop()
+        await self.registry.start()
+        self.registry.add_listener(self._on_manifests)
+        self.tracker.canonical_agent = self.registry.canonical
+        self.mux.output_listeners.append(self._on_output)
+        self._running = True
+        self._safety_tick()
+
+    async def stop(self) -> None:
+        self._running = False
+        if self._on_output in self.mux.output_listeners:
+            self.mux.output_listeners.remove(self._on_output)
+        if self._safety is not None:
+            self._safety.cancel()
+            self._safety = None
+        for st in self.panes.values():
+            st.cancel()
+        self.panes.clear()
+        await self.registry.stop()
+
+    # -- triggers -------------------------------------------------------------------------
+
+    def _state(self, pane: Pane) -> PaneDetection:
+        st = self.panes.get(pane.key)
+        if st is None:
+            st = self.panes[pane.key] = PaneDetection(pane)
+        return st
+
+    def _alive(self, st: PaneDetection) -> bool:
+        return self._running and self.mux.panes.get(st.pane.key) is st.pane
+
+    def _on_output(self, pane: Pane) -> None:
+        if not self._running:
+            return
+        st = self._state(pane)
+        now = time.monotonic()
+        pgid = pane.terminal.foreground_pgid()
+        if pgid != st.pgid:
+            st.pgid = pgid
+            self._schedule_probe(st, PROBE_DELAY_S)
+        if st.agent is None:
+            self._acquire(st, now)
+        elif not st.exited:
+            self._schedule_screen(st, SCREEN_DEBOUNCE_S)
+        st.last_output = now
+
+    def _acquire(self, st: PaneDetection, now: float) -> None:
+        """Open an acquisition window on output in a pane with no agent (see module doc)."""
+        if st.acquire_since is not None and now - st.acquire_since < ACQUIRE_END_S:
+            return
+        if st.acquire_since is not None and now - st.last_output < ACQUIRE_QUIET_S:
+            return
+        st.acquire_since = now
+        self._schedule_probe(st, ACQUIRE_FAST_EVERY_S)
+
+    def _safety_tick(self) -> None:
+        """The one slow timer: catch what no output announced."""
+        assert self._loop is not None
+        self._safety = self._loop.call_later(SAFETY_INTERVAL_S, self._safety_tick)
+        now = time.monotonic()
+        for key in [k for k in self.panes if k not in self.mux.panes]:
+            self.panes.pop(key).cancel()
+        for pane in list(self.mux.panes.values()):
+            st = self._state(pane)
+            pgid = pane.terminal.foreground_pgid()
+            if pgid != st.pgid or st.probed_at == -math.inf:
+                st.pgid = pgid
+                self._schedule_probe(st, 0)
+            elif st.agent is not None and (now - st.probed_at >= AGENT_REPROBE_S
+                                           or (pane.terminal.exited and not st.exited)):
+                self._schedule_probe(st, 0)
+            if st.agent is not None and not st.exited and (
+                    pane.terminal.output_seq != st.scanned_seq
+                    or (st.published is not None and st.published[2])):
+                self._schedule_screen(st, 0)
+
+    def _schedule_probe(self, st: PaneDetection, delay: float) -> None:
+        self._schedule(st, st.next_probe, delay, self._probe)
+
+    def _schedule_screen(self, st: PaneDetection, delay: float) -> None:
+        self._schedule(st, st.next_screen, delay, self._screen)
+
+    def _schedule(self, st: PaneDetection, slot: Deferred, delay: float,
+                  fn: Callable[[PaneDetection], None]) -> None:
+        """Run ``fn(st)`` after ``delay`` unless ``slot`` is already due sooner."""
+        assert self._loop is not None
+        due = time.monotonic() + delay
+        if due >= slot.due:
+            return
+        slot.cancel()
+        slot.due = due
+        slot.handle = self._loop.call_later(delay, self._fire, st, slot, fn)
+
+    def _fire(self, st: PaneDetection, slot: Deferred,
+              fn: Callable[[PaneDetection], None]) -> None:
+        slot.handle, slot.due = None, math.inf
+        if not self._alive(st):
+            return
+        try:
+            fn(st)
+        except Exception:
+            log.exception("agent detection failed", extra={"cmux_pane": st.pane.id})
+
+    # -- identification -------------------------------------------------------------------
+
+    def _probe(self, st: PaneDetection, *, reset: bool = False) -> None:
+        pane = st.pane
+        term = pane.terminal
+        now = time.monotonic()
+        st.probed_at = now
+        pgid = None if term.exited else term.foreground_pgid()
+        st.pgid = pgid
+        identity = (identify_group(pgid, self.registry.lookup, members=self._members)
+                    if pgid is not None else None)
+        label = identity.label if identity is not None else None
+        if st.agent is None:
+            if label is not None:
+                self._adopt(st, identity)
+            elif st.acquire_since is not None:
+                since = now - st.acquire_since
+                if since < ACQUIRE_FAST_S:
+                    self._schedule_probe(st, ACQUIRE_FAST_EVERY_S)
+                elif since < ACQUIRE_END_S:
+                    self._schedule_probe(st, ACQUIRE_EVERY_S)
+            return
+        if st.exited:
+            if label is not None:
+                # The same agent right after an exit is a new process: start it afresh.
+                self._clear(st)
+                self._adopt(st, identity)
+            else:
+                self._clear(st)
+            return
+        if label == st.agent:
+            st.missing = 0
+            st.identity = identity
+            if self.tracker.record(pane).detected != label:
+                # The tracker declined it (a release suppresses re-acquisition briefly).
+                self.tracker.set_detected(pane, label)
+            return
+        if label is not None:
+            self._adopt(st, identity)
+        elif pgid is None or pgid == term.pid:
+            self._exit(st)
+        elif reset:
+            self._clear(st)
+        else:
+            st.missing += 1
+            if st.missing >= LOSS_PROBES:
+                self._clear(st)
+            else:
+                self._schedule_probe(st, LOSS_PROBE_INTERVAL_S)
+
+    def _members(self, pgid: int) -> list[int]:
+        now = time.monotonic()
+        if now - self._groups_at > GROUPS_CACHE_S:
+            self._groups, self._groups_at = process_groups(), now
+        return self._groups.get(pgid, [])
+
+    def _adopt(self, st: PaneDetection, identity: Identity | None) -> None:
+        """A (new) agent owns the pane: blank OSC evidence, publish idle, start the grace."""
+        assert identity is not None
+        emulator = st.pane.terminal.emulator
+        st.agent, st.identity = identity.label, identity
+        st.missing, st.exited = 0, False
+        st.acquire_since = None
+        st.grace_until = time.monotonic() + STARTUP_GRACE_S
+        st.osc_baseline = (emulator.title or "", emulator.progress or "")
+        st.osc_fresh = [False, False]
+        st.hold_since = None
+        log.info("pane %s runs agent %s (%s)", st.pane.id, identity.label, identity.evidence,
+                 extra={"cmux_pane": st.pane.id})
+        self.tracker.set_detected(st.pane, identity.label)
+        self._publish(st, ScreenReport("idle", visible_idle=True), force=True)
+        self._schedule_screen(st, STARTUP_GRACE_S)
+
+    def _exit(self, st: PaneDetection) -> None:
+        """The agent's process ended: publish idle with ``process_exited`` now, clear later."""
+        st.exited = True
+        st.hold_since = None
+        self._publish(st, ScreenReport("idle", visible_idle=True, process_exited=True),
+                      force=True)
+        self._schedule_probe(st, EXIT_CLEAR_DELAY_S)
+
+    def _clear(self, st: PaneDetection) -> None:
+        st.agent = st.identity = None
+        st.exited = False
+        st.missing = 0
+        st.published = None
+        st.hold_since = None
+        self.tracker.set_detected(st.pane, None)
+
+    # -- classification -------------------------------------------------------------------
+
+    def _inputs(self, st: PaneDetection) -> ScreenInput:
+        """The detection screen and the OSC strings, blank until the agent itself set them."""
+        emulator = st.pane.terminal.emulator
+        screen = st.pane.terminal.read("detection", None, "text")[0]
+        osc = [emulator.title or "", emulator.progress or ""]
+        for i in (0, 1):
+            if not st.osc_fresh[i]:
+                if osc[i] != st.osc_baseline[i]:
+                    st.osc_fresh[i] = True
+                else:
+                    osc[i] = ""
+        return ScreenInput(screen, osc[0], osc[1])
+
+    def _screen(self, st: PaneDetection) -> None:
+        if st.agent is None or st.exited:
+            return
+        now = time.monotonic()
+        if now < st.grace_until:
+            self._schedule_screen(st, st.grace_until - now)
+            return
+        if self.tracker.screen_detection_skipped(st.pane):
+            return
+        manifest = self.registry.get(st.agent)
+        if manifest is None:
+            return
+        st.scanned_seq = st.pane.terminal.output_seq
+        result = classify(manifest, self._inputs(st))
+        if result.skip_state_update:
+            st.hold_since = None
+            return
+        report = ScreenReport(result.state, result.visible_idle, result.visible_blocker,
+                              result.visible_working, matched_rule=result.matched_rule)
+        if (st.published is not None and st.published[0] == "working"
+                and report.state == "idle" and not report.visible_idle
+                and not report.visible_blocker):
+            if st.hold_since is None:
+                st.hold_since, st.hold_confirms = now, 0
+            else:
+                st.hold_confirms += 1
+            if st.hold_confirms < HOLD_CONFIRMATIONS and now - st.hold_since < HOLD_MAX_S:
+                self._schedule_screen(st, HOLD_RECHECK_S)
+                return
+        st.hold_since = None
+        self._publish(st, report)
+
+    def _publish(self, st: PaneDetection, report: ScreenReport, *, force: bool = False) -> None:
+        key = (report.state, report.visible_idle, report.visible_blocker,
+               report.visible_working)
+        now = time.monotonic()
+        if not force and key == st.published and not (
+                report.visible_blocker and now - st.published_at >= BLOCKER_REPUBLISH_S):
+            return
+        st.published, st.published_at = key, now
+        self.tracker.publish_screen(st.pane, report)
+
+    # -- manifests --------------------------------------------------------------------------
+
+    def _on_manifests(self, report: ReloadReport) -> None:
+        """Manifests changed: every pane is re-identified and re-classified (no grace)."""
+        self.server.events.publish("server_manifests_reloaded", {
+            "trigger": report.trigger, "files": [r.to_wire() for r in report.files
+                                                 if r.status != "unchanged"],
+            "manifests": self.registry.infos()})
+        if not self._running:
+            return
+        for pane in list(self.mux.panes.values()):
+            st = self._state(pane)
+            if st.agent is not None and self.registry.lookup(st.agent) != st.agent:
+                self._clear(st)
+            self._probe(st, reset=True)
+            st.grace_until = 0.0
+            st.hold_since = None
+            if st.agent is not None and not st.exited:
+                self._schedule_screen(st, 0)
+
+    # -- explain ----------------------------------------------------------------------------
+
+    def explain(self, pane: Pane) -> dict[str, Any]:
+        """The ``agent.explain`` object for ``pane``'s live screen.
+
+        Raises ``agent_explain_unavailable`` when the pane has no agent with a manifest.
+        """
+        tracker = self.tracker
+        if tracker.screen_detection_skipped(pane):
+            rec = tracker.record(pane)
+            return {
+                "agent": tracker.effective_agent(pane), "state": rec.state,
+                "manifest_source": None, "manifest_version": None,
+                "cached_remote_version": None, "local_override_shadowing_remote": False,
+                "remote_update_status": None, "remote_update_error": None,
+                "matched_rule": None, "visible_idle": False, "visible_blocker": False,
+                "visible_working": False, "screen_detection_skipped": True,
+                "screen_detection_skip_reason": "full_lifecycle_hook_authority",
+                "skip_state_update": False, "skipped_update_reason": None,
+                "fallback_reason": None, "warning": None, "evaluated_rules": []}
+        st = self._state(pane)
+        label = st.agent if st.agent is not None and not st.exited else None
+        if label is None:
+            effective = tracker.effective_agent(pane)
+            label = self.registry.lookup(effective) if effective is not None else None
+        manifest = self.registry.get(label) if label is not None else None
+        if label is None or manifest is None:
+            raise CmuxError("agent_explain_unavailable",
+                            f"pane {pane.id} has no detected agent with a manifest")
+        out = explain(manifest, self._inputs(st))
+        entry = self.registry.entry(label)
+        out["agent"] = label
+        if entry is not None:
+            out["manifest_source"] = entry.where
+        out["warning"] = self.registry.warning(label)
+        if st.identity is not None and st.identity.label == label:
+            out["identified_by"] = st.identity.evidence
+        out["startup_grace"] = time.monotonic() < st.grace_until
+        return out

@@ -1,0 +1,924 @@
+"""Per-pane agent state: who the agent is, who owns its status, seen/done, metadata, events.
+
+Three kinds of signal feed a pane's :class:`AgentRecord`:
+
+* detection (``cmux_core.detect``): :meth:`AgentTracker.set_detected` when process
+  identification finds or loses an agent, :meth:`AgentTracker.publish_screen` with each
+  screen classification (the *fallback* state);
+* hook reports (``pane.report_agent`` and friends): a :class:`HookAuthority` that owns the
+  state while it is effective;
+* the pane's own process exiting (the ``pane_exited`` event).
+
+Authority is data, not names: a report's ``(source, agent)`` pair is looked up among the
+integrations plugins declared (:class:`SourceDeclaration`). A ``lifecycle`` source owns
+idle/working/blocked while its agent process is detected, and screen detection is skipped;
+a ``session`` source only records the session reference; any undeclared (custom) source
+owns the state at once, except that a live, visible blocker on the screen of the same
+known agent still wins. Every status carries its provenance: which signal set it
+(``hook``, ``screen``, ``process_exit``, ``release``), its source and when.
+
+Public status adds ``done`` (idle and not yet seen) to the state; a server-global
+``state_change_seq`` numbers effective state changes. Metadata (tokens with TTLs, and
+per-source presentation: title, display agent, custom status, state labels) is applied
+here, for panes and workspaces, with the stores and rules of :mod:`cmux_core.agents.metadata`;
+TTLs expire on time and each expiry is published.
+
+Readiness of a managed launch (a terminal ``agent.start`` named, :class:`Launch`):
+
+* ``launch_pending`` from the start until the agent is identified (process detection or
+  a hook report naming it) *and* a real observation of its state exists that is not
+  ``unknown``: any hook-set state, or a screen state once :data:`LAUNCH_SETTLE_S` have
+  passed since identification. Detection publishes a provisional ``idle`` the moment it
+  identifies an agent and classifies the real screen only after its startup grace
+  (shorter than the settle), republishing only what differs; so from the settle on, the
+  last screen report is what the screen really shows.
+* ``interactive_ready`` once that observed state is ``idle`` (``done`` included) or
+  ``blocked``: the agent is drawn and waiting for input (a prompt box or a question).
+  It stays set while the agent runs, even when it goes on to work. A launch that settles
+  ``working`` is no longer pending and becomes ready at its first idle or blocked state.
+* The launch is forgotten (neither flag, the terminal is treated like any other) when
+  its process exits, the agent is lost after being identified, the name is cleared, or
+  its deadline passes while still pending (``agent.start`` ``timeout_ms``, default 30 s;
+  never before the settle of an identified agent).
+
+Events: ``pane_agent_detected`` (effective agent changed, or a release),
+``pane_agent_status_changed`` (status or presentation changed), ``pane_updated``
+(tokens, name, revision or launch readiness changed) and ``workspace_metadata_updated``.
+All methods run on the event loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from cmux_core.agents.metadata import (
+    MAX_SEQUENCED_TOKEN_SOURCES,
+    MAX_TOKENS,
+    ExpiryTimers,
+    MetadataPatch,
+    MetadataStore,
+    PresentationEntry,
+    Presented,
+    Token,
+    deadline_after,
+    effective_presentation,
+)
+from cmux_core.errors import CmuxError
+
+if TYPE_CHECKING:
+    from cmux_core.events import EventHub
+    from cmux_core.model.mux import Mux
+    from cmux_core.model.tree import Pane, Tab, Workspace
+
+__all__ = [
+    "ATTENTION", "LAUNCH_SETTLE_S", "LAUNCH_TIMEOUT_S", "MAX_SEQUENCED_TOKEN_SOURCES",
+    "MAX_TOKENS", "REACQUIRE_SUPPRESS_S", "AgentRecord", "AgentState", "AgentStatus",
+    "AgentTracker", "Authority", "HookAuthority", "Launch", "MetadataPatch", "MetadataStore",
+    "PresentationEntry", "Presented", "ScreenReport", "SessionRef", "SourceDeclaration",
+    "StatusSource", "Token", "declarations_from",
+]
+
+AgentState = Literal["idle", "working", "blocked", "unknown"]
+AgentStatus = Literal["idle", "working", "blocked", "done", "unknown"]
+Authority = Literal["lifecycle", "session"]
+StatusSource = Literal["none", "hook", "screen", "process_exit", "release"]
+
+ATTENTION: dict[str, int] = {"blocked": 4, "done": 3, "working": 2, "idle": 1, "unknown": 0}
+"""Rollup priority: the pane needing the most attention speaks for its tab and workspace."""
+
+REACQUIRE_SUPPRESS_S = 1.0
+"""After a release, process detection of the released agent is ignored this long."""
+
+LAUNCH_SETTLE_S = 3.2
+"""Seconds after a started agent is identified before its screen state counts for
+readiness; longer than detection's startup grace (``detect.runtime.STARTUP_GRACE_S``),
+so detection's first real classification has been made and published by then."""
+
+LAUNCH_TIMEOUT_S = 30.0
+"""Default time a managed launch may stay pending (``agent.start`` ``timeout_ms``)."""
+
+
+@dataclass(slots=True)
+class ScreenReport:
+    """One published screen classification (detection's fallback state) and its evidence."""
+
+    state: AgentState
+    visible_idle: bool = False
+    visible_blocker: bool = False
+    visible_working: bool = False
+    process_exited: bool = False
+    matched_rule: str | None = None
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceDeclaration:
+    """An integration's claim: reports from ``source`` about ``agent`` carry ``authority``."""
+
+    source: str
+    agent: str
+    authority: Authority
+    plugin_id: str | None = None
+
+
+def declarations_from(integrations: Iterable[object]) -> list[SourceDeclaration]:
+    """The source declarations of registered integrations (those naming a source, an agent
+    and an authority of ``lifecycle`` or ``session``); others declare nothing."""
+    out: list[SourceDeclaration] = []
+    for integration in integrations:
+        source = getattr(integration, "source", None)
+        agent = getattr(integration, "agent", None)
+        authority = getattr(integration, "authority", None)
+        if (isinstance(source, str) and isinstance(agent, str) and source and agent.strip()
+                and (authority == "lifecycle" or authority == "session")):
+            out.append(SourceDeclaration(source, agent, authority,
+                                         getattr(integration, "plugin_id", None)))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRef:
+    """An agent's native session reference, as reported by its integration."""
+
+    source: str
+    agent: str
+    kind: Literal["id", "path"]
+    value: str
+
+    def to_wire(self) -> dict[str, str]:
+        return {"source": self.source, "agent": self.agent, "kind": self.kind,
+                "value": self.value}
+
+
+@dataclass(slots=True)
+class HookAuthority:
+    """The last accepted state report; ``lifecycle`` or ``custom`` (undeclared) authority."""
+
+    source: str
+    agent: str
+    state: AgentState
+    kind: Literal["lifecycle", "custom"]
+    message: str | None = None
+    custom_status: str | None = None
+    reported_at: float = field(default_factory=time.monotonic)
+    session: SessionRef | None = None
+
+
+@dataclass(slots=True)
+class Launch:
+    """Readiness of a terminal started by ``agent.start`` (see the module docstring).
+
+    Times are monotonic seconds; ``settle_at`` is set when the agent is first identified.
+    """
+
+    deadline: float
+    settle_at: float | None = None
+    pending: bool = True
+    ready: bool = False
+
+
+@dataclass(eq=False)
+class AgentRecord:
+    """Agent state of one pane's terminal."""
+
+    detected: str | None = None
+    screen: ScreenReport | None = None
+    name: str | None = None
+    state: AgentState = "unknown"
+    seen: bool = True
+    state_change_seq: int = 0
+    state_agent: str | None = None
+    status_source: StatusSource = "none"
+    status_source_detail: str | None = None
+    status_changed_at: float = 0.0
+    authority: HookAuthority | None = None
+    session: SessionRef | None = None
+    hook_seqs: dict[str, int] = field(default_factory=dict)
+    unsequenced_sources: set[str] = field(default_factory=set)
+    cleared_lifecycle: dict[str, SessionRef | None] = field(default_factory=dict)
+    exited_agent: str | None = None
+    suppressed: dict[str, float] = field(default_factory=dict)
+    metadata: MetadataStore = field(default_factory=MetadataStore)
+    presentation: dict[str, PresentationEntry] = field(default_factory=dict)
+    launch: Launch | None = None
+
+    @property
+    def status(self) -> AgentStatus:
+        if self.state == "idle" and not self.seen:
+            return "done"
+        return self.state
+
+    def accept_hook_seq(self, source: str, seq: int | None) -> bool:
+        """Hook ordering per source: sequenced reports must increase; once a source has
+        sent one, its unsequenced reports are ignored. Records the accepted seq."""
+        last = self.hook_seqs.get(source)
+        if seq is None:
+            return last is None
+        if last is not None and seq <= last:
+            return False
+        self.hook_seqs[source] = seq
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    agent: str | None
+    status: AgentStatus
+    presentation: tuple[tuple[str, Any], ...]
+    revision: int
+    name: str | None
+    launch: tuple[bool, bool]
+
+
+class AgentTracker:
+    """Owns every pane's :class:`AgentRecord` and every workspace's metadata.
+
+    ``canonical_agent`` maps a label to the canonical id of a known agent (or None for a
+    custom label); detection installs its alias table there. ``declarations`` returns the
+    integrations' :class:`SourceDeclaration` list; the server wires it to the plugin host.
+    """
+
+    def __init__(self, mux: Mux, events: EventHub) -> None:
+        self.mux = mux
+        self.events = events
+        self.records: dict[str, AgentRecord] = {}
+        self.workspace_metadata: dict[str, MetadataStore] = {}
+        self.next_state_change_seq = 0
+        self.canonical_agent: Callable[[str], str | None] = lambda label: None
+        self.declarations: Callable[[], Iterable[SourceDeclaration]] = tuple
+        self._report_order = 0
+        self._timers = ExpiryTimers(self._expire)
+        self._launch_timers = ExpiryTimers(self._launch_due)
+        events.observe(self._on_event)
+
+    def record(self, pane: Pane) -> AgentRecord:
+        rec = self.records.get(pane.key)
+        if rec is None:
+            rec = self.records[pane.key] = AgentRecord()
+        return rec
+
+    def forget(self, pane: Pane) -> None:
+        self.records.pop(pane.key, None)
+        self._timers.cancel(pane.key)
+        self._launch_timers.cancel(pane.key)
+
+    # -- labels and declarations ------------------------------------------------------------
+
+    def normalise_label(self, label: str) -> str:
+        """Trimmed label, canonical when it names a known agent; ``invalid_agent`` if blank."""
+        label = label.strip()
+        if not label:
+            raise CmuxError("invalid_agent", "agent label must not be empty")
+        return self.canonical_agent(label) or label
+
+    def canonical(self, label: str) -> str:
+        label = label.strip()
+        return self.canonical_agent(label) or label
+
+    def authority_of(self, source: str, agent: str) -> Authority | None:
+        """The authority a plugin declared for ``(source, agent)``; None for custom sources."""
+        for decl in self.declarations():
+            if decl.source == source and self.canonical(decl.agent) == agent:
+                return decl.authority
+        return None
+
+    def is_declared_source(self, source: str) -> bool:
+        return any(decl.source == source for decl in self.declarations())
+
+    # -- observations from detection ----------------------------------------------------
+
+    def set_detected(self, pane: Pane, label: str | None) -> None:
+        """Process identification found ``label`` (canonical manifest id) or nothing."""
+        rec = self.record(pane)
+        if label is not None and rec.suppressed.get(label, 0.0) > time.monotonic():
+            return
+        if rec.detected == label:
+            return
+        before = self._snapshot(pane, rec)
+        rec.detected = label
+        rec.exited_agent = None
+        auth = rec.authority
+        if (auth is not None and label is not None and label != auth.agent
+                and self.canonical_agent(auth.agent) is not None):
+            # The pane now runs a different known agent than the hook claimed.
+            rec.session = auth.session or rec.session
+            rec.authority = None
+        if label is None:
+            rec.screen = None
+        self._recompute(pane, rec)
+        self._emit(pane, rec, before)
+
+    def publish_screen(self, pane: Pane, report: ScreenReport) -> None:
+        """A screen classification for the pane's agent (the fallback state)."""
+        rec = self.record(pane)
+        rec.screen = report
+        if report.process_exited:
+            if rec.exited_agent is None:
+                self._agent_exited(pane, rec)
+            return
+        before = self._snapshot(pane, rec)
+        self._recompute(pane, rec)
+        self._emit(pane, rec, before)
+
+    def screen_detection_skipped(self, pane: Pane) -> bool:
+        """True while a lifecycle authority owns the state (its agent process is present)."""
+        rec = self.records.get(pane.key)
+        if rec is None or rec.authority is None:
+            return False
+        return rec.authority.kind == "lifecycle" and self._effective(rec, rec.authority)
+
+    # -- hook reports -------------------------------------------------------------------
+
+    def report_agent(self, pane: Pane, *, source: str, agent: str, state: AgentState,
+                     seq: int | None = None, message: str | None = None,
+                     custom_status: str | None = None, session: SessionRef | None = None
+                     ) -> bool:
+        """Apply a ``pane.report_agent`` (``agent`` already normalised). True if accepted.
+
+        Ignored (False): a ``session`` source's state (only its session ref is kept), a
+        report about an agent that just exited, a lifecycle report without its process or
+        cleared for this session, a known label that conflicts with the detected process,
+        and a stale ``seq``.
+        """
+        rec = self.record(pane)
+        authority = self.authority_of(source, agent)
+        if not self.is_declared_source(source):
+            session = None
+        if authority == "session":
+            if session is not None and rec.accept_hook_seq(source, seq):
+                self._store_session(pane, rec, session)
+                return True
+            return False
+        if rec.exited_agent is not None and agent == rec.exited_agent:
+            return False
+        if authority == "lifecycle":
+            if rec.detected != agent:
+                return False
+            if source in rec.cleared_lifecycle:
+                if session is None or session == rec.cleared_lifecycle[source]:
+                    return False
+                del rec.cleared_lifecycle[source]
+        elif (rec.detected is not None and self.canonical_agent(agent) is not None
+              and agent != rec.detected):
+            return False
+        if not rec.accept_hook_seq(source, seq):
+            return False
+        before = self._snapshot(pane, rec)
+        previous = rec.authority
+        if session is None and previous is not None and previous.source == source:
+            session = previous.session
+        rec.authority = HookAuthority(
+            source, agent, state, "lifecycle" if authority == "lifecycle" else "custom",
+            message, custom_status, time.monotonic(), session)
+        rec.session = None
+        self._recompute(pane, rec)
+        self._emit(pane, rec, before)
+        return True
+
+    def report_session(self, pane: Pane, *, source: str, agent: str, session: SessionRef | None,
+                       seq: int | None = None, replaces: bool = False) -> bool:
+        """Apply a ``pane.report_agent_session``; never changes state. True if stored.
+
+        Only declared sources carry session refs. A different session from the same owner
+        replaces the stored one only when ``replaces`` (a recognised start source).
+        """
+        rec = self.record(pane)
+        if session is None or not self.is_declared_source(source):
+            return False
+        if (rec.detected is not None and self.canonical_agent(agent) is not None
+                and agent != rec.detected):
+            return False
+        if not rec.accept_hook_seq(source, seq):
+            return False
+        current = self._session(rec)
+        if (current is not None and current != session and not replaces
+                and (current.source, current.agent) == (session.source, session.agent)):
+            return False
+        self._store_session(pane, rec, session)
+        return True
+
+    def release_agent(self, pane: Pane, *, source: str, agent: str, seq: int | None = None
+                      ) -> bool:
+        """Apply a ``pane.release_agent``; declared sources are ignored. True if released."""
+        rec = self.record(pane)
+        if self.is_declared_source(source):
+            return False
+        auth = rec.authority
+        if auth is not None and (auth.source, auth.agent) != (source, agent):
+            return False
+        if self.effective_agent(pane) != agent:
+            return False
+        if not rec.accept_hook_seq(source, seq):
+            return False
+        before = self._snapshot(pane, rec)
+        rec.authority = None
+        rec.session = None
+        if rec.detected == agent:
+            self._recompute(pane, rec)
+            self._emit(pane, rec, before)
+            return True
+        rec.detected = None
+        rec.screen = None
+        rec.name = None
+        rec.suppressed[agent] = time.monotonic() + REACQUIRE_SUPPRESS_S
+        self._set_state(pane, rec, "unknown", "release", source)
+        self._emit(pane, rec, before, released=agent, final_status=before.status)
+        return True
+
+    def clear_authority(self, pane: Pane, *, source: str | None = None, seq: int | None = None
+                        ) -> bool:
+        """Apply a ``pane.clear_agent_authority``: the state falls back to the screen."""
+        rec = self.record(pane)
+        auth = rec.authority
+        if auth is None or (source is not None and source != auth.source):
+            return False
+        if not rec.accept_hook_seq(auth.source, seq):
+            return False
+        before = self._snapshot(pane, rec)
+        if auth.kind == "lifecycle":
+            rec.cleared_lifecycle[auth.source] = auth.session
+        rec.authority = None
+        rec.session = None
+        self._recompute(pane, rec)
+        self._emit(pane, rec, before)
+        return True
+
+    # -- metadata -----------------------------------------------------------------------
+
+    def report_metadata(self, pane: Pane, patch: MetadataPatch) -> bool:
+        """Apply a validated pane metadata patch. True if applied (stale ``seq``: False).
+
+        Raises ``invalid_metadata_tokens`` (more than 32 tokens would result) or
+        ``metadata_sequence_source_limit`` before changing anything.
+        """
+        rec = self.record(pane)
+        exited = rec.exited_agent
+        if exited is not None and exited in (patch.agent, self._owner_agent(patch.source),
+                                             self._owner_agent(patch.applies_to_source)):
+            return False
+        store = rec.metadata
+        if not store.accept_seq(patch.source, patch.seq):
+            return False
+        store.check_tokens(patch.source, patch.seq, patch.tokens, "pane")
+        before = self._snapshot(pane, rec)
+        if patch.seq is not None:
+            store.seqs[patch.source] = patch.seq
+        deadline = deadline_after(patch.ttl_s)
+        store.patch_tokens(patch.source, patch.seq, patch.tokens, deadline)
+        self._patch_presentation(rec, patch, deadline)
+        self._schedule(pane.key)
+        self._emit(pane, rec, before)
+        return True
+
+    def report_workspace_metadata(self, ws: Workspace, source: str, tokens: dict[str, str | None],
+                                  *, seq: int | None = None, ttl_s: float | None = None) -> bool:
+        """Apply validated workspace tokens; same limits and ordering as pane tokens."""
+        store = self.workspace_metadata.setdefault(ws.id, MetadataStore())
+        if not store.accept_seq(source, seq):
+            return False
+        store.check_tokens(source, seq, tokens, "workspace")
+        if seq is not None:
+            store.seqs[source] = seq
+        if store.patch_tokens(source, seq, tokens, deadline_after(ttl_s)):
+            self.events.publish("workspace_metadata_updated",
+                                {"workspace": self.mux.workspace_info(ws)})
+        self._schedule(ws.id)
+        return True
+
+    def set_name(self, pane: Pane, name: str | None) -> None:
+        """Set or clear the agent name (the caller also sets the pane's manual label)."""
+        rec = self.record(pane)
+        before = self._snapshot(pane, rec)
+        rec.name = name
+        self._emit(pane, rec, before)
+
+    def begin_launch(self, pane: Pane, name: str, timeout_s: float = LAUNCH_TIMEOUT_S) -> None:
+        """``agent.start`` named ``pane``'s terminal: set the name and follow the launch
+        until it is ready (``launch_pending`` now; see the module docstring)."""
+        rec = self.record(pane)
+        before = self._snapshot(pane, rec)
+        rec.name = name
+        rec.launch = Launch(time.monotonic() + timeout_s)
+        self._emit(pane, rec, before)
+
+    def launch_pending(self, pane: Pane) -> bool:
+        """True while ``pane``'s terminal is a managed launch that is not settled yet."""
+        rec = self.records.get(pane.key)
+        return rec is not None and rec.launch is not None and rec.launch.pending
+
+    def name_taken(self, name: str, other_than: Pane | None = None) -> bool:
+        return any(p is not other_than and self.record(p).name == name
+                   for p in self.agent_panes())
+
+    # -- derived values -------------------------------------------------------------------
+
+    def effective_agent(self, pane: Pane) -> str | None:
+        rec = self.records.get(pane.key)
+        if rec is None:
+            return None
+        auth = rec.authority
+        if auth is not None and self._effective(rec, auth):
+            return auth.agent
+        if rec.detected is not None and rec.detected != rec.exited_agent:
+            return rec.detected
+        return None
+
+    def is_agent(self, pane: Pane) -> bool:
+        rec = self.records.get(pane.key)
+        return rec is not None and (rec.name is not None or self.effective_agent(pane) is not None)
+
+    def status(self, pane: Pane) -> AgentStatus:
+        rec = self.records.get(pane.key)
+        return rec.status if rec is not None else "unknown"
+
+    def rollup(self, panes: list[Pane]) -> AgentStatus:
+        best: AgentStatus = "unknown"
+        for pane in panes:
+            status = self.status(pane)
+            if ATTENTION[status] > ATTENTION[best]:
+                best = status
+        return best
+
+    def presentation(self, pane: Pane, now: float | None = None) -> dict[str, Any]:
+        """Effective presentation: newest value per field unexpired at ``now`` (default: the
+        present) among sources whose guards pass; state labels merged, newer report winning
+        per status."""
+        rec = self.records.get(pane.key)
+        if rec is None:
+            return {}
+        auth_source = rec.authority.source if rec.authority is not None else None
+        fields, labels = effective_presentation(
+            rec.presentation.values(), self.effective_agent(pane), auth_source,
+            time.monotonic() if now is None else now)
+        out: dict[str, Any] = dict(fields)
+        if "custom_status" not in out and rec.authority is not None \
+                and rec.authority.custom_status and self._effective(rec, rec.authority):
+            out["custom_status"] = rec.authority.custom_status
+        if labels:
+            out["state_labels"] = labels
+        return out
+
+    def pane_fields(self, pane: Pane) -> dict[str, Any]:
+        """Agent and metadata fields of PaneInfo (omitted when empty).
+
+        ``revision`` replaces the pane's title revision with title + token revisions.
+        """
+        rec = self.records.get(pane.key)
+        out: dict[str, Any] = {"agent_status": self.status(pane),
+                               "revision": pane.title_revision}
+        if rec is None:
+            return out
+        out["revision"] += rec.metadata.revision
+        agent = self.effective_agent(pane)
+        if agent is not None:
+            out["agent"] = agent
+        out.update(self.presentation(pane))
+        tokens = rec.metadata.token_values()
+        if tokens:
+            out["tokens"] = tokens
+        session = self._session(rec)
+        if session is not None:
+            out["agent_session"] = session.to_wire()
+        if self.is_agent(pane):
+            out.update(self._provenance(pane, rec))
+        return out
+
+    def workspace_fields(self, ws: Workspace) -> dict[str, Any]:
+        """WorkspaceInfo ``tokens`` (omitted when empty)."""
+        store = self.workspace_metadata.get(ws.id)
+        tokens = store.token_values() if store is not None else {}
+        return {"tokens": tokens} if tokens else {}
+
+    def agent_info(self, pane: Pane) -> dict[str, Any]:
+        """AgentInfo of ``pane`` plus the provenance extension fields.
+
+        ``launch_pending`` and ``interactive_ready`` are present only when true, and only
+        for a managed launch (see the module docstring). Extensions: ``seen``,
+        ``status_source`` (``hook``/``screen``/``process_exit``/``release``/``none``),
+        ``status_source_detail`` (the hook source or matched rule), ``status_changed_at``
+        (unix seconds), ``custom_status``, ``message``.
+        """
+        info = self.mux.pane_info(pane)
+        out: dict[str, Any] = {"terminal_id": info["terminal_id"]}
+        rec = self.record(pane)
+        if rec.name is not None:
+            out["name"] = rec.name
+        for key in ("agent", "title", "terminal_title", "terminal_title_stripped",
+                    "display_agent"):
+            if key in info:
+                out[key] = info[key]
+        out["agent_status"] = info["agent_status"]
+        if self.screen_detection_skipped(pane):
+            out["screen_detection_skipped"] = True
+        for key in ("state_labels", "tokens", "agent_session"):
+            if key in info:
+                out[key] = info[key]
+        out.update({"workspace_id": info["workspace_id"], "tab_id": info["tab_id"],
+                    "pane_id": info["pane_id"], "focused": info["focused"]})
+        if rec.launch is not None and rec.launch.pending:
+            out["launch_pending"] = True
+        if rec.launch is not None and rec.launch.ready:
+            out["interactive_ready"] = True
+        out["state_change_seq"] = rec.state_change_seq
+        for key in ("cwd", "foreground_cwd"):
+            if key in info:
+                out[key] = info[key]
+        out["revision"] = info["revision"]
+        if "custom_status" in info:
+            out["custom_status"] = info["custom_status"]
+        out.update(self._provenance(pane, rec))
+        if rec.authority is not None and rec.authority.message:
+            out["message"] = rec.authority.message
+        return out
+
+    def agent_panes(self) -> list[Pane]:
+        """Every agent terminal's pane, in workspace, tab and layout order."""
+        return [p for p in self.mux.all_panes() if self.is_agent(p)]
+
+    def resolve_agent_target(self, text: str) -> Pane:
+        """Resolve an agent target: a terminal id, a pane id, then an agent name or label.
+
+        Only agent terminals are targets. Raises ``agent_not_found`` or
+        ``agent_target_ambiguous`` (``data.candidates``: one summary per terminal).
+        """
+        target = text.strip()
+        agents = self.agent_panes()
+        by_terminal = [p for p in agents if p.terminal.id == target]
+        if not by_terminal:
+            pane = self.mux.find_pane(target) if target else None
+            if pane is not None and self.is_agent(pane):
+                return pane
+            by_terminal = [p for p in agents if self.record(p).name == target]
+            if not by_terminal:
+                by_terminal = [p for p in agents if self.effective_agent(p) == target]
+        if len(by_terminal) == 1:
+            return by_terminal[0]
+        if not by_terminal:
+            raise CmuxError("agent_not_found", f"agent target {text} not found")
+        candidates = [self._candidate(p) for p in by_terminal]
+        listed = "; ".join(" ".join(f"{k}={v}" for k, v in c.items()) for c in candidates)
+        raise CmuxError("agent_target_ambiguous",
+                        f"agent target {text} is ambiguous: {listed}",
+                        {"candidates": candidates})
+
+    # -- seen / done ----------------------------------------------------------------------
+
+    def mark_tab_seen(self, tab: Tab) -> None:
+        """The user looked at ``tab``: every ``done`` pane in it becomes ``idle``."""
+        for pane in self.mux.tab_panes(tab):
+            rec = self.records.get(pane.key)
+            if rec is not None and not rec.seen:
+                before = self._snapshot(pane, rec)
+                rec.seen = True
+                self._emit(pane, rec, before)
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _effective(self, rec: AgentRecord, auth: HookAuthority) -> bool:
+        """A lifecycle authority speaks only while its agent process is detected."""
+        return auth.kind != "lifecycle" or (rec.detected == auth.agent
+                                            and rec.exited_agent != auth.agent)
+
+    def _blocker_overrides(self, rec: AgentRecord, auth: HookAuthority) -> bool:
+        screen = rec.screen
+        return (auth.kind != "lifecycle" and screen is not None and screen.state == "blocked"
+                and screen.visible_blocker and screen.at >= auth.reported_at
+                and auth.state != "blocked" and rec.detected is not None
+                and auth.agent == rec.detected)
+
+    def _recompute(self, pane: Pane, rec: AgentRecord) -> None:
+        auth = rec.authority
+        screen = rec.screen
+        if auth is not None and self._effective(rec, auth):
+            if self._blocker_overrides(rec, auth):
+                assert screen is not None
+                self._set_state(pane, rec, "blocked", "screen", screen.matched_rule)
+            else:
+                self._set_state(pane, rec, auth.state, "hook", auth.source)
+        elif screen is not None:
+            self._set_state(pane, rec, screen.state, "screen", screen.matched_rule)
+        else:
+            self._set_state(pane, rec, "unknown", "none", None)
+
+    def _set_state(self, pane: Pane, rec: AgentRecord, state: AgentState, source: StatusSource,
+                   detail: str | None) -> None:
+        rec.status_source = source
+        rec.status_source_detail = detail
+        if state == rec.state:
+            return
+        previous = rec.state
+        agent = self.effective_agent(pane)
+        if state != "idle":
+            rec.seen = True
+        elif previous in ("working", "blocked") or (
+                previous == "unknown" and agent is not None and agent == rec.state_agent):
+            rec.seen = self._in_view(pane)
+        rec.state = state
+        rec.state_agent = agent
+        rec.status_changed_at = time.time()
+        self.next_state_change_seq += 1
+        rec.state_change_seq = self.next_state_change_seq
+
+    def _in_view(self, pane: Pane) -> bool:
+        ws = pane.tab.workspace
+        return self.mux.active_workspace() is ws and ws.active_tab is pane.tab
+
+    def _agent_exited(self, pane: Pane, rec: AgentRecord) -> None:
+        """The pane's agent process ended: idle, authority and name dropped, released."""
+        before = self._snapshot(pane, rec)
+        label = before.agent
+        if label is None and rec.name is None:
+            return
+        auth = rec.authority
+        if auth is not None and (auth.agent == label or auth.kind == "custom"):
+            rec.session = auth.session or rec.session
+            rec.authority = None
+        rec.exited_agent = label
+        rec.name = None
+        for source, entry in list(rec.presentation.items()):
+            if entry.agent_guard == label or self._owner_agent(source) == label:
+                del rec.presentation[source]
+        self._set_state(pane, rec, "idle", "process_exit", label)
+        self._emit(pane, rec, before, released=label or "", final_status=rec.status)
+
+    def _store_session(self, pane: Pane, rec: AgentRecord, session: SessionRef) -> None:
+        before = self._snapshot(pane, rec)
+        if rec.authority is not None and rec.authority.source == session.source:
+            rec.authority.session = session
+        else:
+            rec.session = session
+        self._emit(pane, rec, before, force_update=True)
+
+    def _session(self, rec: AgentRecord) -> SessionRef | None:
+        if rec.authority is not None and rec.authority.session is not None:
+            return rec.authority.session
+        return rec.session
+
+    def _owner_agent(self, source: str | None) -> str | None:
+        for decl in self.declarations():
+            if decl.source == source:
+                return self.canonical(decl.agent)
+        return None
+
+    def _patch_presentation(self, rec: AgentRecord, patch: MetadataPatch,
+                            deadline: float | None) -> None:
+        if not (patch.set_fields or patch.state_labels or patch.clear_fields):
+            return
+        entry = rec.presentation.setdefault(patch.source, PresentationEntry())
+        self._report_order += 1
+        entry.apply(patch, self._report_order, deadline)
+        if entry.empty():
+            del rec.presentation[patch.source]
+
+    def _provenance(self, pane: Pane, rec: AgentRecord) -> dict[str, Any]:
+        out: dict[str, Any] = {"seen": rec.seen, "status_source": rec.status_source}
+        if rec.status_source_detail is not None:
+            out["status_source_detail"] = rec.status_source_detail
+        if rec.status_changed_at:
+            out["status_changed_at"] = rec.status_changed_at
+        return out
+
+    def _candidate(self, pane: Pane) -> dict[str, Any]:
+        return {"terminal_id": pane.terminal.id, "pane_id": pane.id,
+                "workspace_id": pane.tab.workspace.id, "tab_id": pane.tab.id,
+                "cwd": self.mux.pane_cwd(pane) or "", "status": self.status(pane)}
+
+    # -- events ---------------------------------------------------------------------------
+
+    def _snapshot(self, pane: Pane, rec: AgentRecord, now: float | None = None) -> _Snapshot:
+        pres = self.presentation(pane, now)
+        launch = rec.launch
+        return _Snapshot(self.effective_agent(pane), rec.status,
+                         tuple(sorted((k, str(v)) for k, v in pres.items())),
+                         rec.metadata.revision, rec.name,
+                         (launch is not None and launch.pending,
+                          launch is not None and launch.ready))
+
+    def _emit(self, pane: Pane, rec: AgentRecord, before: _Snapshot, *,
+              released: str | None = None, final_status: AgentStatus | None = None,
+              force_update: bool = False) -> None:
+        """Publish what changed since ``before``: detection, status, pane updates."""
+        self._settle_launch(pane, rec)
+        after = self._snapshot(pane, rec)
+        ws_id = pane.tab.workspace.id
+        if released is not None:
+            data: dict[str, Any] = {"pane_id": pane.id, "workspace_id": ws_id,
+                                    "released": True, "final_status": final_status}
+            if released:
+                data["agent"] = released
+            self.events.publish("pane_agent_detected", data)
+        elif after.agent != before.agent:
+            data = {"pane_id": pane.id, "workspace_id": ws_id}
+            if after.agent is not None:
+                data["agent"] = after.agent
+            self.events.publish("pane_agent_detected", data)
+        if (after.status, after.presentation, after.agent) != (
+                before.status, before.presentation, before.agent):
+            status: dict[str, Any] = {"pane_id": pane.id, "workspace_id": ws_id,
+                                      "agent_status": after.status}
+            if after.agent is not None:
+                status["agent"] = after.agent
+            pres = self.presentation(pane)
+            for key in ("title", "display_agent", "state_labels"):
+                if key in pres:
+                    status[key] = pres[key]
+            self.events.publish("pane_agent_status_changed", status)
+        if force_update or (after.revision, after.name, after.launch) != (
+                before.revision, before.name, before.launch):
+            self.events.publish("pane_updated", {"pane": self.mux.pane_info(pane)})
+
+    def _on_event(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "pane_exited":
+            pane = self.mux.find_pane(str(data.get("pane_id", "")))
+            rec = self.records.get(pane.key) if pane is not None else None
+            if pane is not None and rec is not None and rec.exited_agent is None:
+                self._agent_exited(pane, rec)
+        elif kind == "workspace_closed":
+            ws_id = str(data.get("workspace_id", ""))
+            self.workspace_metadata.pop(ws_id, None)
+            self._timers.cancel(ws_id)
+
+    # -- managed launches -------------------------------------------------------------------
+
+    def _settle_launch(self, pane: Pane, rec: AgentRecord) -> None:
+        """Advance ``rec.launch`` by the rules of the module docstring and arm its timer
+        (the settle, or the deadline while pending)."""
+        launch = rec.launch
+        if launch is None:
+            return
+        now = time.monotonic()
+        if pane.terminal.exited or rec.exited_agent is not None or not self.is_agent(pane):
+            self._end_launch(pane, rec)
+            return
+        if launch.ready:
+            return
+        if self.effective_agent(pane) is None:
+            if launch.settle_at is not None or now >= launch.deadline:
+                self._end_launch(pane, rec)
+                return
+        else:
+            if launch.settle_at is None:
+                launch.settle_at = now + LAUNCH_SETTLE_S
+                launch.deadline = max(launch.deadline, launch.settle_at)
+            observed = rec.state != "unknown" and (
+                rec.status_source == "hook"
+                or (rec.status_source == "screen" and now >= launch.settle_at))
+            if observed:
+                launch.pending = False
+                launch.ready = rec.state in ("idle", "blocked")
+            elif launch.pending and now >= launch.deadline:
+                self._end_launch(pane, rec)
+                return
+        due = [t for t in (launch.settle_at,) if t is not None and t > now]
+        if launch.pending:
+            due.append(launch.deadline)
+        self._launch_timers.arm(pane.key, [] if launch.ready else due)
+
+    def _end_launch(self, pane: Pane, rec: AgentRecord) -> None:
+        rec.launch = None
+        self._launch_timers.cancel(pane.key)
+
+    def _launch_due(self, key: str) -> None:
+        pane = self.mux.panes.get(key)
+        rec = self.records.get(key)
+        if pane is not None and rec is not None:
+            self._emit(pane, rec, self._snapshot(pane, rec))
+
+    # -- TTL expiry -------------------------------------------------------------------------
+
+    def _schedule(self, key: str) -> None:
+        """Arm the owner's expiry timer for its earliest deadline (or none)."""
+        deadlines: list[float] = []
+        rec = self.records.get(key)
+        if rec is not None:
+            deadlines.extend(rec.metadata.deadlines())
+            for entry in rec.presentation.values():
+                deadlines.extend(entry.deadlines())
+        store = self.workspace_metadata.get(key)
+        if store is not None:
+            deadlines.extend(store.deadlines())
+        self._timers.arm(key, deadlines)
+
+    def _expire(self, key: str) -> None:
+        now = time.monotonic()
+        pane = self.mux.panes.get(key)
+        rec = self.records.get(key)
+        if pane is not None and rec is not None:
+            # Seen from just before the deadline, so the expiry itself is the change.
+            before = self._snapshot(pane, rec, float("-inf"))
+            rec.metadata.expire(now)
+            for source, entry in list(rec.presentation.items()):
+                entry.expire(now)
+                if entry.empty():
+                    del rec.presentation[source]
+            self._emit(pane, rec, before)
+        store = self.workspace_metadata.get(key)
+        if store is not None and store.expire(now):
+            ws = next((w for w in self.mux.workspaces() if w.id == key), None)
+            if ws is not None:
+                self.events.publish("workspace_metadata_updated",
+                                    {"workspace": self.mux.workspace_info(ws)})
+        self._schedule(key)

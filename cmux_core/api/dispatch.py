@@ -1,0 +1,146 @@
+"""The method table: dotted method name → params model + async handler.
+
+Handlers receive a validated pydantic params object and a :class:`Call` (the
+server, the connection, the request id) and return the ``result`` object, whose
+``type`` names its kind. They raise :class:`~cmux_core.errors.CmuxError` to
+answer with an error; anything else becomes ``internal_error`` and is logged,
+and the server keeps serving.
+
+Plugins add methods through the same table under ``plugin.<plugin_id>.<name>``
+with ``owner`` set, so they can be withdrawn together.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from cmux_core.errors import CmuxError, InternalError, InvalidParams, MethodNotFound
+
+if TYPE_CHECKING:
+    from cmux_core.api.server import Connection, Server
+
+log = logging.getLogger(__name__)
+
+Result = dict[str, Any]
+
+
+class Params(BaseModel):
+    """Base of every params model: unknown keys are ignored, as both peers do."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+P = TypeVar("P", bound=Params)
+Handler = Callable[["Call", Any], Awaitable[Result]]
+
+
+@dataclass(slots=True)
+class Call:
+    """One request being served. ``connection`` is None for internal calls."""
+
+    server: Server
+    connection: Connection | None
+    request_id: Any
+    method: str
+
+
+@dataclass(slots=True)
+class Method:
+    name: str
+    params: type[Params]
+    handler: Handler
+    owner: str = "core"
+    doc: str = ""
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def validation_error(exc: ValidationError) -> InvalidParams:
+    """The first pydantic error as ``invalid_params`` naming the field path."""
+    err = exc.errors()[0]
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    return InvalidParams(_field_path(loc), err["msg"].lower())
+
+
+class MethodTable:
+    """All methods the server answers, core and plugin-provided."""
+
+    def __init__(self) -> None:
+        self._methods: dict[str, Method] = {}
+
+    def add(self, name: str, params: type[Params], handler: Handler, *, owner: str = "core",
+            doc: str = "") -> None:
+        """Register ``name``; raises ValueError when it is already taken."""
+        if name in self._methods:
+            raise ValueError(f"method {name} is already registered")
+        self._methods[name] = Method(name, params, handler, owner, doc)
+
+    def method(self, name: str, params: type[P]) -> Callable[
+            [Callable[[Call, P], Awaitable[Result]]], Callable[[Call, P], Awaitable[Result]]]:
+        """Decorator form of :meth:`add` for core handlers."""
+        def register(fn: Callable[[Call, P], Awaitable[Result]]
+                     ) -> Callable[[Call, P], Awaitable[Result]]:
+            self.add(name, params, fn, doc=(fn.__doc__ or "").strip())
+            return fn
+        return register
+
+    def remove_owner(self, owner: str) -> list[str]:
+        """Withdraw every method ``owner`` registered; returns their names."""
+        gone = [name for name, m in self._methods.items() if m.owner == owner]
+        for name in gone:
+            del self._methods[name]
+        return gone
+
+    def get(self, name: str) -> Method | None:
+        return self._methods.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._methods)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._methods
+
+    def schema(self) -> dict[str, Any]:
+        """JSON Schema of every method's params, with its one-line description."""
+        methods: dict[str, Any] = {}
+        for name in self.names():
+            m = self._methods[name]
+            methods[name] = {"summary": m.doc.split("\n", 1)[0] if m.doc else "",
+                             "owner": m.owner, "params": m.params.model_json_schema()}
+        return {"methods": methods}
+
+    def merge(self, other: MethodTable) -> None:
+        for m in other._methods.values():
+            self.add(m.name, m.params, m.handler, owner=m.owner, doc=m.doc)
+
+    async def call(self, call: Call, raw_params: dict[str, Any]) -> Result:
+        """Validate ``raw_params`` and run the handler; every failure is a CmuxError."""
+        method = self._methods.get(call.method)
+        if method is None:
+            raise MethodNotFound(call.method)
+        try:
+            params = method.params.model_validate(raw_params)
+        except ValidationError as exc:
+            raise validation_error(exc) from None
+        try:
+            return await method.handler(call, params)
+        except CmuxError:
+            raise
+        except ValidationError as exc:
+            raise validation_error(exc) from None
+        except Exception as exc:
+            log.exception("method %s failed", call.method, extra={"cmux_method": call.method})
+            raise InternalError(message=f"{type(exc).__name__}: {exc}") from exc

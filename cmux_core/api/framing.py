@@ -1,0 +1,93 @@
+"""Wire framing: one JSON object per ``\\n``-terminated UTF-8 line, each way.
+
+This module knows nothing of methods or state. It turns a raw line into a
+:class:`Request` (or raises a :class:`~cmux_core.errors.CmuxError` carrying the id
+when it could be read) and renders success, error and event lines. Output is
+compact JSON, so a line never contains a raw newline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from cmux_core.errors import CmuxError, ProtocolError
+
+MAX_LINE_BYTES = 1 << 20
+"""Largest accepted request line, newline excluded (1 MiB)."""
+
+_NO_ID: Any = None
+
+
+@dataclass(slots=True)
+class Request:
+    """A parsed request. ``id`` is echoed verbatim; ``None`` when the client sent none."""
+
+    method: str
+    params: dict[str, Any] = field(default_factory=dict)
+    id: Any = None
+
+
+class RequestError(CmuxError):
+    """A request that failed before dispatch; ``request_id`` is echoed when it was read."""
+
+    def __init__(self, error: CmuxError, request_id: Any = None) -> None:
+        super().__init__(error.code, error.message, error.data)
+        self.request_id = request_id
+
+
+def parse_line(line: bytes) -> Request:
+    """Parse one request line (without its ``\\n``; a trailing ``\\r`` is ignored).
+
+    Raises :class:`RequestError` for every envelope defect: invalid UTF-8, bad
+    JSON, a batch, a non-object, a wrong ``jsonrpc``, a missing method or a
+    ``params`` that is not an object.
+    """
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RequestError(CmuxError("invalid_utf8", f"request is not valid UTF-8 ({exc.reason})")
+                           ) from None
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise RequestError(CmuxError("parse_error", f"invalid JSON: {exc}")) from None
+    if isinstance(obj, list):
+        raise RequestError(ProtocolError(message="batch requests are not supported; send one "
+                                         "JSON object per line"))
+    if not isinstance(obj, dict):
+        raise RequestError(ProtocolError(message="expected a JSON object"))
+    request_id = obj.get("id", _NO_ID)
+    if "jsonrpc" in obj and obj["jsonrpc"] != "2.0":
+        raise RequestError(ProtocolError(message='jsonrpc must be "2.0" when present'),
+                           request_id)
+    method = obj.get("method")
+    if not isinstance(method, str) or not method.strip():
+        raise RequestError(ProtocolError(message="missing method"), request_id)
+    params = obj.get("params")
+    if params is None:
+        params = {}
+    elif not isinstance(params, dict):
+        raise RequestError(CmuxError("invalid_params", "params: must be an object",
+                                     {"field": "params"}), request_id)
+    return Request(method=method.strip(), params=params, id=request_id)
+
+
+def _dumps(obj: object) -> bytes:
+    return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def encode_success(request_id: Any, result: dict[str, Any]) -> bytes:
+    return _dumps({"id": request_id, "ok": True, "result": result})
+
+
+def encode_error(request_id: Any, error: CmuxError) -> bytes:
+    return _dumps({"id": request_id, "ok": False, "error": error.to_wire()})
+
+
+def encode_event(name: str, data: dict[str, Any]) -> bytes:
+    return _dumps({"event": name, "data": data})

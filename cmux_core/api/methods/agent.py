@@ -1,0 +1,742 @@
+"""Agent methods: agent targets, start, prompt, waits.
+
+Also ``events.wait`` and the two pane-scoped subscriptions (``pane.agent_status_changed``
+with a ``pane_id``, ``pane.output_matched``) that ``events.subscribe`` hands over to
+:func:`prepare_subscription`. Hook reports and metadata live in ``methods.report``.
+
+Waits are woken by hub events, never by a poll, and end cleanly when their client
+disconnects. ``agent.prompt`` and ``agent.send_keys`` to a managed launch that is still
+``launch_pending`` first wait for it to settle (see :mod:`cmux_core.agents.tracker`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shlex
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cmux_core.agents.tracker import LAUNCH_TIMEOUT_S, AgentStatus, AgentTracker
+from cmux_core.agents.views import project_for
+from cmux_core.api.dispatch import Call, MethodTable, Params, Result, validation_error
+from cmux_core.api.methods.pane import (
+    LineFinder,
+    OutputMatch,
+    ReadSource,
+    line_matcher,
+    next_output,
+    read_result,
+)
+from cmux_core.errors import CmuxError, InvalidParams, NotFound, WaitTimeout
+from cmux_core.events import Event, EventHub, Subscriber
+from cmux_core.model.mux import Mux
+from cmux_core.model.tree import Pane
+from cmux_core.terminal.keys import encode_key, encode_keys, parse_key
+from cmux_core.terminal.process import validate_env
+
+methods = MethodTable()
+
+AGENT_NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+STATUS_NAMES = ("idle", "working", "blocked", "done", "unknown")
+DEFAULT_UNTIL: tuple[AgentStatus, ...] = ("idle", "done", "blocked")
+PROMPT_ENTER_DELAY_S = 0.3
+"""Pause between a prompt's text and its Enter, so the program sees them as two inputs."""
+PROMPT_EFFECT_LIMIT_MS = 5000
+"""Longest a prompt may go without an observed state change before it counts as stalled."""
+READY_TIMEOUT_MS = 30000
+"""Default bound of the wait for a pending launch in ``agent.prompt``/``agent.send_keys``."""
+START_TIMEOUT_MS = (3000, 300000)
+"""``agent.start`` ``timeout_ms`` must lie in (low, high]."""
+WATCH_KINDS = frozenset({"pane_agent_status_changed", "pane_agent_detected", "pane_closed",
+                         "pane_exited", "pane_moved", "pane_updated"})
+
+
+def tracker_of(call: Call) -> AgentTracker:
+    """The server's tracker (it reads source declarations from the loaded integrations)."""
+    return call.server.mux.agents
+
+
+# -- agent targets and plain agent methods ----------------------------------------------
+
+
+class Empty(Params):
+    pass
+
+
+class AgentTarget(Params):
+    target: str
+
+
+class AgentListParams(Params):
+    view: bool | str | None = None
+
+
+@methods.method("agent.list", AgentListParams)
+async def agent_list(call: Call, p: AgentListParams) -> Result:
+    """Every agent terminal, in workspace, tab and layout order; with ``view``, projected
+    through the caller's agent view (true) or that ``client_id``'s (a string)."""
+    tracker = tracker_of(call)
+    rows = [tracker.agent_info(x) for x in tracker.agent_panes()]
+    return {"type": "agent_list", "agents": await project_for(call, rows, p.view)}
+
+
+@methods.method("agent.get", AgentTarget)
+async def agent_get(call: Call, p: AgentTarget) -> Result:
+    tracker = tracker_of(call)
+    return {"type": "agent_info", "agent": tracker.agent_info(tracker.resolve_agent_target(
+        p.target))}
+
+
+@methods.method("agent.focus", AgentTarget)
+async def agent_focus(call: Call, p: AgentTarget) -> Result:
+    """Focus the agent's pane (switching workspace and tab) and mark its tab seen."""
+    tracker = tracker_of(call)
+    pane = tracker.resolve_agent_target(p.target)
+    call.server.mux.focus_pane(pane)
+    return {"type": "agent_info", "agent": tracker.agent_info(pane)}
+
+
+class AgentReadParams(Params):
+    target: str
+    source: ReadSource = "visible"
+    lines: int | None = Field(default=None, ge=0)
+    format: Literal["text", "ansi"] = "text"
+    strip_ansi: bool = True
+
+
+@methods.method("agent.read", AgentReadParams)
+async def agent_read(call: Call, p: AgentReadParams) -> Result:
+    """``pane.read`` on the agent's pane; reading never marks anything seen."""
+    pane = tracker_of(call).resolve_agent_target(p.target)
+    lines = None if p.lines is None else min(p.lines, 1000)
+    return {"type": "pane_read", "read": read_result(pane, p.source, lines, p.format)}
+
+
+class AgentRenameParams(Params):
+    target: str
+    name: str | None = None
+
+
+def check_agent_name(name: str) -> str:
+    if not AGENT_NAME_RE.fullmatch(name):
+        raise CmuxError("invalid_agent_name",
+                        f"agent name {name!r} must match ^[a-z][a-z0-9_-]{{0,31}}$")
+    return name
+
+
+@methods.method("agent.rename", AgentRenameParams)
+async def agent_rename(call: Call, p: AgentRenameParams) -> Result:
+    """Set (or with an empty/null name clear) the agent name and the pane's manual label."""
+    tracker = tracker_of(call)
+    pane = tracker.resolve_agent_target(p.target)
+    name = (p.name or "").strip() or None
+    if name is not None:
+        check_agent_name(name)
+        if tracker.name_taken(name, other_than=pane):
+            raise CmuxError("agent_name_taken", f"agent name {name} is already taken")
+    pane.label = name
+    tracker.set_name(pane, name)
+    return {"type": "agent_info", "agent": tracker.agent_info(pane)}
+
+
+async def ready_agent(call: Call, target: str, timeout_ms: int | None) -> Pane:
+    """Resolve ``target`` to an agent whose terminal can take input now.
+
+    A pending launch is waited for first (woken by its events, at most ``timeout_ms``,
+    default :data:`READY_TIMEOUT_MS`; cancelled if the client goes away). Raises
+    ``agent_not_running`` when the agent exits or leaves meanwhile, ``agent_not_ready``
+    when the bound passes or the process has exited.
+    """
+    tracker = tracker_of(call)
+    pane = tracker.resolve_agent_target(target)
+    if tracker.launch_pending(pane):
+        bound = READY_TIMEOUT_MS if timeout_ms is None else timeout_ms
+        pin = Pinned.of(tracker, pane, target)
+        await served(call, until_launched(call, pin, bound))
+    if pane.terminal.exited:
+        raise CmuxError("agent_not_ready", "the agent's process has exited")
+    return pane
+
+
+async def until_launched(call: Call, pin: Pinned, bound_ms: int) -> None:
+    """Return once ``pin``'s launch is no longer pending (see ``ready_agent``)."""
+    mux = call.server.mux
+    tracker = tracker_of(call)
+    deadline = time.monotonic() + bound_ms / 1000
+    with watching(call.server.events) as sub:
+        while True:
+            if pin.pane.key not in mux.panes or pin.pane.terminal.exited:
+                raise CmuxError("agent_not_running", "agent exited before it was ready")
+            pin.check(mux, tracker)
+            if not tracker.launch_pending(pin.pane):
+                return
+            try:
+                await next_batch(sub, deadline)
+            except TimeoutError:
+                if tracker.launch_pending(pin.pane):
+                    raise CmuxError(
+                        "agent_not_ready",
+                        f"agent {pin.name or pin.pane.id} is still starting (launch_pending) "
+                        f"after {bound_ms} ms; wait longer with timeout_ms") from None
+
+
+class AgentSendKeysParams(Params):
+    target: str
+    keys: list[str]
+    timeout_ms: int | None = Field(default=None, ge=0)
+
+
+@methods.method("agent.send_keys", AgentSendKeysParams)
+async def agent_send_keys(call: Call, p: AgentSendKeysParams) -> Result:
+    """Send key combos to the agent in one write; an invalid key rejects them all. A
+    pending launch is waited for first (``timeout_ms`` bounds that wait)."""
+    combos = [parse_key(k) for k in p.keys]
+    pane = await ready_agent(call, p.target, p.timeout_ms)
+    # Encoded only now: a program that just started may have changed its key modes.
+    data = b"".join(encode_key(ev, pane.terminal.emulator.modes) for ev in combos)
+    try:
+        pane.terminal.write(data)
+    except CmuxError as exc:
+        raise CmuxError("agent_send_keys_failed", exc.message) from None
+    return {"type": "ok"}
+
+
+# -- agent.start ---------------------------------------------------------------------------
+
+
+class AgentStartParams(Params):
+    name: str
+    argv: list[str] | None = None
+    kind: str | None = None
+    args: list[str] = []
+    pane_id: str | None = None
+    workspace_id: str | None = None
+    tab_id: str | None = None
+    cwd: str | None = None
+    location: str | None = None
+    split: Literal["right", "down"] = "right"
+    focus: bool = False
+    env: dict[str, Any] | None = None
+    timeout_ms: int | None = None
+
+
+def check_argv(argv: list[str]) -> list[str]:
+    if not argv or not argv[0].strip():
+        raise CmuxError("invalid_agent_argv", "argv must be a non-empty list of strings")
+    for i, arg in enumerate(argv):
+        if "\0" in arg:
+            raise CmuxError("invalid_agent_argv", f"argv[{i}] must not contain NUL")
+    return list(argv)
+
+
+def start_location(p: AgentStartParams) -> str | None:
+    if p.cwd is not None and p.location is not None:
+        raise CmuxError("agent_placement_conflict", "give either cwd or location, not both")
+    value = p.cwd if p.cwd is not None else p.location
+    if value is None or not value.strip():
+        return None
+    path = os.path.expanduser(value.strip())
+    if not os.path.isabs(path) or not os.path.isdir(path):
+        raise CmuxError("invalid_agent_location", f"{value} is not an existing directory")
+    return path
+
+
+@methods.method("agent.start", AgentStartParams)
+async def agent_start(call: Call, p: AgentStartParams) -> Result:
+    """Start a named agent: split the focused pane of the target tab (or create the first
+    workspace), or with ``pane_id`` type the command into that pane's idle shell.
+
+    Returns at once with ``launch_pending``; the launch may stay pending ``timeout_ms``
+    (``invalid_agent_timeout`` outside 3000 < t <= 300000; default 30 s).
+    """
+    tracker = tracker_of(call)
+    mux = call.server.mux
+    name = check_agent_name(p.name.strip())
+    if tracker.name_taken(name):
+        raise CmuxError("agent_name_taken", f"agent name {name} is already taken")
+    if p.argv is not None:
+        argv = check_argv(p.argv)
+    elif p.kind is not None and p.kind.strip():
+        argv = check_argv([tracker.canonical(p.kind), *p.args])
+    else:
+        raise CmuxError("invalid_agent_argv", "give argv (or kind and args)")
+    env = validate_env(p.env)
+    cwd = start_location(p)
+    low, high = START_TIMEOUT_MS
+    if p.timeout_ms is not None and not low < p.timeout_ms <= high:
+        raise CmuxError("invalid_agent_timeout",
+                        f"timeout_ms must be above {low} and at most {high}")
+    if p.pane_id is not None and p.workspace_id is None and p.tab_id is None:
+        pane = type_into_shell(mux, tracker, p.pane_id, argv)
+    else:
+        pane = place_agent(mux, p, argv, env, cwd)
+    pane.label = name
+    tracker.begin_launch(pane, name, LAUNCH_TIMEOUT_S if p.timeout_ms is None
+                         else p.timeout_ms / 1000)
+    if p.focus:
+        mux.focus_pane(pane)
+    return {"type": "agent_started", "agent": tracker.agent_info(pane), "argv": argv}
+
+
+def place_agent(mux: Mux, p: AgentStartParams, argv: list[str], env: dict[str, str],
+                cwd: str | None) -> Pane:
+    """The seed's placement rules; spawn failures become ``agent_start_failed``."""
+    try:
+        if not any(True for _ in mux.workspaces()):
+            _ws, _tab, pane = mux.create_workspace(cwd=cwd, command=argv, pane_env=env,
+                                                   focus=p.focus)
+            return pane
+        if p.tab_id is not None:
+            tab = mux.find_tab(p.tab_id)
+            if tab is None:
+                raise CmuxError("agent_placement_not_found", f"tab {p.tab_id} not found")
+            if p.workspace_id is not None and mux.find_workspace(p.workspace_id) \
+                    is not tab.workspace:
+                raise CmuxError("agent_placement_conflict",
+                                f"tab {p.tab_id} is not in workspace {p.workspace_id}")
+        else:
+            ws = (mux.find_workspace(p.workspace_id) if p.workspace_id is not None
+                  else mux.active_workspace())
+            if ws is None or ws.active_tab is None:
+                raise CmuxError("agent_placement_not_found",
+                                f"workspace {p.workspace_id or '(active)'} not found")
+            tab = ws.active_tab
+        source = mux.panes.get(tab.focused) or mux.tab_panes(tab)[0]
+        return mux.split_pane(source, p.split, cwd=cwd, env=env, command=argv, focus=p.focus)
+    except CmuxError as exc:
+        if exc.code == "spawn_failed":
+            raise CmuxError("agent_start_failed", exc.message) from None
+        raise
+
+
+def type_into_shell(mux: Mux, tracker: AgentTracker, pane_id: str, argv: list[str]) -> Pane:
+    """Type ``argv`` (shell-quoted) and Enter into ``pane_id``'s shell, which must be idle."""
+    pane = mux.find_pane(pane_id)
+    if pane is None:
+        raise CmuxError("agent_pane_not_found", f"pane {pane_id} not found")
+    if tracker.is_agent(pane):
+        raise CmuxError("agent_pane_busy", f"pane {pane.id} already hosts an agent")
+    term = pane.terminal
+    if term.exited:
+        raise CmuxError("agent_pane_unavailable", f"pane {pane.id} has exited")
+    if term.foreground_pgid() not in (None, term.pid):
+        raise CmuxError("agent_pane_busy", f"pane {pane.id} is running a command")
+    try:
+        term.write(shlex.join(argv).encode() + b"\r")
+    except CmuxError as exc:
+        raise CmuxError("agent_start_input_failed", exc.message) from None
+    return pane
+
+
+# -- waits ------------------------------------------------------------------------------
+
+
+@contextmanager
+def watching(events: EventHub) -> Iterator[Subscriber]:
+    """A hub subscription to agent-relevant events, always released (also on cancel)."""
+    sub = events.subscribe(set(WATCH_KINDS))
+    try:
+        yield sub
+    finally:
+        events.unsubscribe(sub)
+
+
+async def next_batch(sub: Subscriber, deadline: float | None) -> list[Event]:
+    """The next queued events; TimeoutError at ``deadline`` (monotonic seconds)."""
+    remaining = None if deadline is None else deadline - time.monotonic()
+    if remaining is not None and remaining <= 0:
+        raise TimeoutError
+    async with asyncio.timeout(remaining):
+        return await sub.next_batch()
+
+
+def deadline_of(timeout_ms: int | None) -> float | None:
+    return None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
+
+
+async def served(call: Call, coro: Any) -> Any:
+    """Run a wait, counted in ``server.stats`` ``pending_waits`` and cancelled (leaving
+    nothing behind) if the client goes away."""
+    call.server.pending_waits += 1
+    try:
+        if call.connection is None:
+            return await coro
+        return await call.connection.until_gone(coro)
+    finally:
+        call.server.pending_waits -= 1
+
+
+@dataclass(slots=True)
+class Pinned:
+    """The identity a wait follows: the same pane, terminal, name and agent."""
+
+    pane: Pane
+    terminal_id: str
+    name: str | None
+    by_name: bool
+    agent: str | None
+
+    @classmethod
+    def of(cls, tracker: AgentTracker, pane: Pane, target: str) -> Pinned:
+        name = tracker.record(pane).name
+        return cls(pane, pane.terminal.id, name, name is not None and name == target.strip(),
+                   tracker.effective_agent(pane))
+
+    def check(self, mux: Mux, tracker: AgentTracker) -> None:
+        """Raise ``agent_not_running`` when the pane no longer runs the same agent."""
+        if not self.running(mux, tracker):
+            raise CmuxError("agent_not_running",
+                            "agent is no longer running in the target pane")
+
+    def running(self, mux: Mux, tracker: AgentTracker) -> bool:
+        pane = self.pane
+        if pane.key not in mux.panes or pane.terminal.id != self.terminal_id \
+                or not tracker.is_agent(pane):
+            return False
+        name = tracker.record(pane).name
+        if self.by_name and name != self.name:
+            return False
+        agent = tracker.effective_agent(pane)
+        if self.agent is not None and agent != self.agent:
+            return agent is None and name is not None
+        return True
+
+    def concerns(self, mux: Mux, event: Event) -> bool:
+        data = event.data
+        if event.kind == "pane_moved":
+            return bool(data.get("previous_pane_id") == self.pane.id
+                        or data.get("pane", {}).get("terminal_id") == self.terminal_id)
+        if event.kind == "pane_updated":
+            return bool(data.get("pane", {}).get("terminal_id") == self.terminal_id)
+        return mux.find_pane(str(data.get("pane_id", ""))) is self.pane or \
+            data.get("pane_id") == self.pane.id
+
+
+async def wait_for_status(call: Call, pin: Pinned, until: set[str], deadline: float | None,
+                          *, transient: bool = True) -> dict[str, Any]:
+    """Follow ``pin``'s events until its status is in ``until``; returns its AgentInfo.
+
+    Raises ``agent_not_running`` when the pane closes, exits, moves away or changes its
+    agent, and ``timeout`` at the deadline (after a last look).
+    """
+    mux = call.server.mux
+    tracker = tracker_of(call)
+    with watching(call.server.events) as sub:
+        while True:
+            pin.check(mux, tracker)
+            if tracker.status(pin.pane) in until:
+                return tracker.agent_info(pin.pane)
+            try:
+                batch = await next_batch(sub, deadline)
+            except TimeoutError:
+                pin.check(mux, tracker)
+                if tracker.status(pin.pane) in until:
+                    return tracker.agent_info(pin.pane)
+                raise WaitTimeout(message="timed out waiting for agent status") from None
+            for event in batch:
+                if not pin.concerns(mux, event):
+                    continue
+                kind, data = event.kind, event.data
+                if kind in ("pane_closed", "pane_exited", "pane_moved"):
+                    raise CmuxError("agent_not_running",
+                                    "agent is no longer running in the target pane")
+                if kind == "pane_agent_detected" and data.get("released"):
+                    final = data.get("final_status")
+                    if final in until:
+                        return {**tracker.agent_info(pin.pane), "agent_status": final}
+                    raise CmuxError("agent_not_running",
+                                    "agent is no longer running in the target pane")
+                if transient and kind == "pane_agent_status_changed" \
+                        and data.get("agent_status") in until:
+                    pin.check(mux, tracker)
+                    return {**tracker.agent_info(pin.pane), "agent_status": data["agent_status"]}
+
+
+class AgentWaitParams(Params):
+    target: str
+    until: list[AgentStatus] = []
+    timeout_ms: int | None = Field(default=None, ge=0)
+
+
+@methods.method("agent.wait", AgentWaitParams)
+async def agent_wait(call: Call, p: AgentWaitParams) -> Result:
+    """Hold the request until the agent's status is in ``until`` (default idle, done,
+    blocked); returns at once when it already is."""
+    tracker = tracker_of(call)
+    pane = tracker.resolve_agent_target(p.target)
+    pin = Pinned.of(tracker, pane, p.target)
+    until: set[str] = set(p.until or DEFAULT_UNTIL)
+    info = await served(call, wait_for_status(call, pin, until, deadline_of(p.timeout_ms)))
+    return {"type": "agent_info", "agent": info}
+
+
+class PromptWait(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    until: list[AgentStatus] = []
+    timeout_ms: int | None = Field(default=None, ge=0)
+
+
+class AgentPromptParams(Params):
+    target: str
+    text: str
+    wait: PromptWait | None = None
+    timeout_ms: int | None = Field(default=None, ge=0)
+
+
+@methods.method("agent.prompt", AgentPromptParams)
+async def agent_prompt(call: Call, p: AgentPromptParams) -> Result:
+    """Paste the prompt (bracketed when enabled), then Enter 300 ms later.
+
+    A pending launch is waited for first (``timeout_ms`` bounds that wait). With
+    ``wait``: the prompt must then visibly take effect (a state change within 5 s, else
+    ``agent_prompt_stalled``), then the status must reach ``until``.
+    """
+    if not p.text.strip():
+        raise CmuxError("empty_agent_prompt", "prompt text must not be empty")
+    tracker = tracker_of(call)
+    pane = await ready_agent(call, p.target, p.timeout_ms)
+    term = pane.terminal
+    pin = Pinned.of(tracker, pane, p.target)
+    before_seq = tracker.record(pane).state_change_seq
+    data = p.text.encode()
+    if term.emulator.modes.bracketed_paste:
+        data = b"\x1b[200~" + data + b"\x1b[201~"
+    enter = b"".join(encode_keys(["enter"], term.emulator.modes))
+    try:
+        term.write(data)
+    except CmuxError as exc:
+        raise CmuxError("agent_prompt_failed", exc.message) from None
+    asyncio.get_running_loop().call_later(PROMPT_ENTER_DELAY_S, submit, term, enter)
+    if p.wait is None:
+        return {"type": "agent_prompted", "agent": tracker.agent_info(pane)}
+    until: set[str] = set(p.wait.until or DEFAULT_UNTIL)
+    info = await served(call, prompt_wait(call, pin, before_seq, until, p.wait.timeout_ms))
+    return {"type": "agent_prompted", "agent": info}
+
+
+def submit(term: Any, enter: bytes) -> None:
+    if not term.exited:
+        try:
+            term.write(enter)
+        except CmuxError:
+            return
+
+
+async def prompt_wait(call: Call, pin: Pinned, before_seq: int, until: set[str],
+                      timeout_ms: int | None) -> dict[str, Any]:
+    mux = call.server.mux
+    tracker = tracker_of(call)
+    deadline = deadline_of(timeout_ms)
+    pin.check(mux, tracker)
+    rec = tracker.record(pin.pane)
+    if rec.state != "working":
+        gate_ms = PROMPT_EFFECT_LIMIT_MS if timeout_ms is None else min(timeout_ms,
+                                                                         PROMPT_EFFECT_LIMIT_MS)
+        gate = time.monotonic() + gate_ms / 1000
+        with watching(call.server.events) as sub:
+            while rec.state_change_seq <= before_seq:
+                pin.check(mux, tracker)
+                try:
+                    await next_batch(sub, gate)
+                except TimeoutError:
+                    if rec.state_change_seq > before_seq:
+                        break
+                    if timeout_ms is not None and timeout_ms <= PROMPT_EFFECT_LIMIT_MS:
+                        raise WaitTimeout(message="timed out waiting for agent status") from None
+                    raise CmuxError(
+                        "agent_prompt_stalled",
+                        f"agent prompt produced no observed state change within {gate_ms} ms; "
+                        f"status is {rec.status} and state_change_seq remained "
+                        f"{rec.state_change_seq}") from None
+                rec = tracker.record(pin.pane)
+        pin.check(mux, tracker)
+        if tracker.status(pin.pane) in until:
+            return tracker.agent_info(pin.pane)
+    return await wait_for_status(call, pin, until, deadline, transient=False)
+
+
+# -- events.wait --------------------------------------------------------------------------
+
+
+class EventsWaitParams(Params):
+    match_event: dict[str, Any]
+    timeout_ms: int | None = Field(default=None, ge=0)
+
+
+def status_event(tracker: AgentTracker, pane: Pane) -> dict[str, Any]:
+    """``pane_agent_status_changed`` data for the pane as it is now (no ``type``)."""
+    data: dict[str, Any] = {"pane_id": pane.id, "workspace_id": pane.tab.workspace.id,
+                            "agent_status": tracker.status(pane)}
+    agent = tracker.effective_agent(pane)
+    if agent is not None:
+        data["agent"] = agent
+    pres = tracker.presentation(pane)
+    for key in ("title", "display_agent", "state_labels"):
+        if key in pres:
+            data[key] = pres[key]
+    return data
+
+
+@methods.method("events.wait", EventsWaitParams)
+async def events_wait(call: Call, p: EventsWaitParams) -> Result:
+    """Wait for one event matching ``match_event`` (pane agent status matches only)."""
+    match = p.match_event
+    if match.get("event") != "pane_agent_status_changed":
+        raise CmuxError("unsupported_event_wait_match",
+                        "events.wait currently supports pane agent status matches")
+    status = match.get("agent_status")
+    if status not in STATUS_NAMES:
+        raise InvalidParams("match_event.agent_status", f"must be one of {', '.join(STATUS_NAMES)}")
+    if not isinstance(match.get("pane_id"), str):
+        raise InvalidParams("match_event.pane_id", "field required")
+    mux = call.server.mux
+    tracker = tracker_of(call)
+    pane = mux.pane(match["pane_id"])
+    deadline = deadline_of(p.timeout_ms)
+
+    def matched(data: dict[str, Any]) -> Result:
+        return {"type": "wait_matched", "event": {
+            "event": "pane_agent_status_changed",
+            "data": {"type": "pane_agent_status_changed", **data}}}
+
+    async def wait() -> Result:
+        with watching(call.server.events) as sub:
+            if tracker.status(pane) == status:
+                return matched(status_event(tracker, pane))
+            while True:
+                try:
+                    batch = await next_batch(sub, deadline)
+                except TimeoutError:
+                    raise WaitTimeout(message="timed out waiting for event match") from None
+                for event in batch:
+                    if event.data.get("pane_id") != pane.id:
+                        continue
+                    if event.kind == "pane_closed":
+                        raise NotFound("pane", pane.id)
+                    if event.kind == "pane_agent_status_changed" \
+                            and event.data.get("agent_status") == status:
+                        data = {k: v for k, v in event.data.items() if k != "type"}
+                        return matched(data)
+
+    result: Result = await served(call, wait())
+    return result
+
+
+# -- pane-scoped subscriptions ----------------------------------------------------------
+
+
+class StatusSubscription(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["pane.agent_status_changed"]
+    pane_id: str
+    agent_status: AgentStatus | None = None
+
+
+class OutputSubscription(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["pane.output_matched"]
+    pane_id: str
+    source: ReadSource
+    lines: int | None = Field(default=None, ge=0)
+    match: OutputMatch
+    strip_ansi: bool = True
+
+
+PARAMETERISED = frozenset({"pane.agent_status_changed", "pane.output_matched"})
+"""Subscription types answered here when they name a pane."""
+
+
+def is_parameterised(raw: dict[str, Any]) -> bool:
+    return raw.get("type") == "pane.output_matched" or (
+        raw.get("type") == "pane.agent_status_changed" and raw.get("pane_id") is not None)
+
+
+def prepare_subscription(call: Call, raw: dict[str, Any], field: str) -> Callable[[], None]:
+    """Validate one pane-scoped subscription (probing its pane); returns its starter.
+
+    Raises before anything starts, so one bad subscription aborts the whole request.
+    The stream runs as one of the connection's tasks and ends with it.
+    """
+    model: type[BaseModel] = (OutputSubscription if raw.get("type") == "pane.output_matched"
+                              else StatusSubscription)
+    try:
+        sub = model.model_validate(raw)
+    except ValidationError as exc:
+        err = validation_error(exc)
+        raise InvalidParams(f"{field}.{err.field}" if err.field else field,
+                            err.message.split(": ", 1)[-1]) from None
+    mux = call.server.mux
+    if isinstance(sub, StatusSubscription):
+        pane = mux.pane(sub.pane_id)
+        body = status_stream(call, tracker_of(call), pane, sub.agent_status)
+    else:
+        assert isinstance(sub, OutputSubscription)
+        pane = mux.pane(sub.pane_id)
+        matcher = line_matcher(sub.match)
+        source: ReadSource = "recent_unwrapped" if sub.source == "recent" else sub.source
+        lines = None if sub.lines is None else min(sub.lines, 1000)
+        body = output_stream(mux, pane, matcher, source, lines)
+    return lambda: start_stream(call, body)
+
+
+StreamBody = Callable[[Subscriber], Any]
+
+
+def start_stream(call: Call, body: StreamBody) -> None:
+    """Stream what ``body`` offers to a private subscriber on the calling connection."""
+    connection = call.connection
+    assert connection is not None
+    out = Subscriber(None)
+    connection.start_stream(out)
+    task = asyncio.ensure_future(body(out))
+    connection.tasks.add(task)
+    task.add_done_callback(connection.tasks.discard)
+
+
+def status_stream(call: Call, tracker: AgentTracker, pane: Pane,
+                  wanted: AgentStatus | None) -> StreamBody:
+    events = call.server.events
+
+    async def run(out: Subscriber) -> None:
+        with watching(events) as sub:
+            if wanted is not None and tracker.status(pane) == wanted:
+                out.offer(Event(events.seq, "pane.agent_status_changed",
+                                status_event(tracker, pane)))
+            while not out.closed:
+                for event in await sub.next_batch():
+                    if event.kind != "pane_agent_status_changed" \
+                            or event.data.get("pane_id") != pane.id:
+                        continue
+                    if wanted is not None and event.data.get("agent_status") != wanted:
+                        continue
+                    data = {k: v for k, v in event.data.items() if k != "type"}
+                    out.offer(Event(event.seq, "pane.agent_status_changed", data))
+    return run
+
+
+def output_stream(mux: Mux, pane: Pane, matcher: LineFinder, source: ReadSource,
+                  lines: int | None) -> StreamBody:
+    """Edge-triggered matches: an event when the text goes from not matching to matching,
+    re-armed when it stops matching. Woken by the pane's output (paced as waits are)."""
+    async def run(out: Subscriber) -> None:
+        armed = True
+        burst = 0
+        while not out.closed and pane.key in mux.panes:
+            changed = mux.output_signal(pane)
+            read = read_result(pane, source, lines, "text")
+            line = matcher(read["text"])
+            if line is None:
+                armed = True
+            elif armed:
+                armed = False
+                out.offer(Event(0, "pane.output_matched",
+                                {"pane_id": pane.id, "matched_line": line, "read": read}))
+            burst = await next_output(changed, time.monotonic(), burst)
+    return run

@@ -1,0 +1,437 @@
+"""Pane methods: structure, focus, input, reads, output waits, process info."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+import regex
+from pydantic import Field, field_validator
+
+from cmux_core.api.dispatch import Call, MethodTable, Params, Result
+from cmux_core.api.methods.workspace import command_argv, resolve_cwd, workspace_keys
+from cmux_core.errors import CmuxError, InvalidParams, NotFound, WaitTimeout
+from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.tree import Pane, Surface
+from cmux_core.terminal.keys import encode_keys
+from cmux_core.terminal.process import validate_env
+
+methods = MethodTable()
+
+MAX_READ_LINES = 1000
+DEFAULT_READ_LINES = 80
+WAIT_RECHECK_S = 0.01
+"""Least time between two re-reads of one waiter while output keeps flowing."""
+WAIT_BURST = 8
+"""Quick wakes a waiter serves at once before pacing itself."""
+
+ReadSource = Literal["visible", "recent", "recent_unwrapped", "detection"]
+
+
+def pane_row(mux: Mux, pane: Pane, index: int) -> dict[str, Any]:
+    """PaneInfo plus the cmux family's pane row keys."""
+    info = mux.pane_info(pane)
+    info.update({
+        "id": pane.key,
+        "index": index,
+        "surface_ids": [s.uuid for s in pane.surfaces],
+        "surface_refs": [s.ref for s in pane.surfaces],
+        "selected_surface_id": pane.surface.uuid,
+        "selected_surface_ref": pane.surface.ref,
+        "surface_count": len(pane.surfaces),
+    })
+    return info
+
+
+def pane_keys(pane: Pane) -> dict[str, Any]:
+    return {**workspace_keys(pane.tab.workspace), "pane_uuid": pane.key, "pane_ref": pane.ref}
+
+
+# -- structure ------------------------------------------------------------------------
+
+
+class PaneSplitParams(Params):
+    target_pane_id: str | None = None
+    pane_id: str | None = None
+    workspace_id: str | None = None
+    direction: Literal["right", "down"] = "right"
+    ratio: float | None = None
+    cwd: str | None = None
+    location: str | None = None
+    focus: bool = False
+    env: dict[str, str] | None = None
+    command: list[str] | None = None
+
+
+@methods.method("pane.split", PaneSplitParams)
+async def pane_split(call: Call, p: PaneSplitParams) -> Result:
+    """Split a pane; the new pane is the second child (right of or below the target)."""
+    mux = call.server.mux
+    if p.cwd is not None and p.location is not None:
+        raise InvalidParams("location", "give either cwd or location, not both")
+    target_text = p.target_pane_id or p.pane_id
+    if target_text is not None:
+        target = mux.pane(target_text)
+    elif p.workspace_id is not None:
+        ws = mux.workspace(p.workspace_id)
+        focused = mux.focused_pane_of(ws)
+        if focused is None:
+            raise NotFound("pane", message="workspace has no focused pane")
+        target = focused
+    else:
+        target = mux.pane(None)
+    env = validate_env(p.env)
+    cwd = resolve_cwd(p.cwd if p.cwd is not None else p.location, "cwd")
+    command = command_argv(p.command, "command")
+    try:
+        pane = mux.split_pane(target, p.direction, ratio=p.ratio, cwd=cwd, env=env,
+                              command=command, focus=p.focus)
+    except CmuxError as exc:
+        raise spawn_error(exc, "pane_split_failed") from None
+    return {"type": "pane_info", "pane": mux.pane_info(pane)}
+
+
+class PaneListParams(Params):
+    workspace_id: str | None = None
+
+
+@methods.method("pane.list", PaneListParams)
+async def pane_list(call: Call, p: PaneListParams) -> Result:
+    """Panes in workspace, tab and layout order (all workspaces unless one is named)."""
+    mux = call.server.mux
+    if p.workspace_id is not None:
+        ws = mux.workspace(p.workspace_id)
+        panes = mux.workspace_panes(ws)
+        extra: dict[str, Any] = workspace_keys(ws)
+    else:
+        panes = mux.all_panes()
+        active = mux.active_workspace()
+        extra = workspace_keys(active) if active else {}
+    extra["container_frame"] = {"width": mux.area.width, "height": mux.area.height}
+    return {"type": "pane_list", "panes": [pane_row(mux, x, i) for i, x in enumerate(panes)],
+            **extra}
+
+
+class PaneTarget(Params):
+    pane_id: str
+
+
+class OptionalPaneTarget(Params):
+    pane_id: str | None = None
+
+
+@methods.method("pane.get", PaneTarget)
+async def pane_get(call: Call, p: PaneTarget) -> Result:
+    mux = call.server.mux
+    return {"type": "pane_info", "pane": mux.pane_info(mux.pane(p.pane_id))}
+
+
+class PaneCurrentParams(Params):
+    caller_pane_id: str | None = None
+
+
+@methods.method("pane.current", PaneCurrentParams)
+async def pane_current(call: Call, p: PaneCurrentParams) -> Result:
+    """The caller's pane when ``caller_pane_id`` is given, else the focused pane."""
+    mux = call.server.mux
+    pane = mux.find_pane(p.caller_pane_id) if p.caller_pane_id else mux.focused_pane()
+    if pane is None:
+        raise NotFound("pane", message="pane not found")
+    return {"type": "pane_current", "pane": mux.pane_info(pane)}
+
+
+@methods.method("pane.focus", PaneTarget)
+async def pane_focus(call: Call, p: PaneTarget) -> Result:
+    """Focus the pane, switching the active workspace and tab to it."""
+    mux = call.server.mux
+    pane = mux.pane(p.pane_id)
+    mux.focus_pane(pane)
+    return {"type": "pane_info", "pane": mux.pane_info(pane), **pane_keys(pane)}
+
+
+class PaneRenameParams(Params):
+    pane_id: str
+    label: str | None = Field(default=None, max_length=256)
+
+
+@methods.method("pane.rename", PaneRenameParams)
+async def pane_rename(call: Call, p: PaneRenameParams) -> Result:
+    """Set the manual label (trimmed); empty or null clears it."""
+    mux = call.server.mux
+    pane = mux.pane(p.pane_id)
+    pane.label = (p.label or "").strip() or None
+    return {"type": "pane_info", "pane": mux.pane_info(pane)}
+
+
+@methods.method("pane.close", PaneTarget)
+async def pane_close(call: Call, p: PaneTarget) -> Result:
+    """Close the pane and end its process group; the tab closes with its last pane."""
+    mux = call.server.mux
+    mux.close_pane(mux.pane(p.pane_id))
+    return {"type": "ok"}
+
+
+# -- input ----------------------------------------------------------------------------
+
+
+class SendTextParams(Params):
+    pane_id: str
+    text: str
+
+
+def write(surface: Surface, data: bytes) -> None:
+    if surface.terminal.exited:
+        raise CmuxError("pane_send_failed", "the pane's process has exited")
+    surface.terminal.write(data)
+
+
+@methods.method("pane.send_text", SendTextParams)
+async def pane_send_text(call: Call, p: SendTextParams) -> Result:
+    """Write ``text`` as raw UTF-8: no bracketed paste, no Enter."""
+    pane = call.server.mux.pane(p.pane_id)
+    write(pane.surface, p.text.encode())
+    return {"type": "ok"}
+
+
+class SendKeysParams(Params):
+    pane_id: str
+    keys: list[str]
+
+
+@methods.method("pane.send_keys", SendKeysParams)
+async def pane_send_keys(call: Call, p: SendKeysParams) -> Result:
+    """Send key combos in order; one invalid key rejects the request before any byte."""
+    pane = call.server.mux.pane(p.pane_id)
+    encoded = encode_keys(p.keys, pane.terminal.emulator.modes)
+    for data in encoded:
+        write(pane.surface, data)
+    return {"type": "ok"}
+
+
+class SendInputParams(Params):
+    pane_id: str
+    text: str = ""
+    keys: list[str] = []
+
+
+def paste_bytes(surface: Surface, text: str) -> bytes:
+    """``text`` wrapped in bracketed paste when the program enabled it."""
+    data = text.encode()
+    if data and surface.terminal.emulator.modes.bracketed_paste:
+        return b"\x1b[200~" + data + b"\x1b[201~"
+    return data
+
+
+@methods.method("pane.send_input", SendInputParams)
+async def pane_send_input(call: Call, p: SendInputParams) -> Result:
+    """Paste ``text`` (bracketed when enabled) then send ``keys``, in one write."""
+    pane = call.server.mux.pane(p.pane_id)
+    encoded = encode_keys(p.keys, pane.terminal.emulator.modes)
+    write(pane.surface, paste_bytes(pane.surface, p.text) + b"".join(encoded))
+    return {"type": "ok"}
+
+
+# -- reads and waits ------------------------------------------------------------------
+
+
+class ReadParams(Params):
+    pane_id: str
+    source: ReadSource = "visible"
+    lines: int | None = None
+    format: Literal["text", "ansi"] = "text"
+    strip_ansi: bool = True
+
+    @field_validator("lines")
+    @classmethod
+    def _clamp(cls, v: int | None) -> int | None:
+        return None if v is None else min(v, MAX_READ_LINES)
+
+
+def read_result(pane: Pane, source: ReadSource, lines: int | None,
+                fmt: Literal["text", "ansi"]) -> dict[str, Any]:
+    text, truncated = pane.terminal.read(source, lines, fmt)
+    return {"pane_id": pane.id, "workspace_id": pane.tab.workspace.id, "tab_id": pane.tab.id,
+            "source": source, "format": fmt, "text": text, "revision": 0,
+            "truncated": truncated}
+
+
+@methods.method("pane.read", ReadParams)
+async def pane_read(call: Call, p: ReadParams) -> Result:
+    """Read the screen, scrollback or detection snapshot as text or ANSI."""
+    pane = call.server.mux.pane(p.pane_id)
+    return {"type": "pane_read", "read": read_result(pane, p.source, p.lines, p.format)}
+
+
+class OutputMatch(Params):
+    type: Literal["substring", "regex"]
+    value: str
+
+
+class WaitForOutputParams(Params):
+    pane_id: str
+    source: ReadSource = "recent"
+    lines: int | None = None
+    match: OutputMatch
+    timeout_ms: int | None = Field(default=None, ge=0)
+    strip_ansi: bool = True
+
+    @field_validator("lines")
+    @classmethod
+    def _clamp(cls, v: int | None) -> int | None:
+        return None if v is None else min(v, MAX_READ_LINES)
+
+
+LineFinder = Callable[[str], str | None]
+
+
+def line_matcher(match: OutputMatch) -> LineFinder:
+    """A finder of the first line of a read that matches; ``invalid_regex`` for a
+    pattern that does not compile.
+
+    Lines are split on ``\n`` with one trailing ``\r`` removed. A substring is
+    looked for in the whole text first, so a read without it costs one scan.
+    """
+    if match.type == "substring":
+        value = match.value
+        if not value or "\r" in value:
+            return lambda text: first_match(text, lambda line: value in line)
+        if "\n" in value:
+            return lambda text: None
+        return lambda text: _line_at(text, text.find(value))
+    try:
+        pattern = regex.compile(match.value)
+    except regex.error as exc:
+        raise CmuxError("invalid_regex", f"invalid regex: {exc}") from None
+    return lambda text: first_match(text, lambda line: pattern.search(line) is not None)
+
+
+def _line_at(text: str, at: int) -> str | None:
+    """The line holding offset ``at`` of ``text`` (``None`` for -1), without its ``\r``."""
+    if at < 0:
+        return None
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    return text[start:end if end >= 0 else len(text)].removesuffix("\r")
+
+
+def first_match(text: str, matches: Callable[[str], bool]) -> str | None:
+    for line in text.split("\n"):
+        line = line.removesuffix("\r")
+        if matches(line):
+            return line
+    return None
+
+
+async def next_output(changed: asyncio.Event, checked: float, burst: int,
+                      timeout: float | None = None) -> int:
+    """Wait until ``changed`` fires (TimeoutError after ``timeout`` seconds).
+
+    Wakes return at once unless output has kept coming: after WAIT_BURST quick wakes
+    in a row, each returns no sooner than WAIT_RECHECK_S after ``checked``, so a
+    flooding pane cannot make its readers burn the loop, while short exchanges are
+    seen batch by batch. Returns the new count of quick wakes (``burst``).
+    """
+    async with asyncio.timeout(timeout):
+        await changed.wait()
+    elapsed = time.monotonic() - checked
+    if elapsed >= WAIT_RECHECK_S:
+        return 0
+    if burst >= WAIT_BURST:
+        await asyncio.sleep(WAIT_RECHECK_S - elapsed)
+    return burst + 1
+
+
+@methods.method("pane.wait_for_output", WaitForOutputParams)
+async def pane_wait_for_output(call: Call, p: WaitForOutputParams) -> Result:
+    """Hold the request until a line of the pane's output matches, woken by new output."""
+    mux = call.server.mux
+    pane = mux.pane(p.pane_id)
+    find_line = line_matcher(p.match)
+    source: ReadSource = "recent_unwrapped" if p.source == "recent" else p.source
+    deadline = None if p.timeout_ms is None else time.monotonic() + p.timeout_ms / 1000
+
+    async def wait() -> Result:
+        burst = 0
+        while True:
+            if pane.key not in mux.panes:
+                raise NotFound("pane", pane.id)
+            changed = mux.output_signal(pane)
+            read = read_result(pane, source, p.lines, "text")
+            line = find_line(read["text"])
+            if line is not None:
+                return {"type": "output_matched", "pane_id": pane.id, "revision": 0,
+                        "matched_line": line, "read": read}
+            checked = time.monotonic()
+            remaining = None if deadline is None else deadline - checked
+            if remaining is not None and remaining <= 0:
+                raise WaitTimeout(message="timed out waiting for output match")
+            try:
+                burst = await next_output(changed, checked, burst, remaining)
+            except TimeoutError:
+                raise WaitTimeout(message="timed out waiting for output match") from None
+
+    call.server.pending_waits += 1
+    try:
+        if call.connection is None:
+            return await wait()
+        return await call.connection.until_gone(wait())
+    finally:
+        call.server.pending_waits -= 1
+
+
+class ProcessInfoParams(Params):
+    pane_id: str | None = None
+
+
+def process_entry(pid: int) -> dict[str, Any] | None:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+        with open(f"/proc/{pid}/comm") as f:
+            name = f.read().strip()
+    except OSError:
+        return None
+    entry: dict[str, Any] = {"pid": pid, "name": name}
+    if argv:
+        entry.update({"argv0": argv[0], "argv": argv, "cmdline": " ".join(argv)})
+    with contextlib.suppress(OSError):
+        entry["cwd"] = os.readlink(f"/proc/{pid}/cwd")
+    return entry
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids whose process group is ``pgid`` (from /proc), leader first."""
+    members = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 2 and int(fields[2]) == pgid:
+            members.append(int(name))
+    members.sort(key=lambda pid: (pid != pgid, pid))
+    return members
+
+
+@methods.method("pane.process_info", ProcessInfoParams)
+async def pane_process_info(call: Call, p: ProcessInfoParams) -> Result:
+    """The pane's shell pid and the processes of its terminal's foreground group."""
+    pane = call.server.mux.pane(p.pane_id)
+    term = pane.terminal
+    info: dict[str, Any] = {"pane_id": pane.id}
+    if not term.exited:
+        info["shell_pid"] = term.pid
+        pgid = term.foreground_pgid()
+        if pgid is not None:
+            info["foreground_process_group_id"] = pgid
+            procs = [e for pid in group_members(pgid) if (e := process_entry(pid))]
+            info["foreground_processes"] = procs
+    return {"type": "pane_process_info", "process_info": info}

@@ -1,0 +1,297 @@
+"""Hook-reporting methods: agent state, session and release reports, authority, metadata.
+
+``pane.report_agent``, ``pane.report_agent_session``, ``pane.release_agent``,
+``pane.clear_agent_authority``, ``pane.report_metadata`` and ``workspace.report_metadata``
+are what agents' own hook systems call (through ``hooks/`` and integrations).
+
+They validate in the documented order (the first failure wins) and then answer ``ok``
+whether or not the tracker accepted the report (stale ``seq``, wrong owner, ...);
+accepted reports are passed on to plugins.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from typing import Any
+
+from pydantic import Field
+
+from cmux_core.agents.tracker import AgentState, AgentTracker, MetadataPatch, SessionRef
+from cmux_core.api.dispatch import Call, MethodTable, Params, Result
+from cmux_core.api.methods.agent import STATUS_NAMES, tracker_of
+from cmux_core.errors import CmuxError
+
+methods = MethodTable()
+
+SOURCE_RE = re.compile(r"[A-Za-z0-9:._-]+")
+TOKEN_KEY_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
+MAX_SOURCE_CHARS = 80
+MAX_TOKENS_PER_REPORT = 16
+MAX_TEXT_CHARS = 80
+MAX_CUSTOM_STATUS_CHARS = 32
+MAX_TTL_MS = 86_400_000
+MAX_SESSION_ID_BYTES = 512
+MAX_SESSION_PATH_BYTES = 4096
+START_SOURCES = frozenset({"startup", "resume", "clear", "compact", "new", "fork", "launch"})
+
+
+# -- normalisation (digest §h) --------------------------------------------------------------
+
+
+def clean_text(value: str, limit: int) -> str:
+    """Trim, drop control characters, keep the first ``limit`` characters, trim again."""
+    kept = "".join(ch for ch in value.strip() if unicodedata.category(ch) != "Cc")
+    return kept[:limit].strip()
+
+
+def check_source(value: str | None, field: str = "source") -> str:
+    source = (value or "").strip()
+    if not source:
+        raise CmuxError("invalid_metadata_source", "metadata source must not be empty",
+                        {"field": field})
+    if len(source) > MAX_SOURCE_CHARS:
+        raise CmuxError("invalid_metadata_source",
+                        f"metadata source must be {MAX_SOURCE_CHARS} characters or fewer",
+                        {"field": field})
+    if not SOURCE_RE.fullmatch(source):
+        raise CmuxError("invalid_metadata_source",
+                        "metadata source may contain only ASCII letters, digits, colon, dot, "
+                        "underscore, and hyphen", {"field": field})
+    return source
+
+
+def check_tokens(tokens: dict[str, Any] | None) -> dict[str, str | None]:
+    """Validated, normalised token patch; an emptied value clears its key."""
+    out: dict[str, str | None] = {}
+    if not tokens:
+        return out
+    if len(tokens) > MAX_TOKENS_PER_REPORT:
+        raise CmuxError("invalid_metadata_tokens",
+                        f"a report may set at most {MAX_TOKENS_PER_REPORT} tokens",
+                        {"reason": "too_many_tokens"})
+    for key, value in tokens.items():
+        if not TOKEN_KEY_RE.fullmatch(key):
+            raise CmuxError("invalid_metadata_tokens",
+                            f"token name {key!r} must be 1-32 ASCII letters, digits, "
+                            "underscores or hyphens", {"token": key})
+        if value is not None and not isinstance(value, str):
+            raise CmuxError("invalid_metadata_tokens",
+                            f"token {key} must be a string or null", {"token": key})
+        out[key] = (clean_text(value, MAX_TEXT_CHARS) or None) if value is not None else None
+    return out
+
+
+def check_ttl(ttl_ms: int | None) -> float | None:
+    if ttl_ms is None:
+        return None
+    if not 1 <= ttl_ms <= MAX_TTL_MS:
+        raise CmuxError("invalid_metadata_ttl",
+                        f"ttl_ms must be between 1 and {MAX_TTL_MS} milliseconds")
+    return ttl_ms / 1000
+
+
+def check_state_labels(labels: dict[str, Any] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for raw, value in (labels or {}).items():
+        key = raw.strip().lower()
+        if key not in STATUS_NAMES:
+            raise CmuxError("invalid_state_label", f"unknown state label: {raw}")
+        if not isinstance(value, str):
+            raise CmuxError("invalid_state_label", f"state label {raw} must be a string")
+        text = clean_text(value, MAX_TEXT_CHARS)
+        if text:
+            out[key] = text
+    return out
+
+
+def session_ref(source: str, agent: str, session_id: str | None,
+                session_path: str | None) -> SessionRef | None:
+    """The session reference a report carries (an id, else an absolute path); invalid
+    values are dropped."""
+    def clean(value: str | None, limit: int) -> str | None:
+        if value is None or not value or len(value.encode()) > limit:
+            return None
+        if any(unicodedata.category(ch) == "Cc" for ch in value):
+            return None
+        return value
+
+    sid = clean(session_id, MAX_SESSION_ID_BYTES)
+    if sid is not None:
+        return SessionRef(source, agent, "id", sid)
+    path = clean(session_path, MAX_SESSION_PATH_BYTES)
+    if path is not None and os.path.isabs(path):
+        return SessionRef(source, agent, "path", path)
+    return None
+
+
+# -- hook reports ----------------------------------------------------------------------
+
+
+class ReportAgentParams(Params):
+    pane_id: str
+    source: str
+    agent: str
+    state: AgentState
+    message: str | None = None
+    custom_status: str | None = None
+    seq: int | None = Field(default=None, ge=0)
+    agent_session_id: str | None = None
+    agent_session_path: str | None = None
+    launch_env: dict[str, Any] | None = None
+
+
+@methods.method("pane.report_agent", ReportAgentParams)
+async def pane_report_agent(call: Call, p: ReportAgentParams) -> Result:
+    """Report an agent state from a hook; ``ok`` even when the report is ignored."""
+    tracker = tracker_of(call)
+    pane = call.server.mux.pane(p.pane_id)
+    agent = tracker.normalise_label(p.agent)
+    custom = clean_text(p.custom_status, MAX_CUSTOM_STATUS_CHARS) if p.custom_status else None
+    accepted = tracker.report_agent(
+        pane, source=p.source, agent=agent, state=p.state, seq=p.seq, message=p.message,
+        custom_status=custom or None,
+        session=session_ref(p.source, agent, p.agent_session_id, p.agent_session_path))
+    if accepted:
+        report = p.model_dump(exclude_none=True)
+        report["agent"] = agent
+        call.server.plugins.notify_report_agent(pane.id, report)
+    return {"type": "ok"}
+
+
+class ReportSessionParams(Params):
+    pane_id: str
+    source: str
+    agent: str
+    seq: int | None = Field(default=None, ge=0)
+    agent_session_id: str | None = None
+    agent_session_path: str | None = None
+    session_start_source: str | None = None
+    launch_env: dict[str, Any] | None = None
+
+
+@methods.method("pane.report_agent_session", ReportSessionParams)
+async def pane_report_agent_session(call: Call, p: ReportSessionParams) -> Result:
+    """Record an agent's native session reference (declared sources only); never a state."""
+    tracker = tracker_of(call)
+    pane = call.server.mux.pane(p.pane_id)
+    agent = tracker.normalise_label(p.agent)
+    start = (p.session_start_source or "").strip()
+    tracker.report_session(
+        pane, source=p.source, agent=agent, seq=p.seq, replaces=start in START_SOURCES,
+        session=session_ref(p.source, agent, p.agent_session_id, p.agent_session_path))
+    return {"type": "ok"}
+
+
+class ReleaseAgentParams(Params):
+    pane_id: str
+    source: str
+    agent: str
+    seq: int | None = Field(default=None, ge=0)
+
+
+@methods.method("pane.release_agent", ReleaseAgentParams)
+async def pane_release_agent(call: Call, p: ReleaseAgentParams) -> Result:
+    """The agent gives the pane back: its authority, name and label go (custom sources)."""
+    tracker = tracker_of(call)
+    pane = call.server.mux.pane(p.pane_id)
+    agent = tracker.normalise_label(p.agent)
+    tracker.release_agent(pane, source=p.source, agent=agent, seq=p.seq)
+    return {"type": "ok"}
+
+
+class ClearAuthorityParams(Params):
+    pane_id: str
+    source: str | None = None
+    seq: int | None = Field(default=None, ge=0)
+
+
+@methods.method("pane.clear_agent_authority", ClearAuthorityParams)
+async def pane_clear_agent_authority(call: Call, p: ClearAuthorityParams) -> Result:
+    """Drop the hook authority (of ``source`` when given); the screen decides again."""
+    tracker = tracker_of(call)
+    pane = call.server.mux.pane(p.pane_id)
+    tracker.clear_authority(pane, source=p.source, seq=p.seq)
+    return {"type": "ok"}
+
+
+class ReportMetadataParams(Params):
+    pane_id: str
+    source: str
+    agent: str | None = None
+    applies_to_source: str | None = None
+    title: str | None = None
+    display_agent: str | None = None
+    custom_status: str | None = None
+    state_labels: dict[str, Any] | None = None
+    tokens: dict[str, Any] | None = None
+    clear_title: bool = False
+    clear_display_agent: bool = False
+    clear_custom_status: bool = False
+    clear_state_labels: bool = False
+    seq: int | None = Field(default=None, ge=0)
+    ttl_ms: int | None = None
+
+
+def metadata_patch(tracker: AgentTracker, p: ReportMetadataParams) -> MetadataPatch:
+    """Validate a pane metadata report in the documented order; the first failure wins."""
+    agent = tracker.normalise_label(p.agent) if p.agent is not None else None
+    source = check_source(p.source)
+    tokens = check_tokens(p.tokens)
+    ttl_s = check_ttl(p.ttl_ms)
+    texts = {"title": (p.title, MAX_TEXT_CHARS), "display_agent": (p.display_agent,
+             MAX_TEXT_CHARS), "custom_status": (p.custom_status, MAX_CUSTOM_STATUS_CHARS)}
+    set_fields = {name: clean_text(value, limit) for name, (value, limit) in texts.items()
+                  if value is not None}
+    set_fields = {name: value for name, value in set_fields.items() if value}
+    applies = (check_source(p.applies_to_source, "applies_to_source")
+               if p.applies_to_source is not None else None)
+    labels = check_state_labels(p.state_labels)
+    clears = {"title": p.clear_title, "display_agent": p.clear_display_agent,
+              "custom_status": p.clear_custom_status, "state_labels": p.clear_state_labels}
+    raw = {"title": p.title, "display_agent": p.display_agent,
+           "custom_status": p.custom_status, "state_labels": p.state_labels}
+    if any(clears[name] and raw[name] is not None for name in clears):
+        raise CmuxError("invalid_metadata_request",
+                        "cannot set and clear the same metadata field")
+    clear_fields = {name for name, flag in clears.items() if flag}
+    if not (tokens or set_fields or labels or clear_fields):
+        raise CmuxError("invalid_metadata_request", "missing metadata field to set or clear")
+    return MetadataPatch(source, tokens, set_fields, labels, clear_fields, agent, applies,
+                         p.seq, ttl_s)
+
+
+@methods.method("pane.report_metadata", ReportMetadataParams)
+async def pane_report_metadata(call: Call, p: ReportMetadataParams) -> Result:
+    """Set or clear a pane's tokens and presentation (title, display agent, labels)."""
+    tracker = tracker_of(call)
+    pane = call.server.mux.pane(p.pane_id)
+    patch = metadata_patch(tracker, p)
+    if tracker.report_metadata(pane, patch):
+        report = p.model_dump(exclude_none=True)
+        report.update(source=patch.source, tokens=patch.tokens)
+        call.server.plugins.notify_report_metadata(pane.id, report)
+    return {"type": "ok"}
+
+
+class WorkspaceMetadataParams(Params):
+    workspace_id: str
+    source: str
+    tokens: dict[str, Any] | None = None
+    seq: int | None = Field(default=None, ge=0)
+    ttl_ms: int | None = None
+
+
+@methods.method("workspace.report_metadata", WorkspaceMetadataParams)
+async def workspace_report_metadata(call: Call, p: WorkspaceMetadataParams) -> Result:
+    """Set or clear a workspace's tokens (shown in WorkspaceInfo ``tokens``)."""
+    tracker = tracker_of(call)
+    ws = call.server.mux.workspace(p.workspace_id)
+    source = check_source(p.source)
+    ttl_s = check_ttl(p.ttl_ms)
+    if not p.tokens:
+        raise CmuxError("invalid_metadata_tokens", "missing token to set or clear")
+    tokens = check_tokens(p.tokens)
+    tracker.report_workspace_metadata(ws, source, tokens, seq=p.seq, ttl_s=ttl_s)
+    return {"type": "ok"}

@@ -1,0 +1,139 @@
+"""Server-level methods: ping, stop, snapshot, area, event subscriptions."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from cmux_core.api.dispatch import Call, MethodTable, Params, Result
+from cmux_core.api.methods.agent import is_parameterised, prepare_subscription
+from cmux_core.errors import CmuxError, InvalidParams
+from cmux_core.events import SUBSCRIBABLE
+
+methods = MethodTable()
+
+PROTOCOL_VERSION = 20
+
+
+class Empty(Params):
+    pass
+
+
+@methods.method("ping", Empty)
+async def ping(call: Call, p: Empty) -> Result:
+    """Liveness check; never touches the model."""
+    return {"type": "pong", "version": call.server.version, "protocol": PROTOCOL_VERSION,
+            "capabilities": {"live_handoff": False, "detached_server_daemon": True}}
+
+
+@methods.method("server.stop", Empty)
+async def server_stop(call: Call, p: Empty) -> Result:
+    """Stop the server after this reply: every pane's process group gets SIGHUP."""
+    call.server.stopping.set()
+    return {"type": "ok"}
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
+
+
+@methods.method("server.stats", Empty)
+async def server_stats(call: Call, p: Empty) -> Result:
+    """Health figures: uptime, counts, memory, and how long the loop was ever stalled."""
+    server = call.server
+    panes = server.mux.all_panes()
+    backends: dict[str, int] = {}
+    for pane in panes:
+        name = pane.terminal.emulator.backend
+        backends[name] = backends.get(name, 0) + 1
+    return {"type": "server_stats", "version": server.version,
+            "uptime_s": round(time.time() - server.started_at, 3),
+            "pid": os.getpid(), "socket_path": str(server.socket_path),
+            "connections": server.connection_count(), "pending_waits": server.pending_waits,
+            "subscribers": server.events.subscriber_count(),
+            "workspaces": sum(1 for _ in server.mux.workspaces()), "panes": len(panes),
+            "closing_terminals": server.mux.closing_count(),
+            "emulators": backends, "event_loop": server.event_loop,
+            "rss_bytes": _rss_bytes(),
+            "loop_lag": server.loop_monitor.summary(), "event_seq": server.events.seq}
+
+
+class SetAreaParams(Params):
+    width: int = Field(ge=2, le=2000)
+    height: int = Field(ge=2, le=1000)
+
+
+@methods.method("server.set_area", SetAreaParams)
+async def server_set_area(call: Call, p: SetAreaParams) -> Result:
+    """Resize the virtual area every tab is laid out in; every PTY follows."""
+    call.server.mux.set_area(p.width, p.height)
+    area = call.server.mux.area
+    return {"type": "area", "area": {"x": 0, "y": 0, "width": area.width, "height": area.height}}
+
+
+@methods.method("session.snapshot", Empty)
+async def session_snapshot(call: Call, p: Empty) -> Result:
+    """Everything a client needs to bootstrap, in workspace, tab and layout order."""
+    mux = call.server.mux
+    ws = mux.active_workspace()
+    pane = mux.focused_pane()
+    snapshot: dict[str, Any] = {
+        "version": call.server.version,
+        "protocol": PROTOCOL_VERSION,
+        "workspaces": [mux.workspace_info(w) for w in mux.workspaces()],
+        "tabs": [mux.tab_info(t) for t in mux.all_tabs()],
+        "panes": [mux.pane_info(x) for x in mux.all_panes()],
+        "layouts": [mux.layout_snapshot(t) for t in mux.all_tabs()],
+        "agents": [],
+    }
+    if ws is not None:
+        snapshot["focused_workspace_id"] = ws.id
+        if ws.active_tab is not None:
+            snapshot["focused_tab_id"] = ws.active_tab.id
+    if pane is not None:
+        snapshot["focused_pane_id"] = pane.id
+    return {"type": "session_snapshot", "snapshot": snapshot}
+
+
+class Subscription(Params):
+    """``type`` names the kind; pane-scoped kinds carry more fields (kept as extras)."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str
+
+
+class SubscribeParams(Params):
+    subscriptions: list[Subscription] = Field(min_length=1)
+
+
+@methods.method("events.subscribe", SubscribeParams)
+async def events_subscribe(call: Call, p: SubscribeParams) -> Result:
+    """Turn the connection into an event stream (after this reply) of the named kinds."""
+    if call.connection is None:
+        raise CmuxError("invalid_request", "events.subscribe needs a connection")
+    kinds: set[str] = set()
+    pane_streams: list[Callable[[], None]] = []
+    for i, sub in enumerate(p.subscriptions):
+        raw = sub.model_dump()
+        if is_parameterised(raw):
+            pane_streams.append(prepare_subscription(call, raw, f"subscriptions[{i}]"))
+            continue
+        kind = SUBSCRIBABLE.get(sub.type)
+        if kind is None:
+            raise InvalidParams(f"subscriptions[{i}].type",
+                                f"unknown event type {sub.type!r}; known: "
+                                + ", ".join(sorted(SUBSCRIBABLE)))
+        kinds.add(kind)
+    if kinds or not pane_streams:
+        call.connection.start_stream(call.server.events.subscribe(kinds))
+    for start in pane_streams:
+        start()
+    return {"type": "subscription_started"}

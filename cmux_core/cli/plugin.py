@@ -1,0 +1,244 @@
+"""``cmux plugin list|enable|disable|link|unlink|new``.
+
+All but ``new`` call the running server's ``plugin.*`` methods; ``new`` writes a plugin
+distribution skeleton to disk and needs no server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from cmux_core.errors import CmuxError, InvalidParams
+
+_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+
+
+def add_plugin_commands(subparsers: Any) -> None:
+    """Add the ``plugin`` command group to the ``cmux`` parser's subparsers."""
+    from cmux_core.cli.main import add_common
+
+    group = subparsers.add_parser("plugin", help="list, enable, disable, link and scaffold "
+                                  "plugins")
+    add_common(group)
+    sub = group.add_subparsers(dest="plugin_command", metavar="ACTION", required=True)
+
+    p = sub.add_parser("list", help="every plugin: status, version, source, hooks, errors")
+    add_common(p)
+    p.add_argument("plugin_id", nargs="?", help="show only this plugin")
+    p.set_defaults(func=cmd_list)
+
+    for action, text in (("enable", "load a plugin and keep it enabled"),
+                         ("disable", "unload a plugin and keep it disabled")):
+        p = sub.add_parser(action, help=text)
+        add_common(p)
+        p.add_argument("plugin_id")
+        p.set_defaults(func=cmd_set_enabled, action=action)
+
+    p = sub.add_parser("link", help="load a plugin directory or .py file now and on restart")
+    add_common(p)
+    p.add_argument("path")
+    p.add_argument("--disabled", action="store_true", help="link without enabling")
+    p.set_defaults(func=cmd_link)
+
+    p = sub.add_parser("unlink", help="forget a linked plugin")
+    add_common(p)
+    p.add_argument("plugin_id")
+    p.set_defaults(func=cmd_unlink)
+
+    p = sub.add_parser("new", help="scaffold a distributable plugin in ./NAME")
+    add_common(p)
+    p.add_argument("name", help="distribution and plugin id, e.g. cmux-hello")
+    p.add_argument("--dir", default=".", help="parent directory (default: current)")
+    p.set_defaults(func=cmd_new)
+
+
+def _call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    from cmux_core.client import Client
+    from cmux_core.config import socket_path
+
+    with Client(socket_path(args.socket, args.session), timeout=None) as client:
+        return client.call(method, params)
+
+
+def _emit(args: argparse.Namespace, result: dict[str, Any], human: list[str]) -> int:
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        for line in human:
+            print(line)
+    return 0
+
+
+def describe(plugin: dict[str, Any]) -> list[str]:
+    """Human lines for one ``plugin.list`` entry."""
+    version = f" {plugin['version']}" if plugin.get("version") else ""
+    lines = [f"{plugin['plugin_id']}{version}  [{plugin['status']}]"
+             f"{'' if plugin.get('enabled') else ' (disabled)'}  {plugin['source']['origin']}"]
+    hooks = ", ".join(plugin.get("hooks") or []) or "-"
+    lines.append(f"    hooks: {hooks}")
+    regs = {k: v for k, v in (plugin.get("registrations") or {}).items() if v}
+    for kind, names in regs.items():
+        lines.append(f"    {kind}: {', '.join(names)}")
+    if plugin.get("error"):
+        lines.append(f"    error: {plugin['error']}")
+    for fault in (plugin.get("errors") or [])[-3:]:
+        lines.append(f"    recent error in {fault['hook']}: {fault['message']}")
+    for warning in (plugin.get("warnings") or [])[-3:]:
+        lines.append(f"    warning: {warning}")
+    return lines
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    result = _call(args, "plugin.list", {"plugin_id": args.plugin_id} if args.plugin_id else {})
+    plugins = result.get("plugins") or []
+    lines = [line for plugin in plugins for line in describe(plugin)] or ["no plugins"]
+    return _emit(args, result, lines)
+
+
+def cmd_set_enabled(args: argparse.Namespace) -> int:
+    result = _call(args, f"plugin.{args.action}", {"plugin_id": args.plugin_id})
+    return _emit(args, result, describe(result["plugin"]))
+
+
+def cmd_link(args: argparse.Namespace) -> int:
+    path = str(Path(args.path).expanduser().resolve())
+    result = _call(args, "plugin.link", {"path": path, "enabled": not args.disabled})
+    lines = [line for plugin in result.get("plugins") or [] for line in describe(plugin)]
+    return _emit(args, result, lines)
+
+
+def cmd_unlink(args: argparse.Namespace) -> int:
+    result = _call(args, "plugin.unlink", {"plugin_id": args.plugin_id})
+    removed = result.get("plugin_ids") or []
+    return _emit(args, result, [f"unlinked {', '.join(removed)}" if removed
+                                else f"{args.plugin_id} is not linked"])
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    root = scaffold(args.name, Path(args.dir))
+    return _emit(args, {"type": "plugin_scaffold", "path": str(root)}, [
+        f"created {root}",
+        f"next: pip install -e {root}   (then restart the server, or: cmux plugin link {root})",
+    ])
+
+
+def scaffold(name: str, parent: Path) -> Path:
+    """Write a plugin distribution ``parent/name``; returns its path.
+
+    Raises ``invalid_params`` for a bad name and ``plugin_scaffold_exists`` when the
+    directory already exists (nothing is overwritten).
+    """
+    if not _NAME_RE.match(name):
+        raise InvalidParams("name", "use 1-64 of A-Z a-z 0-9 _ - starting with a letter")
+    module = name.replace("-", "_").lower()
+    root = parent.expanduser().resolve() / name
+    if root.exists():
+        raise CmuxError("plugin_scaffold_exists", f"{root} already exists")
+    files = {
+        "pyproject.toml": _PYPROJECT, "README.md": _README,
+        f"src/{module}/__init__.py": _MODULE, f"tests/test_{module}.py": _TEST,
+    }
+    for rel, template in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(template).lstrip().format(name=name, module=module))
+    return root
+
+
+_PYPROJECT = '''
+    [build-system]
+    requires = ["setuptools>=68"]
+    build-backend = "setuptools.build_meta"
+
+    [project]
+    name = "{name}"
+    version = "0.1.0"
+    description = "A cmux plugin"
+    requires-python = ">=3.11"
+    dependencies = ["cmux-core"]
+
+    [project.optional-dependencies]
+    test = ["pytest>=8"]
+
+    # The cmux server loads every entry point in group "cmux"; the name is the plugin id.
+    [project.entry-points.cmux]
+    {name} = "{module}"
+
+    [tool.setuptools.packages.find]
+    where = ["src"]
+
+    [tool.pytest.ini_options]
+    testpaths = ["tests"]
+'''
+
+_README = '''
+    # {name}
+
+    A plugin for cmux_core.
+
+    ```sh
+    pip install -e '.[test]'     # the server loads it on its next start
+    cmux plugin link "$PWD"      # or load it into the running server now
+    cmux call plugin.{name}.hello '{{"name": "you"}}'
+    pytest                       # runs against a real server (cmux_core.testing fixtures)
+    ```
+
+    Hooks are documented in cmux_core's `docs/plugins.md`.
+'''
+
+_MODULE = '''
+    """{name}: a cmux plugin.
+
+    Each function marked with ``hookimpl`` implements the ``cmux_*`` hook of the same name;
+    see docs/plugins.md in cmux_core for every hook and what it may do.
+    """
+
+    from __future__ import annotations
+
+    from typing import Any
+
+    from cmux_core.hookspecs import RegisterMethod, hookimpl
+
+    __version__ = "0.1.0"
+
+
+    @hookimpl
+    def cmux_register_methods(register: RegisterMethod) -> None:
+        """Add the socket method ``plugin.{name}.hello``.
+
+        Called once when the plugin is loaded. The handler runs for each request; it is
+        async, so it runs on the server loop and must not block.
+        """
+
+        async def hello(call: Any, params: dict[str, Any]) -> dict[str, Any]:
+            return {{"type": "greeting", "greeting": f"hello, {{params.get('name', 'world')}}"}}
+
+        register("hello", hello, doc="Answer with a greeting for params.name.")
+'''
+
+_TEST = '''
+    """Runs against a real cmux server started by the cmux_core.testing fixtures."""
+
+    from __future__ import annotations
+
+    from pathlib import Path
+
+    from cmux_core.client import Client
+
+    ROOT = Path(__file__).resolve().parents[1]
+
+
+    def test_hello(cmux_client: Client) -> None:
+        # Linking loads the plugin whether or not it is installed in this environment.
+        cmux_client.call("plugin.link", {{"path": str(ROOT)}})
+        result = cmux_client.call("plugin.{name}.hello", {{"name": "tests"}})
+        assert result == {{"type": "greeting", "greeting": "hello, tests"}}
+
+        listed = cmux_client.call("plugin.list", {{"plugin_id": "{name}"}})["plugins"][0]
+        assert listed["status"] == "loaded" and listed["errors"] == []
+'''

@@ -1,0 +1,111 @@
+"""The objects the mux holds: windows, workspaces, tabs, panes and surfaces.
+
+Plain dataclasses compared by identity; only ``Mux`` creates, links and changes them.
+A pane's and a tab's public id is derived from its workspace's id and its number, so
+it follows a move.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cmux_core import ids
+from cmux_core.model import layout
+from cmux_core.terminal.process import Terminal
+
+
+@dataclass(eq=False)
+class Surface:
+    """A terminal inside a pane (the cmux API's unit of input and output)."""
+
+    uuid: str
+    ref: str
+    terminal: Terminal
+    pane: Pane
+    command: list[str] | None
+    launch_cwd: str
+    created_at: float = field(default_factory=time.time)
+
+
+@dataclass(eq=False)
+class Pane:
+    key: str
+    number: int
+    ref: str
+    tab: Tab
+    surfaces: list[Surface] = field(default_factory=list)
+    selected: Surface | None = None
+    label: str | None = None
+    title_revision: int = 0
+    last_title_stripped: str | None = None
+    cwd: str | None = None
+
+    @property
+    def id(self) -> str:
+        return ids.pane_id(self.tab.workspace.id, self.number)
+
+    @property
+    def surface(self) -> Surface:
+        assert self.selected is not None
+        return self.selected
+
+    @property
+    def terminal(self) -> Terminal:
+        return self.surface.terminal
+
+
+@dataclass(eq=False)
+class Tab:
+    uuid: str
+    number: int
+    workspace: Workspace
+    tree: layout.Node
+    focused: str
+    previous_focus: str | None = None
+    zoomed: bool = False
+    label: str | None = None
+
+    @property
+    def id(self) -> str:
+        return ids.tab_id(self.workspace.id, self.number)
+
+
+@dataclass(eq=False)
+class Workspace:
+    id: str
+    uuid: str
+    ref: str
+    window: Window
+    cwd: str
+    env: dict[str, str]
+    label: str | None = None
+    tabs: list[Tab] = field(default_factory=list)
+    active_tab: Tab | None = None
+    next_tab_number: int = 1
+    next_pane_number: int = 1
+    description: str = ""
+
+
+@dataclass(eq=False)
+class Window:
+    uuid: str
+    ref: str
+    workspaces: list[Workspace] = field(default_factory=list)
+    selected: Workspace | None = None
+    previous: Workspace | None = None
+
+
+def auto_label(cwd: str) -> str:
+    """Workspace name when none was given: git repo name, ``~``, or the cwd basename."""
+    path = Path(cwd)
+    home = Path.home()
+    for p in (path, *path.parents):
+        if (p / ".git").exists():
+            return p.name or "workspace"
+        if p == home:
+            break
+    if path == home:
+        return "~"
+    return path.name or "workspace"

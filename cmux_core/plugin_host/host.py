@@ -1,0 +1,803 @@
+"""The plugin host: loads, isolates, hot-reloads and withdraws plugins, and calls them.
+
+Where plugins come from (linked paths, entry points, plugin dirs, ``CMUX_LOAD_PLUGINS``) and
+how their code is imported is :mod:`cmux_core.plugin_host.loader`; what they register and how a
+registration is checked is :mod:`cmux_core.plugin_host.registry`. This module owns each plugin's
+record and state (enabled, linked, blocked; persisted in ``<state dir>/plugins.json``), the
+pluggy manager, and every call into plugin code. The public names of both modules are
+re-exported here.
+
+``CMUX_TRACE_PLUGINS=1`` logs every hook call on the ``cmux_core.plugin_host.host.trace`` logger (to
+stderr when nothing else handles it).
+
+Every hookimpl is called by the host itself, one at a time, so one plugin's failure never
+loses another's result (see :mod:`cmux_core.hookspecs` for the calling rules). All loading,
+unloading and reloading runs under one lock on the server loop; a reload builds the new
+version's registrations completely before the old version is withdrawn, so readers see
+either the old set or the new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import inspect
+import logging
+import os
+import re
+import sys
+import time
+import traceback
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+from pydantic import ConfigDict
+
+from cmux_core import hookspecs
+from cmux_core.api.dispatch import Call, MethodTable, Params
+from cmux_core.errors import CmuxError, InternalError, InvalidParams, NotFound
+from cmux_core.plugin_host.loader import (
+    ENTRY_POINT_GROUP,
+    STATE_FILE,
+    PluginSource,
+    PluginState,
+    SourceKind,
+    SourceWatcher,
+    allowlist_from_env,
+    discover,
+    import_source,
+    loose_dirs,
+    loose_files,
+    plugin_dirs,
+    release_modules,
+    release_rejected,
+    sources_at,
+)
+from cmux_core.plugin_host.record import FAULT_HISTORY, Plugin, PluginFault, PluginWorker, Status
+from cmux_core.plugin_host.registry import (
+    CONTRIBUTION_HOOKS,
+    GraphicsSource,
+    Integration,
+    ManifestContribution,
+    PluginMethod,
+    Registrar,
+    Registrations,
+    ViewFilter,
+    ViewSort,
+)
+
+if TYPE_CHECKING:
+    from cmux_core.config import Settings
+
+__all__ = [
+    "CONTRIBUTION_HOOKS", "ENTRY_POINT_GROUP", "FAULT_HISTORY", "OBSERVER_HOOKS",
+    "OBSERVER_QUEUE_LIMIT", "STATE_FILE", "GraphicsSource", "HookOutcome", "Integration",
+    "ManifestContribution", "Plugin", "PluginFault", "PluginHost", "PluginMethod", "PluginSource",
+    "PluginState", "Publish", "Registrations", "SourceKind", "Status", "ViewFilter", "ViewSort",
+]
+
+log = logging.getLogger(__name__)
+trace_log = logging.getLogger(__name__ + ".trace")
+
+OBSERVER_HOOKS = ("cmux_on_report_agent", "cmux_on_report_metadata", "cmux_on_event")
+OBSERVER_QUEUE_LIMIT = 1000
+"""Observer calls one plugin may have waiting before new ones are dropped."""
+
+_PLUGIN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+Publish = Callable[[str, dict[str, Any]], None]
+
+
+class _RawParams(Params):
+    """Params of a plugin method that declared no model: every key is kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+@dataclass(frozen=True, slots=True)
+class HookOutcome:
+    """One plugin's answer to a hook call: ``value`` when ``ok``, else ``error``."""
+
+    plugin_id: str
+    ok: bool
+    value: Any = None
+    error: str | None = None
+
+
+# -- the host -------------------------------------------------------------------------------
+
+
+class PluginHost:
+    """Owns every plugin of one server: the pluggy manager, records, workers and watchers.
+
+    ``methods`` is the server's method table (plugin methods are added to it with
+    ``owner=<plugin_id>``); ``publish(kind, data)`` sends ``plugin_loaded``,
+    ``plugin_unloaded`` and ``plugin_error`` events. Time limits are in seconds: a hook call
+    longer than ``slow_after`` is warned about, one longer than ``budget`` is abandoned and
+    counts as a failure; ``max_failures`` consecutive failures block the plugin.
+    ``entry_points=False`` skips installed distributions (tests); ``watch=False`` disables hot
+    reload. Must be started and stopped on the loop that serves requests.
+    """
+
+    def __init__(self, settings: Settings, *, methods: MethodTable | None = None,
+                 publish: Publish | None = None, socket_path: str | Path | None = None,
+                 slow_after: float = 1.0, budget: float = 10.0, max_failures: int = 5,
+                 entry_points: bool = True, watch: bool = True,
+                 watch_debounce_ms: int = 300) -> None:
+        self.settings = settings
+        self.methods = methods if methods is not None else MethodTable()
+        self._publish = publish
+        self.socket_path = str(socket_path) if socket_path is not None else None
+        self.slow_after = slow_after
+        self.budget = budget
+        self.max_failures = max_failures
+        self.load_entry_points = entry_points
+        self.watch = watch
+        self.watch_debounce_ms = watch_debounce_ms
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self.pm.add_hookspecs(hookspecs)
+        self.allowlist = allowlist_from_env()
+        self.trace = os.environ.get("CMUX_TRACE_PLUGINS", "") not in ("", "0")
+        if self.trace and not trace_log.handlers and not logging.getLogger().handlers:
+            trace_log.addHandler(logging.StreamHandler(sys.stderr))
+        if self.trace:
+            trace_log.setLevel(logging.INFO)
+        self._plugins: dict[str, Plugin] = {}
+        self._by_module: dict[int, Plugin] = {}
+        self._state = PluginState(settings.state_dir / STATE_FILE)
+        self._lock = asyncio.Lock()
+        self._loaded = False
+        self._started = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._watcher = SourceWatcher(self._apply_changes, debounce_ms=watch_debounce_ms)
+        self._listeners: list[Callable[[str, set[str]], None]] = []
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def state_path(self) -> Path:
+        return self._state.path
+
+    def plugin_dirs(self) -> list[Path]:
+        """Directories whose loose ``*.py`` files are plugins (user dir first)."""
+        return plugin_dirs(self.settings.plugins_dirs)
+
+    async def load(self) -> None:
+        """Discover and load every plugin (registrations, methods) without starting them.
+
+        Call before the socket accepts connections so the first request sees every plugin
+        method; idempotent. Never raises for a plugin's fault: broken plugins end up
+        blocked with their error.
+        """
+        if self._loaded:
+            return
+        self._loaded = True
+        self._state.read()
+        async with self._lock:
+            for source in discover(list(self._state.links), self.plugin_dirs(),
+                                   entry_points=self.load_entry_points):
+                await self._admit(source)
+
+    async def start(self) -> None:
+        """Load (unless :meth:`load` ran), deliver ``cmux_startup``, start the watcher."""
+        await self.load()
+        async with self._lock:
+            self._started = True
+            for plugin in list(self._plugins.values()):
+                if plugin.status == "loaded":
+                    await self._startup(plugin)
+        self._restart_watcher()
+
+    async def stop(self) -> None:
+        """Stop watching, deliver ``cmux_shutdown`` to every loaded plugin, withdraw all."""
+        await self._watcher.stop()
+        async with self._lock:
+            for plugin in reversed(list(self._plugins.values())):
+                if plugin.status == "loaded":
+                    await self._unload(plugin, "disabled", reason="server_stopped", publish=False)
+            self._started = self._loaded = False
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(BaseException):
+                await task
+
+    async def wait_watching(self, timeout: float = 10.0) -> None:
+        """Return once the directory watcher is running (raises TimeoutError otherwise)."""
+        await asyncio.wait_for(self._watcher.ready.wait(), timeout)
+
+    def add_change_listener(self, listener: Callable[[str, set[str]], None]) -> None:
+        """Call ``listener(plugin_id, kinds)`` after a plugin's registrations changed.
+
+        ``kinds`` names the registration tables touched (``manifests``, ``view_sorts``, ...),
+        so detection or views can rebuild. Called on the loop; must not raise or block.
+        """
+        self._listeners.append(listener)
+
+    # -- queries ----------------------------------------------------------------------------
+
+    def plugins(self) -> list[Plugin]:
+        """Every known plugin, loaded or not, in load order."""
+        return list(self._plugins.values())
+
+    def get(self, plugin_id: str) -> Plugin:
+        """The plugin ``plugin_id``; raises ``plugin_not_found``."""
+        plugin = self._plugins.get(plugin_id)
+        if plugin is None:
+            raise NotFound("plugin", plugin_id)
+        return plugin
+
+    def _registered(self, kind: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for plugin in self._plugins.values():
+            if plugin.status == "loaded":
+                out.update(plugin.registrations.table(kind))
+        return out
+
+    def manifests(self) -> list[ManifestContribution]:
+        """Plugin manifests in plugin load order (lowest detection precedence)."""
+        return list(self._registered("manifests").values())
+
+    def integrations(self) -> dict[str, Integration]:
+        return self._registered("integrations")
+
+    def view_sorts(self) -> dict[str, ViewSort]:
+        return self._registered("view_sorts")
+
+    def view_filters(self) -> dict[str, ViewFilter]:
+        return self._registered("view_filters")
+
+    def graphics_sources(self) -> dict[str, GraphicsSource]:
+        return self._registered("graphics_sources")
+
+    def plugin_methods(self) -> dict[str, PluginMethod]:
+        return self._registered("methods")
+
+    # -- calling plugins --------------------------------------------------------------------
+
+    async def invoke(self, plugin_id: str, label: str, fn: Callable[..., Any],
+                     *args: Any, **kwargs: Any) -> Any:
+        """Run a callable a plugin registered (an integration's ``install``, ...).
+
+        Sync callables run on the plugin's worker thread, coroutines on the loop, both under
+        the time budget. A :class:`CmuxError` passes through; any other failure is recorded
+        against the plugin and raised as ``plugin_failed`` (``plugin_timeout`` past the
+        budget); ``plugin_disabled`` when the plugin is no longer loaded.
+        """
+        plugin = self.get(plugin_id)
+        if plugin.status != "loaded":
+            raise CmuxError("plugin_disabled", f"plugin {plugin_id} is {plugin.status}")
+        try:
+            return await self._execute(plugin, label, fn, args, kwargs)
+        except CmuxError:
+            raise
+        except TimeoutError:
+            self._fault(plugin, label, f"timed out after {self.budget:g}s", count=False)
+            raise CmuxError("plugin_timeout", f"plugin {plugin_id}: {label} timed out",
+                            {"plugin_id": plugin_id}) from None
+        except Exception as exc:
+            self._fault(plugin, label, _describe(exc), exc=exc, count=False)
+            raise CmuxError("plugin_failed", f"plugin {plugin_id}: {label}: {_describe(exc)}",
+                            {"plugin_id": plugin_id}) from exc
+
+    async def call_hook(self, hook: str, **kwargs: Any) -> list[HookOutcome]:
+        """Call ``hook`` on every loaded plugin in pluggy order, each contained.
+
+        Returns one outcome per hookimpl; a failure is recorded against its plugin and never
+        stops the others.
+        """
+        outcomes: list[HookOutcome] = []
+        for impl in reversed(getattr(self.pm.hook, hook).get_hookimpls()):
+            plugin = self._by_module.get(id(impl.plugin))
+            if plugin is None or plugin.status != "loaded" or plugin.module is not impl.plugin:
+                continue
+            ok, value = await self._invoke(plugin, hook, impl, kwargs)
+            outcomes.append(HookOutcome(plugin.plugin_id, ok, value if ok else None,
+                                        None if ok else value))
+        return outcomes
+
+    def on_event(self, kind: str, data: Mapping[str, Any]) -> None:
+        """Queue ``cmux_on_event`` for every observer; returns at once and never raises."""
+        if kind == "plugin_error":
+            return
+        self._fan_out("cmux_on_event", {"kind": kind, "data": types.MappingProxyType(data)})
+
+    def notify_report_agent(self, pane_id: str, report: Mapping[str, Any]) -> None:
+        """Queue ``cmux_on_report_agent`` with the accepted ``pane.report_agent`` params."""
+        self._fan_out("cmux_on_report_agent", {
+            "pane_id": pane_id, "source": str(report.get("source", "")),
+            "agent": str(report.get("agent", "")), "state": str(report.get("state", "")),
+            "message": report.get("message"), "report": types.MappingProxyType(dict(report)),
+        })
+
+    def notify_report_metadata(self, pane_id: str, report: Mapping[str, Any]) -> None:
+        """Queue ``cmux_on_report_metadata`` with the accepted ``pane.report_metadata`` params."""
+        self._fan_out("cmux_on_report_metadata", {
+            "pane_id": pane_id, "source": str(report.get("source", "")),
+            "tokens": types.MappingProxyType(dict(report.get("tokens") or {})),
+            "report": types.MappingProxyType(dict(report)),
+        })
+
+    # -- control (plugin.* methods) ---------------------------------------------------------
+
+    async def enable(self, plugin_id: str) -> Plugin:
+        """Enable and load ``plugin_id`` (a blocked plugin is retried); persisted."""
+        async with self._lock:
+            plugin = self.get(plugin_id)
+            plugin.enabled = True
+            self._state.disabled.discard(plugin_id)
+            self._state.write()
+            if plugin.status != "loaded":
+                plugin.error = None
+                plugin.failures = 0
+                await self._load(plugin)
+            return plugin
+
+    async def disable(self, plugin_id: str) -> Plugin:
+        """Unload ``plugin_id`` and keep it unloaded across restarts; idempotent."""
+        async with self._lock:
+            plugin = self.get(plugin_id)
+            plugin.enabled = False
+            self._state.disabled.add(plugin_id)
+            self._state.write()
+            if plugin.status == "loaded":
+                await self._unload(plugin, "disabled", reason="disabled")
+            elif plugin.status == "blocked":
+                plugin.status = "disabled"
+            return plugin
+
+    async def link(self, path: str | Path, *, enabled: bool = True) -> list[Plugin]:
+        """Load the plugin(s) at ``path`` now and on every start; returns them.
+
+        ``path`` is a distribution directory (``pyproject.toml`` with ``cmux`` entry points), a
+        ``.py`` file, or a directory of ``.py`` files. A plugin id already loaded from
+        elsewhere is replaced by the linked one. Raises ``invalid_params`` (field ``path``)
+        when the path holds no plugin. Linking a path twice returns the plugins it holds.
+        """
+        target = Path(path).expanduser()
+        if not target.is_absolute():
+            raise InvalidParams("path", "must be an absolute path")
+        target = target.resolve()
+        sources = sources_at(target)
+        if not any(s.allowed(self.allowlist) for s in sources):
+            raise CmuxError("plugin_not_allowed", f"CMUX_LOAD_PLUGINS excludes every plugin "
+                            f"at {target}", {"plugin_ids": [s.plugin_id for s in sources]})
+        async with self._lock:
+            if target not in self._state.links:
+                self._state.links.append(target)
+            for source in sources:
+                plugin_id = source.plugin_id
+                if not enabled:
+                    self._state.disabled.add(plugin_id)
+                existing = self._plugins.get(plugin_id)
+                if existing is not None and existing.source.link == target:
+                    continue
+                if existing is not None:
+                    await self._remove(existing, reason="replaced")
+                await self._admit(source)
+            self._state.write()
+            linked = [p for p in self._plugins.values() if p.source.link == target]
+        self._restart_watcher()
+        return linked
+
+    async def unlink(self, plugin_id: str) -> list[str]:
+        """Unload and forget every plugin of the link that provides ``plugin_id``.
+
+        Returns the removed ids (empty when the plugin is not linked); raises
+        ``plugin_not_found`` for an unknown id.
+        """
+        async with self._lock:
+            link = self.get(plugin_id).source.link
+            if link is None:
+                return []
+            removed = [p for p in self._plugins.values() if p.source.link == link]
+            for plugin in removed:
+                await self._remove(plugin, reason="unlinked")
+            self._state.links.remove(link)
+            self._state.write()
+        self._restart_watcher()
+        return [p.plugin_id for p in removed]
+
+    async def reload(self, plugin_id: str) -> bool:
+        """Re-read a file or linked plugin from disk; False when the new version was rejected.
+
+        The last good version keeps serving when the new one fails to import or a
+        contribution hook raises; the failure is recorded and published.
+        """
+        async with self._lock:
+            plugin = self.get(plugin_id)
+            if not plugin.enabled:
+                return False
+            return await self._load(plugin)
+
+    # -- discovery --------------------------------------------------------------------------
+
+    async def _admit(self, source: PluginSource) -> None:
+        """Create the record for a discovered source and load it unless disabled."""
+        if not source.allowed(self.allowlist):
+            return
+        plugin_id = source.plugin_id
+        existing = self._plugins.get(plugin_id)
+        if existing is not None:
+            if existing.source.path != source.path or existing.source.kind != source.kind:
+                existing.warnings.append(f"{source.origin} also provides {plugin_id}; ignored")
+            return
+        plugin = Plugin(plugin_id, source, enabled=plugin_id not in self._state.disabled)
+        self._plugins[plugin_id] = plugin
+        if not _PLUGIN_ID_RE.match(plugin_id):
+            self._block(plugin, "load", f"invalid plugin id {plugin_id!r}: use 1-64 of "
+                        "A-Z a-z 0-9 _ - starting with a letter or digit")
+            return
+        if plugin.enabled:
+            await self._load(plugin)
+
+    async def _remove(self, plugin: Plugin, *, reason: str) -> None:
+        """Unload ``plugin`` if loaded and forget its record; caller holds the lock."""
+        if plugin.status == "loaded":
+            await self._unload(plugin, "disabled", reason=reason)
+        self._plugins.pop(plugin.plugin_id, None)
+
+    # -- load / unload ----------------------------------------------------------------------
+
+    async def _load(self, plugin: Plugin) -> bool:
+        """Import (or re-import) ``plugin`` and swap it in atomically; caller holds the lock.
+
+        Returns False when the new version was rejected: a first load leaves the plugin
+        blocked; a reload keeps the previous version serving.
+        """
+        reloading = plugin.status == "loaded"
+        label = "reload" if reloading else "load"
+        try:
+            module, digest = import_source(plugin.source, plugin.module, plugin.source_digest)
+        except Exception as exc:
+            self._reject(plugin, label, f"import failed: {_describe(exc)}", exc)
+            return False
+        if module is plugin.module:
+            return True
+        plugin.generation += 1
+        name = f"{plugin.plugin_id}#{plugin.generation}"
+        try:
+            self.pm.register(module, name=name)
+        except Exception as exc:
+            self._reject(plugin, label, _describe(exc), exc)
+            return False
+        problem = self._check_impls(module)
+        if problem:
+            self.pm.unregister(module)
+            self._reject(plugin, label, problem, None)
+            return False
+        staged = Registrations()
+        self._by_module[id(module)] = plugin
+        failed = await self._contribute(plugin, module, staged)
+        if reloading and failed:
+            self.pm.unregister(module)
+            self._by_module.pop(id(module), None)
+            release_rejected(plugin.source, plugin.module, module)
+            self._reject(plugin, label, f"{failed} raised; keeping the previous version", None)
+            return False
+        old = plugin.registrations
+        if reloading:
+            await self._withdraw(plugin, reason="reloaded")
+        plugin.module = module
+        plugin.source_digest = digest
+        plugin.registrations = staged
+        plugin.hooks = sorted(h.name for h in self.pm.get_hookcallers(module) or ())
+        plugin.description = _first_line(getattr(module, "__doc__", None))
+        plugin.version = str(getattr(module, "__version__", "") or "")
+        plugin.status = "loaded"
+        plugin.error = None
+        plugin.failures = 0
+        for method in staged.methods.values():
+            self.methods.add(method.name, method.params or _RawParams,
+                             self._method_handler(plugin, method), owner=plugin.plugin_id,
+                             doc=method.doc)
+        self._changed(plugin, old.changed_kinds(staged))
+        log.info("plugin %s loaded from %s", plugin.plugin_id, plugin.source.origin,
+                 extra={"cmux_plugin": plugin.plugin_id})
+        if self._started:
+            await self._startup(plugin)
+        self._emit("plugin_loaded", {"plugin_id": plugin.plugin_id, "reloaded": reloading,
+                                     "plugin": plugin.to_wire()})
+        return True
+
+    def _check_impls(self, module: object) -> str | None:
+        for caller in self.pm.get_hookcallers(module) or ():
+            for impl in caller.get_hookimpls():
+                if impl.plugin is module and (impl.hookwrapper or impl.wrapper):
+                    return f"{caller.name}: hook wrappers are not supported"
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            return str(exc)
+        return None
+
+    async def _contribute(self, plugin: Plugin, module: object, staged: Registrations
+                          ) -> str | None:
+        """Run the plugin's contribution hooks into ``staged``; the first failed hook's name."""
+        failed: str | None = None
+        holder = functools.partial(self._holder, plugin.plugin_id)
+        for hook in CONTRIBUTION_HOOKS:
+            for impl in self._impls(module, hook):
+                registrar = Registrar(plugin.plugin_id, hook, staged, holder, self.methods)
+                ok, _ = await self._invoke(plugin, hook, impl, {"register": registrar.register})
+                registrar.closed = True
+                if ok:
+                    staged.update(registrar.bucket)
+                elif failed is None:
+                    failed = hook
+        return failed
+
+    def _holder(self, plugin_id: str, kind: str, name: str) -> str | None:
+        """The first loaded plugin other than ``plugin_id`` holding ``name`` in ``kind``."""
+        for other in self._plugins.values():
+            if other.plugin_id != plugin_id and other.status == "loaded" \
+                    and name in other.registrations.table(kind):
+                return other.plugin_id
+        return None
+
+    def _impls(self, module: object, hook: str) -> list[pluggy.HookImpl]:
+        caller: pluggy.HookCaller = getattr(self.pm.hook, hook)
+        return [impl for impl in caller.get_hookimpls() if impl.plugin is module]
+
+    async def _startup(self, plugin: Plugin) -> None:
+        if plugin.module is None or plugin.started:
+            return
+        plugin.started = True
+        state = self.settings.state_dir / "plugins" / plugin.plugin_id
+        for impl in self._impls(plugin.module, "cmux_startup"):
+            await self._invoke(plugin, "cmux_startup", impl, {
+                "plugin_id": plugin.plugin_id, "state_dir": state,
+                "socket_path": self.socket_path})
+
+    async def _withdraw(self, plugin: Plugin, *, reason: str) -> None:
+        """Shut the serving version down and take back everything it registered."""
+        module = plugin.module
+        if module is None:
+            return
+        if plugin.started:
+            for impl in self._impls(module, "cmux_shutdown"):
+                await self._invoke(plugin, "cmux_shutdown", impl,
+                                   {"plugin_id": plugin.plugin_id})
+        plugin.started = False
+        if plugin.drain is not None and plugin.drain is not asyncio.current_task():
+            plugin.drain.cancel()
+        plugin.drain = None
+        plugin.inbox.clear()
+        if plugin.worker is not None and reason != "reloaded":
+            plugin.worker.close()
+            plugin.worker = None
+        with contextlib.suppress(ValueError):
+            self.pm.unregister(module)
+        self._by_module.pop(id(module), None)
+        self.methods.remove_owner(plugin.plugin_id)
+        old, plugin.registrations = plugin.registrations, Registrations()
+        plugin.module = None
+        if reason != "reloaded":
+            release_modules(plugin.source)
+            self._changed(plugin, old.changed_kinds(plugin.registrations))
+
+    async def _unload(self, plugin: Plugin, status: Status, *, reason: str,
+                      publish: bool = True) -> None:
+        await self._withdraw(plugin, reason=reason)
+        plugin.status = status
+        plugin.source_digest = ""
+        log.info("plugin %s unloaded (%s)", plugin.plugin_id, reason,
+                 extra={"cmux_plugin": plugin.plugin_id})
+        if publish:
+            self._emit("plugin_unloaded", {"plugin_id": plugin.plugin_id, "reason": reason,
+                                           "plugin": plugin.to_wire()})
+
+    def _reject(self, plugin: Plugin, label: str, message: str,
+                exc: BaseException | None) -> None:
+        """A load or reload failed: block a first load, keep a serving version."""
+        if plugin.status == "loaded":
+            self._fault(plugin, label, message, exc=exc, count=False)
+        else:
+            self._block(plugin, label, message, exc=exc)
+
+    def _block(self, plugin: Plugin, label: str, message: str,
+               exc: BaseException | None = None) -> None:
+        plugin.status = "blocked"
+        plugin.error = message
+        self._fault(plugin, label, message, exc=exc, count=False, blocked=True)
+
+    async def _block_failing(self, plugin: Plugin) -> None:
+        async with self._lock:
+            if plugin.status != "loaded" or plugin.failures < self.max_failures:
+                return
+            message = f"blocked after {plugin.failures} consecutive failures"
+            await self._unload(plugin, "blocked", reason="blocked")
+            plugin.error = message
+            self._fault(plugin, "block", message, count=False, blocked=True)
+
+    # -- invocation -------------------------------------------------------------------------
+
+    async def _invoke(self, plugin: Plugin, hook: str, impl: pluggy.HookImpl,
+                      kwargs: Mapping[str, Any]) -> tuple[bool, Any]:
+        """Call one hookimpl contained: ``(True, result)`` or ``(False, error message)``."""
+        call_kwargs = {name: kwargs[name] for name in impl.argnames if name in kwargs}
+        try:
+            result = await self._execute(plugin, hook, impl.function, (), call_kwargs)
+        except asyncio.CancelledError:
+            raise
+        except TimeoutError:
+            message = f"timed out after {self.budget:g}s"
+            if self._by_module.get(id(impl.plugin)) is plugin:
+                self._fault(plugin, hook, message)
+            return False, message
+        except Exception as exc:
+            message = _describe(exc)
+            # a version withdrawn while this call ran no longer counts against the plugin
+            if self._by_module.get(id(impl.plugin)) is plugin:
+                self._fault(plugin, hook, message, exc=exc)
+            return False, message
+        plugin.failures = 0
+        return True, result
+
+    async def _execute(self, plugin: Plugin, label: str, fn: Callable[..., Any],
+                       args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+        started = time.monotonic()
+        if self.trace:
+            trace_log.info("plugin %s: %s(%s)", plugin.plugin_id, label, ", ".join(kwargs),
+                           extra={"cmux_plugin": plugin.plugin_id, "cmux_hook": label})
+        outcome = "raised"
+        try:
+            if inspect.iscoroutinefunction(fn):
+                result = await asyncio.wait_for(fn(*args, **kwargs), self.budget)
+            else:
+                worker = plugin.worker
+                if worker is None:
+                    worker = plugin.worker = PluginWorker(f"cmux-plugin-{plugin.plugin_id}")
+                result = await asyncio.wait_for(
+                    worker.submit(functools.partial(fn, *args, **kwargs)), self.budget)
+                if inspect.isawaitable(result):
+                    left = max(0.001, self.budget - (time.monotonic() - started))
+                    result = await asyncio.wait_for(result, left)
+            outcome = "ok"
+            return result
+        finally:
+            elapsed = time.monotonic() - started
+            if self.trace:
+                trace_log.info("plugin %s: %s %s in %.1f ms", plugin.plugin_id, label, outcome,
+                               elapsed * 1000, extra={"cmux_plugin": plugin.plugin_id})
+            if elapsed > self.slow_after:
+                self._warn(plugin, f"{label} took {elapsed:.2f}s "
+                                   f"(warning at {self.slow_after:g}s, limit {self.budget:g}s)")
+
+    def _fan_out(self, hook: str, kwargs: dict[str, Any]) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        for plugin in self._plugins.values():
+            if plugin.status != "loaded" or hook not in plugin.hooks:
+                continue
+            if len(plugin.inbox) >= OBSERVER_QUEUE_LIMIT:
+                if not plugin.overflowing:
+                    plugin.overflowing = True
+                    self._warn(plugin, f"observer queue full ({OBSERVER_QUEUE_LIMIT}); "
+                                       "dropping calls until it drains")
+                continue
+            plugin.overflowing = False
+            plugin.inbox.append((hook, kwargs))
+            if plugin.drain is None or plugin.drain.done():
+                plugin.drain = loop.create_task(self._drain(plugin))
+
+    async def _drain(self, plugin: Plugin) -> None:
+        module = plugin.module
+        while plugin.inbox and plugin.module is module and module is not None:
+            hook, kwargs = plugin.inbox.popleft()
+            for impl in self._impls(module, hook):
+                await self._invoke(plugin, hook, impl, kwargs)
+
+    def _method_handler(self, plugin: Plugin, method: PluginMethod
+                        ) -> Callable[[Call, Any], Any]:
+        async def handle(call: Call, params: Any) -> dict[str, Any]:
+            arg = params if method.params is not None else dict(params.model_extra or {})
+            result = await self.invoke(plugin.plugin_id, method.name, method.handler, call, arg)
+            if not isinstance(result, Mapping):
+                self._fault(plugin, method.name,
+                            f"returned {type(result).__name__}, not a dict", count=False)
+                raise InternalError(message=f"{method.name} returned no result object")
+            out = dict(result)
+            out.setdefault("type", "plugin_result")
+            return out
+
+        return handle
+
+    # -- faults, events, state --------------------------------------------------------------
+
+    def _fault(self, plugin: Plugin, hook: str, message: str, *, exc: BaseException | None = None,
+               count: bool = True, blocked: bool = False) -> None:
+        tb = "".join(traceback.format_exception(exc)) if exc is not None else ""
+        plugin.errors.append(PluginFault(hook, message, int(time.time() * 1000), tb))
+        log.warning("plugin %s: %s: %s", plugin.plugin_id, hook, message,
+                    exc_info=exc if exc is not None and not isinstance(exc, CmuxError) else None,
+                    extra={"cmux_plugin": plugin.plugin_id, "cmux_hook": hook})
+        self._emit("plugin_error", {"plugin_id": plugin.plugin_id, "hook": hook,
+                                    "message": message, "blocked": blocked})
+        if count:
+            plugin.failures += 1
+            if plugin.failures >= self.max_failures and plugin.status == "loaded":
+                task = asyncio.get_running_loop().create_task(self._block_failing(plugin))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    def _warn(self, plugin: Plugin, message: str) -> None:
+        plugin.warnings.append(message)
+        log.warning("plugin %s: %s", plugin.plugin_id, message,
+                    extra={"cmux_plugin": plugin.plugin_id})
+
+    def _emit(self, kind: str, data: dict[str, Any]) -> None:
+        if self._publish is None:
+            return
+        try:
+            self._publish(kind, data)
+        except Exception:
+            log.exception("publishing %s failed", kind)
+
+    def _changed(self, plugin: Plugin, kinds: set[str]) -> None:
+        if not kinds:
+            return
+        for listener in list(self._listeners):
+            try:
+                listener(plugin.plugin_id, kinds)
+            except Exception:
+                log.exception("plugin change listener failed")
+
+    # -- hot reload -------------------------------------------------------------------------
+
+    def _watch_roots(self) -> list[Path]:
+        roots = [d for d, _ in loose_dirs(self.plugin_dirs(), self._state.links) if d.is_dir()]
+        for plugin in self._plugins.values():
+            root = plugin.source.root if plugin.source.kind == "package" else None
+            if plugin.source.kind == "file" and plugin.source.path is not None:
+                root = plugin.source.path.parent
+            if root is not None and root.is_dir() and root not in roots:
+                roots.append(root)
+        return roots
+
+    def _restart_watcher(self) -> None:
+        if self.watch:
+            self._watcher.restart(self._watch_roots())
+
+    async def _apply_changes(self, paths: set[Path]) -> None:
+        async with self._lock:
+            touched: list[Plugin] = []
+            for plugin in self._plugins.values():
+                src = plugin.source
+                root = src.root if src.kind == "package" else None
+                if (src.kind == "file" and src.path in paths) or (
+                        root is not None and any(p.is_relative_to(root) for p in paths)):
+                    touched.append(plugin)
+            for plugin in touched:
+                path = plugin.source.path
+                if plugin.source.kind == "file" and path is not None and not path.exists():
+                    await self._remove(plugin, reason="removed")
+                elif plugin.enabled:
+                    if plugin.status == "blocked":
+                        plugin.error = None
+                    await self._load(plugin)
+            known = {p.source.path for p in self._plugins.values()}
+            for directory, link in loose_dirs(self.plugin_dirs(), self._state.links):
+                for source in loose_files(directory, link):
+                    if source.path in paths and source.path not in known:
+                        await self._admit(source)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        return f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _first_line(doc: object) -> str:
+    if not isinstance(doc, str):
+        return ""
+    return next((line.strip() for line in doc.strip().splitlines() if line.strip()), "")
+

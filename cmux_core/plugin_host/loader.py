@@ -1,0 +1,383 @@
+"""Where plugins come from and how their code gets in: sources, imports, watching.
+
+Sources, in load order (the first to claim a plugin id wins; later claimants get a warning):
+
+1. linked paths (``plugin.link``; persisted in ``<state dir>/plugins.json``): a distribution
+   directory with ``[project.entry-points.cmux]`` in its ``pyproject.toml``, a single ``.py``
+   file, or a directory of loose ``.py`` files;
+2. installed entry points in group ``cmux``, loaded one at a time so a broken one is blocked
+   and the others still load;
+3. loose ``*.py`` files in ``~/.config/cmux/plugins/`` and every ``--plugins-dir``
+   (files whose names start with ``.`` or ``_`` are skipped).
+
+``CMUX_LOAD_PLUGINS`` (comma-separated ids or distribution names) limits loading to those
+plugins; set but empty it loads none.
+
+Loose files are executed as fresh module objects; linked distributions are imported from
+their source root with their earlier modules taken out of ``sys.modules`` first, so a
+reload sees the code on disk. A digest of the source tells an unchanged plugin from an
+edited one. :class:`SourceWatcher` reports ``.py`` changes under the watched roots; what a
+change means is the host's decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import importlib
+import importlib.metadata
+import json
+import logging
+import os
+import sys
+import tomllib
+import types
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from cmux_core.config import config_dir
+from cmux_core.errors import CmuxError, InvalidParams
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "cmux"
+STATE_FILE = "plugins.json"
+
+SourceKind = Literal["entry_point", "file", "package"]
+
+
+@dataclass(slots=True)
+class PluginSource:
+    """Where a plugin comes from. ``root`` is the directory put on ``sys.path`` for packages;
+    ``link`` is the linked path that provided it (None for entry points and plugin dirs)."""
+
+    plugin_id: str
+    kind: SourceKind
+    origin: str
+    path: Path | None = None
+    entry: str | None = None
+    root: Path | None = None
+    dist_name: str | None = None
+    version: str = ""
+    link: Path | None = None
+    entry_point: importlib.metadata.EntryPoint | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """herdr's ``PluginSourceInfo`` (``kind`` is always ``local``) plus how it loads."""
+        return {"kind": "local", "loader": self.kind, "origin": self.origin,
+                "path": str(self.path) if self.path else None,
+                "link": str(self.link) if self.link else None}
+
+    def allowed(self, allowlist: set[str] | None) -> bool:
+        """Whether ``CMUX_LOAD_PLUGINS`` (None: unset) lets this source load."""
+        if allowlist is None:
+            return True
+        return self.plugin_id in allowlist or self.dist_name in allowlist
+
+
+
+@dataclass(slots=True)
+class PluginState:
+    """What the user chose, persisted in ``path`` (``<state dir>/plugins.json``): the linked
+    paths, in link order, and the ids of disabled plugins."""
+
+    path: Path
+    disabled: set[str] = field(default_factory=set)
+    links: list[Path] = field(default_factory=list)
+
+    def read(self) -> None:
+        """Replace the choices with those on disk; a missing or unreadable file changes
+        nothing (unreadable is logged)."""
+        try:
+            data = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring unreadable %s: %s", self.path, exc)
+            return
+        if isinstance(data, dict):
+            self.disabled = {str(x) for x in data.get("disabled", []) if isinstance(x, str)}
+            self.links = [Path(x) for x in data.get("links", []) if isinstance(x, str)]
+
+    def write(self) -> None:
+        """Persist the choices atomically; raises ``plugin_state_save_failed``."""
+        body = json.dumps({"version": 1, "disabled": sorted(self.disabled),
+                           "links": [str(p) for p in self.links]}, indent=2)
+        path = self.path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(body + "\n")
+            tmp.replace(path)
+        except OSError as exc:
+            raise CmuxError("plugin_state_save_failed", f"cannot write {path}: {exc}") from exc
+
+
+def allowlist_from_env() -> set[str] | None:
+    raw = os.environ.get("CMUX_LOAD_PLUGINS")
+    if raw is None:
+        return None
+    return {part.strip() for part in raw.split(",") if part.strip()}
+
+
+def loose_files(directory: Path, link: Path | None = None) -> list[PluginSource]:
+    try:
+        files = sorted(directory.glob("*.py"))
+    except OSError:
+        return []
+    return [PluginSource(f.stem, "file", str(f), path=f, link=link) for f in files
+            if f.is_file() and not f.name.startswith((".", "_"))]
+
+
+def sources_at(target: Path) -> list[PluginSource]:
+    """The plugins a linked path holds; raises ``invalid_params`` naming ``path``."""
+    if target.is_file():
+        if target.suffix != ".py":
+            raise InvalidParams("path", f"{target} is not a .py file or a plugin directory")
+        return [PluginSource(target.stem, "file", str(target), path=target, link=target)]
+    if not target.is_dir():
+        raise InvalidParams("path", f"{target} does not exist")
+    pyproject = target / "pyproject.toml"
+    if not pyproject.exists():
+        sources = loose_files(target, link=target)
+        if not sources:
+            raise InvalidParams("path", f"{target} holds no pyproject.toml and no .py files")
+        return sources
+    try:
+        project = tomllib.loads(pyproject.read_text()).get("project", {})
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise InvalidParams("path", f"cannot read {pyproject}: {exc}") from exc
+    entries = project.get("entry-points", {}).get(ENTRY_POINT_GROUP, {})
+    if not isinstance(entries, dict) or not entries:
+        raise InvalidParams("path", f"{pyproject} declares no [project.entry-points.cmux]")
+    root = target / "src" if (target / "src").is_dir() else target
+    version = project.get("version")
+    return [PluginSource(str(name), "package", f"{pyproject} entry point {name} = {value}",
+                         path=pyproject, entry=str(value),
+                         root=root, dist_name=str(project.get("name") or name),
+                         version=version if isinstance(version, str) else "", link=target)
+            for name, value in entries.items()]
+
+
+def plugin_dirs(configured: Iterable[Path]) -> list[Path]:
+    """Directories whose loose ``*.py`` files are plugins: the user's
+    ``~/.config/cmux/plugins/`` first, then ``configured``; resolved, without repeats."""
+    dirs = [config_dir() / "plugins", *configured]
+    seen: list[Path] = []
+    for d in dirs:
+        d = d.expanduser().resolve()
+        if d not in seen:
+            seen.append(d)
+    return seen
+
+
+def discover(links: Iterable[Path], plugin_dirs: Iterable[Path], *,
+             entry_points: bool) -> list[PluginSource]:
+    """Every source in load order: linked paths, entry points (unless ``entry_points`` is
+    False), then plugin dirs. A linked path that no longer holds a plugin is logged, skipped."""
+    sources: list[PluginSource] = []
+    for link in links:
+        try:
+            sources += sources_at(link)
+        except CmuxError as exc:
+            log.warning("linked plugin path %s: %s", link, exc.message)
+    if entry_points:
+        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            dist = ep.dist
+            sources.append(PluginSource(
+                ep.name, "entry_point", f"entry point {ep.name} = {ep.value}",
+                entry=ep.value,
+                dist_name=dist.name if dist else None,
+                version=dist.version if dist else "", entry_point=ep))
+    for directory in plugin_dirs:
+        sources += loose_files(directory)
+    return sources
+
+
+def loose_dirs(plugin_dirs: Iterable[Path], links: Iterable[Path]
+               ) -> list[tuple[Path, Path | None]]:
+    """Plugin dirs and linked plain dirs (no ``pyproject.toml``), each with the link that
+    added it."""
+    dirs: list[tuple[Path, Path | None]] = [(d, None) for d in plugin_dirs]
+    dirs += [(p, p) for p in links if p.is_dir() and not (p / "pyproject.toml").exists()]
+    return dirs
+
+
+def import_source(source: PluginSource, serving: object | None, serving_digest: str
+                  ) -> tuple[object, str]:
+    """A fresh module object for ``source`` and a digest of its code ('' when unknown).
+
+    ``serving`` (the version now in use, with ``serving_digest``) is returned instead when the
+    code is unchanged; an entry point is never re-imported. Raises whatever the import raises.
+    """
+    if source.kind == "entry_point":
+        assert source.entry_point is not None
+        if serving is not None:
+            return serving, ""
+        return source.entry_point.load(), ""
+    if source.kind == "file":
+        assert source.path is not None
+        data = source.path.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        if serving is not None and digest == serving_digest:
+            return serving, digest
+        return _exec_file(source.plugin_id, source.path, data), digest
+    digest = _tree_digest(source.root)
+    if serving is not None and digest == serving_digest:
+        return serving, digest
+    return _import_package(source), digest
+
+
+def _module_name(plugin_id: str) -> str:
+    return "_cmux_plugin_" + plugin_id.replace("-", "_")
+
+
+def _exec_file(plugin_id: str, path: Path, data: bytes) -> types.ModuleType:
+    name = _module_name(plugin_id)
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    previous = sys.modules.get(name)
+    sys.modules[name] = module  # dataclasses and pickling look the module up by name
+    try:
+        exec(compile(data, str(path), "exec", dont_inherit=True), module.__dict__)
+    except BaseException:
+        if previous is not None:
+            sys.modules[name] = previous
+        else:
+            sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def _import_package(source: PluginSource) -> object:
+    assert source.root is not None and source.entry is not None
+    module_name, _, attr = source.entry.partition(":")
+    module_name = module_name.strip()
+    top = module_name.split(".")[0]
+    root = str(source.root)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    saved = _pop_modules(top, source.root)
+    importlib.invalidate_caches()
+    try:
+        obj: object = importlib.import_module(module_name)
+        for part in filter(None, attr.strip().split(".")):
+            obj = getattr(obj, part)
+    except BaseException:
+        _pop_modules(top, source.root)
+        sys.modules.update(saved)
+        raise
+    return obj
+
+
+def _pop_modules(top: str, root: Path) -> dict[str, types.ModuleType]:
+    """Remove ``top`` and its submodules loaded from under ``root``; returns them."""
+    gone: dict[str, types.ModuleType] = {}
+    for name, module in list(sys.modules.items()):
+        if name != top and not name.startswith(top + "."):
+            continue
+        file = getattr(module, "__file__", None)
+        paths = list(getattr(module, "__path__", []) or [])
+        where = [Path(p) for p in ([file] if file else []) + paths]
+        if any(p.is_relative_to(root) for p in where):
+            gone[name] = sys.modules.pop(name)
+    return gone
+
+
+def release_rejected(source: PluginSource, serving: object | None, rejected: object) -> None:
+    """Undo ``sys.modules`` changes of a rejected reload; ``serving`` stays in place."""
+    name = _module_name(source.plugin_id)
+    if source.kind == "file" and sys.modules.get(name) is rejected:
+        if isinstance(serving, types.ModuleType):
+            sys.modules[name] = serving
+    elif source.kind == "package":
+        release_modules(source)
+
+
+def release_modules(source: PluginSource) -> None:
+    """Take the modules ``source`` put in ``sys.modules`` out again."""
+    if source.kind == "file":
+        sys.modules.pop(_module_name(source.plugin_id), None)
+    elif source.kind == "package" and source.root is not None and source.entry:
+        _pop_modules(source.entry.partition(":")[0].strip().split(".")[0], source.root)
+
+
+def _tree_digest(root: Path | None) -> str:
+    if root is None:
+        return ""
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        with contextlib.suppress(OSError):
+            h.update(str(f).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+
+async def end_watch(stop: asyncio.Event | None, task: asyncio.Task[Any] | None) -> None:
+    """Ask a watch task to finish through ``stop``; cancel it if it has not within 5 s."""
+    if stop is not None:
+        stop.set()
+    if task is not None:
+        try:
+            await asyncio.wait_for(task, 5)
+        except (TimeoutError, asyncio.CancelledError):
+            task.cancel()
+
+
+class SourceWatcher:
+    """Watches directories for ``.py`` changes; ``on_change(paths)`` gets each debounced batch.
+
+    One watch runs at a time, as a task on the running loop: :meth:`restart` replaces it
+    (the old one finishes before the new one starts watching), :meth:`stop` ends it.
+    ``ready`` is set once the running watch is observing its roots. ``on_change`` runs inside
+    the watch task; if it raises, the failure is logged and watching stops.
+    """
+
+    def __init__(self, on_change: Callable[[set[Path]], Awaitable[None]], *,
+                 debounce_ms: int) -> None:
+        self.on_change = on_change
+        self.debounce_ms = debounce_ms
+        self.ready = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+
+    def restart(self, roots: list[Path]) -> None:
+        """Watch ``roots`` instead of whatever was watched; no roots stops watching."""
+        old, old_stop = self._task, self._stop
+        if old_stop is not None:
+            old_stop.set()
+        self.ready.clear()
+        if not roots:
+            self._task = self._stop = None
+            return
+        self._stop = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(
+            self._watch(roots, self._stop, old))
+
+    async def stop(self) -> None:
+        """End the running watch (cancelled if it does not finish within 5 s)."""
+        task, self._task = self._task, None
+        await end_watch(self._stop, task)
+
+    async def _watch(self, roots: list[Path], stop: asyncio.Event,
+                     previous: asyncio.Task[None] | None) -> None:
+        import watchfiles
+
+        if previous is not None:
+            with contextlib.suppress(BaseException):
+                await previous
+        try:
+            async for changes in watchfiles.awatch(
+                    *roots, stop_event=stop, debounce=self.debounce_ms,
+                    rust_timeout=1000, yield_on_timeout=True,
+                    watch_filter=lambda _change, path: path.endswith(".py")):
+                self.ready.set()
+                if changes:
+                    await self.on_change({Path(p) for _, p in changes})
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("plugin directory watcher stopped")
