@@ -28,12 +28,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import pluggy
-
-if TYPE_CHECKING:
-    from cmux_core.api.dispatch import Call, Params
+from pydantic import BaseModel, ConfigDict
 
 PROJECT = "cmux"
 
@@ -42,6 +40,13 @@ hookspec = pluggy.HookspecMarker(PROJECT)
 
 hookimpl = pluggy.HookimplMarker(PROJECT)
 """Marks a plugin function as the implementation of the ``cmux_*`` hook of the same name."""
+
+
+class Params(BaseModel):
+    """Base of every params model, core and plugin: unknown keys are ignored, as both
+    method families' clients expect."""
+
+    model_config = ConfigDict(extra="ignore")
 
 
 class RegistrationError(ValueError):
@@ -56,7 +61,51 @@ GraphicsFrame = Mapping[str, Any]
 """One frame for a pane graphics layer: ``format`` (``png``/``rgb``/``rgba``),
 ``image_width``, ``image_height`` (pixels) and ``data`` (bytes)."""
 
-MethodHandler = Callable[["Call", Any], Awaitable[dict[str, Any]] | dict[str, Any]]
+
+
+class PluginCall(Protocol):
+    """What a plugin method handler receives as ``call``: who asked, and the socket API.
+
+    Never the server object: a handler acts on the server only through :meth:`request`, with
+    the same validation and errors as any client.
+    """
+
+    @property
+    def plugin_id(self) -> str:
+        """The id of the plugin whose method is being called."""
+        ...
+
+    @property
+    def client_id(self) -> str | None:
+        """The calling connection's id (``conn-<n>``); None for calls made inside the server."""
+        ...
+
+    @property
+    def request_id(self) -> Any:
+        """The request's ``id``, as the client sent it."""
+        ...
+
+    @property
+    def method(self) -> str:
+        """The full method name, ``plugin.<plugin_id>.<name>``."""
+        ...
+
+    async def request(self, method: str, params: Mapping[str, Any] | None = None
+                      ) -> dict[str, Any]:
+        """Answer one socket API call in-process, as the calling client, and return its
+        ``result``; raises :class:`cmux_core.errors.CmuxError` when the call fails. For async
+        handlers (on the server loop)."""
+        ...
+
+    def request_blocking(self, method: str, params: Mapping[str, Any] | None = None, *,
+                         timeout: float = 30.0) -> dict[str, Any]:
+        """:meth:`request` for sync handlers, which run on the plugin's worker thread: the
+        call runs on the server loop while this thread waits (``TimeoutError`` after
+        ``timeout`` seconds). Raises ``RuntimeError`` when called on the server loop."""
+        ...
+
+
+MethodHandler = Callable[[PluginCall, Any], Awaitable[dict[str, Any]] | dict[str, Any]]
 """``handler(call, params)`` returning the result dict; may be sync or async."""
 
 
@@ -171,9 +220,9 @@ def cmux_register_graphics_sources(register: RegisterGraphicsSource) -> None:
     """Supply named frame sources for pane graphics streams.
 
     ``register(name, open, description="")``: ``open(pane_id, options)`` returns an async
-    iterator of frames (mappings with ``format``, ``image_width``, ``image_height``, ``data``);
-    the graphics layer pulls from it while a stream is attached to the pane and closes it
-    (``aclose``) when the stream ends. Names are unique across plugins.
+    iterator of frames (mappings with ``format``, ``image_width``, ``image_height``, ``data``).
+    Names are unique across plugins. Registered sources are recorded and listed by
+    ``plugin.list``; no server feature pulls frames from them in this version.
 
     Called once when the plugin is loaded.
     """
@@ -185,13 +234,14 @@ def cmux_register_methods(register: RegisterMethod) -> None:
 
     ``register(name, handler, params=None, doc="")`` adds ``plugin.<plugin_id>.<name>``:
     ``name`` is one or more dot-separated lowercase words; the prefix means a plugin can never
-    shadow a core method. ``params`` is a :class:`cmux_core.api.dispatch.Params` subclass used to
-    validate the request (``invalid_params`` names the bad field); without it the handler gets
-    the raw params dict. ``handler(call, params)`` may be sync or async and returns the result
-    dict (the host adds ``"type": "plugin_result"`` when it has none). Raising
-    :class:`cmux_core.errors.CmuxError` answers with that error; anything else answers
-    ``internal_error`` and is recorded against the plugin. Async handlers run on the server
-    loop and must not block it.
+    shadow a core method. ``params`` is a :class:`Params` subclass used to validate the
+    request (``invalid_params`` names the bad field); without it the handler gets the raw params
+    dict. ``handler(call, params)`` gets a :class:`PluginCall` (never the server object), may be
+    sync or async and returns the result dict (the host adds ``"type": "plugin_result"``
+    when it has none). Raising :class:`cmux_core.errors.CmuxError` answers with that error;
+    anything else answers ``internal_error`` and is recorded against the plugin. Async
+    handlers run on the server loop and must not block it; sync handlers run on the
+    plugin's worker thread.
 
     Called once when the plugin is loaded.
     """

@@ -98,7 +98,11 @@ def test_failing_slow_and_edited_plugins_in_a_running_server(server: ServerProce
     assert listed["longest_waiting"]["registrations"]["view_sorts"] == ["longest-waiting"]
     assert {e["hook"] for e in listed["raiser"]["errors"]} >= {
         "cmux_register_view_sorts", "cmux_startup"}
-    assert server.call("plugin.greeter.hello", {"name": "e2e"})["greeting"] == "hello, e2e"
+    hello = server.call("plugin.greeter.hello", {"name": "e2e"})
+    assert hello["greeting"] == "hello, e2e"
+    # the handler asked the server for its panes in-process, as the calling client
+    assert hello["panes"] == len(server.call("pane.list")["panes"]) >= 1
+    assert hello["client_id"].startswith("conn-")
 
     # Events reach the raiser until it is blocked; the slow plugin never delays requests.
     for n in range(6):

@@ -21,10 +21,12 @@ from typing import Any, TypeVar
 import pytest
 
 from cmux_core import hookspecs
-from cmux_core.api.dispatch import Call, MethodTable, Params
+from cmux_core.api.context import Call
+from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.methods import plugin as plugin_methods
 from cmux_core.config import Settings
 from cmux_core.errors import CmuxError
+from cmux_core.hookspecs import Params
 from cmux_core.plugin_host.host import PluginHost
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,10 +101,10 @@ def module_of(host: PluginHost, plugin_id: str) -> Any:
 
 
 async def call(host: PluginHost, method: str, params: dict[str, Any] | None = None) -> Any:
-    # The method handlers only read ``call.server.plugins``; a namespace stands in for the
-    # server so these tests need no socket (the end-to-end tests use a real one).
-    server = SimpleNamespace(plugins=host)
-    return await host.methods.call(Call(server, None, 1, method), params or {})  # type: ignore[arg-type]
+    # The plugin.* handlers only read ``call.ctx.plugins``; a namespace stands in for the
+    # services so these tests need no socket (the end-to-end tests use a real one).
+    ctx = SimpleNamespace(plugins=host)
+    return await host.methods.call(Call(ctx, None, 1, method), params or {})  # type: ignore[arg-type]
 
 
 GOOD = '''
@@ -489,11 +491,20 @@ def test_methods_are_namespaced_and_cannot_shadow_core_methods(tmp_path: Path) -
 
     table.add("plugin.action.list", Empty, core)
 
+    asked: list[tuple[str, dict[str, Any], Any]] = []
+
+    async def api(method: str, params: dict[str, Any], connection: Any) -> dict[str, Any]:
+        # The host's in-process socket API, without a server: what the plugin asked for is
+        # recorded (tests/test_plugin_server.py answers it from a real server).
+        asked.append((method, params, connection))
+        return {"type": "pane_list", "panes": [{}, {}]}
+
     async def main() -> None:
-        host = make_host(tmp_path, d, methods=table)
+        host = make_host(tmp_path, d, methods=table, api=api)
         await host.start()
         assert await call(host, "plugin.greeter.hello", {"name": "ann"}) == {
-            "type": "greeting", "greeting": "hello, ann"}
+            "type": "greeting", "greeting": "hello, ann", "panes": 2, "client_id": None}
+        assert asked == [("pane.list", {}, None)]
         with pytest.raises(CmuxError) as err:
             await call(host, "plugin.greeter.hello", {"name": 5})
         assert err.value.code == "invalid_params" and "name" in err.value.message
@@ -874,7 +885,7 @@ def hook_signature(name: str) -> str:
 
 
 def test_every_hook_is_documented_with_its_signature() -> None:
-    host_pm = PluginHost(Settings(), entry_points=False, watch=False).pm
+    host_pm = PluginHost(Settings(), methods=MethodTable(), entry_points=False, watch=False).pm
     names = sorted(n for n in dir(host_pm.hook) if n.startswith("cmux_"))
     assert names == HOOKS
     headings = set(re.findall(r"^#{2,4} `?(cmux_\w+\(.*?\))`?\s*$", DOCS.read_text(), re.M))

@@ -295,48 +295,29 @@ def test_limits_are_inclusive_and_labels_are_cleaned() -> None:
 # -- views per client, without a socket --------------------------------------------------------
 
 
-class _Server:
-    """Just the part of a server a ViewBook uses: its event hub."""
-
-    def __init__(self) -> None:
-        self.events = EventHub()
-
-
-class _Connection:
-    """Stands in for a socket connection: ``gone`` is set and its tasks are cancelled when
-    it closes, which is all a ViewBook watches (a real one needs a live socket)."""
-
-    def __init__(self) -> None:
-        self.gone = asyncio.Event()
-        self.tasks: set[asyncio.Task[Any]] = set()
-
-
 def test_connection_views_end_with_the_connection_named_views_stay() -> None:
     async def scenario() -> None:
-        server = _Server()
+        events = EventHub()
         published: list[tuple[str, dict[str, Any]]] = []
-        server.events.observe(lambda kind, data: published.append((kind, data)))
-        book = ViewBook(server)  # type: ignore[arg-type]
-        first, second = _Connection(), _Connection()
+        events.observe(lambda kind, data: published.append((kind, data)))
+        book = ViewBook(events)
+        # Any object can key a connection's view; the socket server passes its connection.
+        first, second = object(), object()
         book.set(first, parse_view("a"))
         book.set(second, parse_view("b"))
         book.set("sidebar", parse_view("plugin:p", "mine"))
         assert len(book) == 3
-        first.gone.set()
-        for _ in range(5):
-            await asyncio.sleep(0)
+        book.connection_closed(first)
         assert book.get(first) is None and book.get(second) is not None
-        for task in list(second.tasks):
-            task.cancel()
-        await asyncio.gather(*second.tasks, return_exceptions=True)
+        book.connection_closed(second)
         assert book.get(second) is None
         assert book.get("sidebar") is not None
         # only named clients are announced; a plugin being disabled ends the views it owns
         assert [(k, d["client_id"], d["active"]) for k, d in published] == [
             ("agent_view_changed", "sidebar", True)]
-        server.events.publish("plugin_unloaded", {"plugin_id": "p", "reason": "replaced"})
+        events.publish("plugin_unloaded", {"plugin_id": "p", "reason": "replaced"})
         assert book.get("sidebar") is not None
-        server.events.publish("plugin_unloaded", {"plugin_id": "p", "reason": "disabled"})
+        events.publish("plugin_unloaded", {"plugin_id": "p", "reason": "disabled"})
         assert book.get("sidebar") is None
         assert published[-1][0] == "agent_view_changed" and not published[-1][1]["active"]
 

@@ -42,7 +42,9 @@ from cmux_core.detect.registry import ManifestRegistry, ReloadReport
 from cmux_core.errors import CmuxError
 
 if TYPE_CHECKING:
-    from cmux_core.api.server import Server
+    from cmux_core.agents.tracker import AgentTracker
+    from cmux_core.events import EventHub
+    from cmux_core.model.mux import Mux
     from cmux_core.model.tree import Pane
 
 log = logging.getLogger(__name__)
@@ -111,13 +113,15 @@ class PaneDetection:
 
 
 class DetectionRuntime:
-    """Runs agent detection for every pane of ``server``; all methods run on the loop."""
+    """Runs agent detection for every pane of ``mux``, reporting to ``tracker`` with the
+    manifests of ``registry``; all methods run on the loop."""
 
-    def __init__(self, server: Server) -> None:
-        self.server = server
-        self.mux = server.mux
-        self.tracker = server.mux.agents
-        self.registry = ManifestRegistry(server.settings, getattr(server, "plugins", None))
+    def __init__(self, mux: Mux, tracker: AgentTracker, registry: ManifestRegistry,
+                 events: EventHub) -> None:
+        self.mux = mux
+        self.tracker = tracker
+        self.events = events
+        self.registry = registry
         self.panes: dict[str, PaneDetection] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._safety: asyncio.TimerHandle | None = None
@@ -382,7 +386,7 @@ class DetectionRuntime:
 
     def _on_manifests(self, report: ReloadReport) -> None:
         """Manifests changed: every pane is re-identified and re-classified (no grace)."""
-        self.server.events.publish("server_manifests_reloaded", {
+        self.events.publish("server_manifests_reloaded", {
             "trigger": report.trigger, "files": [r.to_wire() for r in report.files
                                                  if r.status != "unchanged"],
             "manifests": self.registry.infos()})

@@ -20,23 +20,19 @@ plugin is disabled, unlinked or blocked.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import re
 import types
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from cmux_core.agents.tracker import ATTENTION
 from cmux_core.errors import CmuxError
 
 if TYPE_CHECKING:
-    from cmux_core.api.dispatch import Call
-    from cmux_core.api.server import Connection, Server
+    from cmux_core.events import EventHub
     from cmux_core.model.mux import Mux
-    from cmux_core.plugin_host.host import PluginHost, ViewFilter, ViewSort
 
 MAX_DEPTH = 8
 MAX_NODES = 64
@@ -381,7 +377,44 @@ def _parse_sort_field(raw: Any, path: str) -> SortField:
                            "{\"plugin\": \"<plugin_id>/<name>\"}")
 
 
-def check_plugins(view: AgentView, host: PluginHost) -> None:
+class _PluginEntry(Protocol):
+    @property
+    def plugin_id(self) -> str: ...
+
+
+class _SortEntry(_PluginEntry, Protocol):
+    @property
+    def key(self) -> Callable[[Mapping[str, Any]], Any]: ...
+
+
+class _FilterEntry(_PluginEntry, Protocol):
+    @property
+    def predicate(self) -> Callable[[Mapping[str, Any]], bool]: ...
+
+
+class _PluginStatus(Protocol):
+    @property
+    def status(self) -> str: ...
+
+
+class ViewPlugins(Protocol):
+    """The plugin host, as views see it: registered sorts and filters, and a contained call."""
+
+    def view_sorts(self) -> Mapping[str, _SortEntry]: ...
+
+    def view_filters(self) -> Mapping[str, _FilterEntry]: ...
+
+    def get(self, plugin_id: str) -> _PluginStatus:
+        """The plugin's record; raises ``plugin_not_found``."""
+        ...
+
+    async def invoke(self, plugin_id: str, label: str, fn: Callable[..., Any],
+                     *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn`` as that plugin's code (its thread, its time budget)."""
+        ...
+
+
+def check_plugins(view: AgentView, host: ViewPlugins) -> None:
     """Check that the plugins a view names are there and serving.
 
     Raises ``plugin_not_found`` / ``plugin_disabled`` for the owning plugin of a
@@ -391,7 +424,7 @@ def check_plugins(view: AgentView, host: PluginHost) -> None:
     owner = view.plugin_id
     if owner is not None:
         _require_loaded(host, owner)
-    tables: dict[str, Mapping[str, ViewSort | ViewFilter]] = {
+    tables: dict[str, Mapping[str, _PluginEntry]] = {
         "filter": host.view_filters(), "sort": host.view_sorts()}
     for kind, path, ref in view.plugin_refs:
         _require_loaded(host, ref.plugin_id)
@@ -401,7 +434,7 @@ def check_plugins(view: AgentView, host: PluginHost) -> None:
                                    f"named {ref.name!r}")
 
 
-def _require_loaded(host: PluginHost, plugin_id: str) -> None:
+def _require_loaded(host: ViewPlugins, plugin_id: str) -> None:
     plugin = host.get(plugin_id)
     if plugin.status != "loaded":
         raise CmuxError("plugin_disabled", f"plugin {plugin_id} is {plugin.status}",
@@ -543,11 +576,11 @@ def _stable_sort(items: list[tuple[int, Row]], values: Mapping[int, Any],
                    reverse=descending)
 
 
-async def plugin_values(view: AgentView, rows: Sequence[Row], host: PluginHost
+async def plugin_values(view: AgentView, rows: Sequence[Row], host: ViewPlugins
                         ) -> dict[tuple[str, PluginRef], list[Any]]:
     """Call every plugin sort key and predicate ``view`` names, once each over all rows.
 
-    Each call goes through :meth:`PluginHost.invoke` (the plugin's worker thread, its time
+    Each call goes through ``host.invoke`` (the plugin's worker thread, its time
     budget, failures recorded against it); a reference whose plugin or name is gone, or whose
     call fails, is left out, which makes it missing for every row. Rows reach plugins as
     read-only mappings.
@@ -588,7 +621,7 @@ def _freeze(row: Row) -> Row:
 
 
 async def evaluate(view: AgentView | None, rows: Sequence[Row], ctx: ViewContext,
-                   host: PluginHost | None) -> list[Row]:
+                   host: ViewPlugins | None) -> list[Row]:
     """:func:`project` with the plugin values ``view`` needs fetched from ``host`` first."""
     if view is None:
         return list(rows)
@@ -623,7 +656,7 @@ VIEW_CHANGED = "agent_view_changed"
 """Event published when a named client's view is set, cleared or ended."""
 
 ClientKey = str | object
-"""A named ``client_id`` string, or the :class:`~cmux_core.api.server.Connection` itself."""
+"""A named ``client_id`` string, or the connection object itself."""
 
 _INTERNAL: Final = "internal:"
 """The client of calls made inside the server (no connection)."""
@@ -638,26 +671,24 @@ class ViewBook:
     to a named client's view is published as ``agent_view_changed``.
     """
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, events: EventHub) -> None:
         self._views: dict[ClientKey, AgentView] = {}
-        self._watched: weakref.WeakSet[Connection] = weakref.WeakSet()
-        self._events = server.events
-        server.events.observe(self._on_event)
+        self._events = events
+        events.observe(self._on_event)
 
-    def client(self, call: Call, client_id: str | None) -> ClientKey:
+    def client(self, connection: object | None, client_id: str | None) -> ClientKey:
         """The client a call speaks for: ``client_id`` when given, else its connection."""
         if client_id is not None:
             return client_id
-        return call.connection if call.connection is not None else _INTERNAL
+        return connection if connection is not None else _INTERNAL
 
     def get(self, client: ClientKey) -> AgentView | None:
         return self._views.get(client)
 
     def set(self, client: ClientKey, view: AgentView) -> None:
-        """Replace ``client``'s view; a connection's view is dropped when it closes."""
+        """Replace ``client``'s view; a connection's view lasts until
+        :meth:`connection_closed` is called for it."""
         self._views[client] = view
-        if not isinstance(client, str) and client not in self._watched:
-            self._watch(client)  # type: ignore[arg-type]
         self._announce(client, view)
 
     def clear(self, client: ClientKey, source: str | None = None) -> AgentView | None:
@@ -675,19 +706,9 @@ class ViewBook:
     def __len__(self) -> int:
         return len(self._views)
 
-    def _watch(self, conn: Connection) -> None:
-        self._watched.add(conn)
-
-        async def drop_when_gone() -> None:
-            try:
-                await conn.gone.wait()
-            finally:
-                self._views.pop(conn, None)
-
-        task = asyncio.get_running_loop().create_task(drop_when_gone())
-        # the connection cancels its own tasks when it closes, which also drops the view
-        conn.tasks.add(task)
-        task.add_done_callback(conn.tasks.discard)
+    def connection_closed(self, connection: object) -> None:
+        """Drop the view keyed by ``connection``, which has closed."""
+        self._views.pop(connection, None)
 
     def _on_event(self, kind: str, data: dict[str, Any]) -> None:
         if kind != "plugin_unloaded" or data.get("reason") == "replaced":
@@ -706,31 +727,19 @@ class ViewBook:
         self._events.publish(VIEW_CHANGED, data)
 
 
-_books: weakref.WeakKeyDictionary[Server, ViewBook] = weakref.WeakKeyDictionary()
-
-
-def book_of(server: Server) -> ViewBook:
-    """The server's :class:`ViewBook`, created on first use."""
-    book = _books.get(server)
-    if book is None:
-        book = _books[server] = ViewBook(server)
-    return book
-
-
-async def project_for(call: Call, rows: Sequence[Row], view_param: bool | str | None
+async def project_for(book: ViewBook, connection: object | None, rows: Sequence[Row],
+                      view_param: bool | str | None, mux: Mux, host: ViewPlugins
                       ) -> list[Row]:
     """``rows`` (AgentInfo dicts in natural order) as a client's view shows them.
 
-    ``view_param`` is ``agent.list``'s ``view``: true for the calling connection's own view,
-    a string for the view of that named ``client_id``, false/None for no projection. A client
-    without a view gets every row in natural order.
+    ``view_param`` is ``agent.list``'s ``view``: true for the view of ``connection``'s
+    client, a string for the view of that named ``client_id``, false/None for no projection.
+    A client without a view gets every row in natural order.
     """
     if view_param is None or view_param is False:
         return list(rows)
-    book = book_of(call.server)
-    client = book.client(call, view_param if isinstance(view_param, str) else None)
+    client = book.client(connection, view_param if isinstance(view_param, str) else None)
     view = book.get(client)
     if view is None:
         return list(rows)
-    host: PluginHost | None = getattr(call.server, "plugins", None)
-    return await evaluate(view, rows, context_of(call.server.mux), host)
+    return await evaluate(view, rows, context_of(mux), host)

@@ -1,7 +1,8 @@
 """The method table: dotted method name → params model + async handler.
 
-Handlers receive a validated pydantic params object and a :class:`Call` (the
-server, the connection, the request id) and return the ``result`` object, whose
+Handlers receive a validated pydantic params object and a
+:class:`~cmux_core.api.context.Call` (the services, the connection, the request id) and
+return the ``result`` object, whose
 ``type`` names its kind. They raise :class:`~cmux_core.errors.CmuxError` to
 answer with an error; anything else becomes ``internal_error`` and is logged,
 and the server keeps serving.
@@ -15,38 +16,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
+from cmux_core.api.context import Call
 from cmux_core.errors import CmuxError, InternalError, InvalidParams, MethodNotFound
-
-if TYPE_CHECKING:
-    from cmux_core.api.server import Connection, Server
+from cmux_core.hookspecs import Params
 
 log = logging.getLogger(__name__)
 
 Result = dict[str, Any]
 
 
-class Params(BaseModel):
-    """Base of every params model: unknown keys are ignored, as both peers do."""
-
-    model_config = ConfigDict(extra="ignore")
-
-
 P = TypeVar("P", bound=Params)
 Handler = Callable[["Call", Any], Awaitable[Result]]
-
-
-@dataclass(slots=True)
-class Call:
-    """One request being served. ``connection`` is None for internal calls."""
-
-    server: Server
-    connection: Connection | None
-    request_id: Any
-    method: str
 
 
 @dataclass(slots=True)
@@ -106,6 +90,10 @@ class MethodTable:
 
     def get(self, name: str) -> Method | None:
         return self._methods.get(name)
+
+    def owner_of(self, name: str) -> str | None:
+        method = self._methods.get(name)
+        return method.owner if method is not None else None
 
     def names(self) -> list[str]:
         return sorted(self._methods)

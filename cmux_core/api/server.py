@@ -1,31 +1,29 @@
-"""The asyncio Unix-socket server: binding, connections, subscriptions, shutdown.
+"""The asyncio Unix-socket server: binding, connections, subscriptions.
 
-Each connection has a reader task, which splits lines (skipping any over
-:data:`~cmux_core.api.framing.MAX_LINE_BYTES`) and notices the peer going away,
-and a worker task, which answers requests strictly in order. Long requests
-(waits) are raced against the peer's disconnect, so a client that leaves
-cancels its wait and leaves nothing behind. Nothing a client sends can stop
-the server from serving the others.
+Transport only: the composition root (:class:`~cmux_core.app.App`) builds the services and
+the method table and starts and stops this server. Each connection has a reader task,
+which splits lines (skipping any over :data:`~cmux_core.api.framing.MAX_LINE_BYTES`) and
+notices the peer going away, and a worker task, which answers requests strictly in order.
+Long requests (waits) are raced against the peer's disconnect, so a client that leaves
+cancels its wait and leaves nothing behind. Nothing a client sends can stop the server from
+serving the others.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
-import signal
 import socket
 import struct
-import time
-from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cmux_core import __version__
-from cmux_core.agents.tracker import declarations_from
-from cmux_core.api.dispatch import Call, MethodTable
+from cmux_core.api.context import Call, Services
+from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.framing import (
     MAX_LINE_BYTES,
     Request,
@@ -35,15 +33,13 @@ from cmux_core.api.framing import (
     encode_success,
     parse_line,
 )
-from cmux_core.config import Settings, runtime_dir
+from cmux_core.config import runtime_dir
 from cmux_core.errors import CmuxError, InternalError, RequestTooLarge
 from cmux_core.events import EventHub, Subscriber
-from cmux_core.model.mux import Mux
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-PROTOCOL_VERSION = 20
 _CLOSED = object()
 _PEER_GONE = "peer disconnected"
 
@@ -60,8 +56,9 @@ class Connection:
     """One client connection. Lines are answered in the order they arrive."""
 
     def __init__(self, server: Server, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:
+                 writer: asyncio.StreamWriter, client_id: str) -> None:
         self.server = server
+        self.client_id = client_id
         self.reader = reader
         self.writer = writer
         self.lines: asyncio.Queue[bytes | object] = asyncio.Queue()
@@ -131,6 +128,7 @@ class Connection:
             reader_task.cancel()
             for sub in self.subscriptions:
                 self.server.events.unsubscribe(sub)
+            self.server.connection_closed(self)
             for task in list(self.tasks):
                 task.cancel()
             with contextlib.suppress(Exception):
@@ -186,6 +184,11 @@ class Connection:
         finally:
             self.holding.discard(task)
 
+    def run_task(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
     def start_stream(self, sub: Subscriber) -> None:
         """Stream ``sub``'s events on this connection until overflow or disconnect."""
         self.subscriptions.append(sub)
@@ -212,94 +215,41 @@ class Connection:
             pass
 
 
-class LoopMonitor:
-    """Measures how late the event loop runs a timer: the worst stall any client saw.
-
-    One wake-up every :attr:`interval` seconds; keeps the last ``keep`` lateness samples.
-    """
-
-    def __init__(self, interval: float = 0.1, keep: int = 600) -> None:
-        self.interval = interval
-        self.samples: deque[float] = deque(maxlen=keep)
-        self.worst = 0.0
-        self._handle: asyncio.TimerHandle | None = None
-        self._due = 0.0
-
-    def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._due = loop.time() + self.interval
-        self._handle = loop.call_at(self._due, self._tick)
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-
-    def _tick(self) -> None:
-        loop = asyncio.get_running_loop()
-        late = max(0.0, loop.time() - self._due)
-        self.samples.append(late)
-        self.worst = max(self.worst, late)
-        self._due = loop.time() + self.interval
-        self._handle = loop.call_at(self._due, self._tick)
-
-    def summary(self) -> dict[str, float]:
-        ordered = sorted(self.samples)
-        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
-        return {"max_ms": round(self.worst * 1000, 3), "p99_ms": round(p99 * 1000, 3),
-                "recent_max_ms": round((ordered[-1] if ordered else 0.0) * 1000, 3)}
-
-
 class Server:
-    """Owns the loop's state: settings, the mux, the event hub and the method table."""
+    """Serves ``methods`` on a Unix socket; every call gets ``services`` as its context."""
 
-    def __init__(self, settings: Settings, socket_path: Path, *, session: str | None = None
-                 ) -> None:
-        self.settings = settings
+    def __init__(self, services: Services, methods: MethodTable, socket_path: Path) -> None:
+        self.services = services
+        self.methods = methods
+        self.events: EventHub = services.events
         self.socket_path = socket_path
-        self.session = session
-        self.events = EventHub()
-        self.mux = Mux(settings, self.events, str(socket_path))
-        self.methods = MethodTable()
-        self.version = __version__
-        self.event_loop = "asyncio"
-        self.stopping = asyncio.Event()
-        self.started_at = time.time()
-        self.loop_monitor = LoopMonitor()
-        self.pending_waits = 0
-        """Requests currently holding their connection open (waits); shown in server.stats."""
+        self.close_listeners: list[Callable[[Connection], None]] = []
+        """Called with each connection as it closes (views keyed by it are dropped)."""
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[Any]] = set()
-        from cmux_core.agents.scheduler import DetectionRuntime
-        from cmux_core.api.methods import register_core_methods
-        from cmux_core.plugin_host.host import PluginHost
-
-        register_core_methods(self.methods)
-        self.plugins = PluginHost(settings, methods=self.methods, publish=self.events.publish,
-                                  socket_path=socket_path)
-        self.events.observe(self.plugins.on_event)
-        self.mux.agents.declarations = lambda: declarations_from(
-            self.plugins.integrations().values())
-        self.detection = DetectionRuntime(self)
+        self._client_ids = itertools.count(1)
 
     def connection_count(self) -> int:
         return len(self._connections)
 
     async def call(self, request: Request, connection: Connection | None) -> dict[str, Any]:
-        call = Call(self, connection, request.id, request.method)
+        call = Call(self.services, connection, request.id, request.method)
         return await self.methods.call(call, request.params)
+
+    def connection_closed(self, conn: Connection) -> None:
+        for listener in list(self.close_listeners):
+            try:
+                listener(conn)
+            except Exception:
+                log.exception("connection close listener failed")
 
     # -- lifecycle --------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Bind the socket (0600, in a 0700 directory when cmux creates or owns it) and
-        create the default workspace.
+    async def bind(self) -> None:
+        """Bind the socket (0600, in a 0700 directory when cmux creates or owns it).
 
         Raises :class:`ServerAlreadyRunning` when a live server answers on the path.
         """
-        loop = asyncio.get_running_loop()
-        self.event_loop = "uvloop" if type(loop).__module__.startswith("uvloop") else "asyncio"
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, self.stopping.set)
         path = self.socket_path
         # Only a directory cmux owns is made private: one it creates here, or its own
         # runtime directory. A directory named with --socket (/tmp, say) keeps its mode;
@@ -313,8 +263,10 @@ class Server:
             if await _socket_is_live(path):
                 raise ServerAlreadyRunning(f"a cmux server is already running on {path}")
             path.unlink()
-        # Plugins are loaded before the socket exists, so no request sees half of them.
-        await self.plugins.load()
+
+    async def listen(self) -> None:
+        """Start accepting connections on the path :meth:`bind` cleared."""
+        path = self.socket_path
         old_umask = os.umask(0o177)
         try:
             self._server = await asyncio.start_unix_server(
@@ -322,11 +274,6 @@ class Server:
         finally:
             os.umask(old_umask)
         os.chmod(path, 0o600)
-        self.mux.create_window()
-        self.mux.create_workspace(focus=True)
-        self.loop_monitor.start()
-        await self.plugins.start()
-        await self.detection.start()
 
     async def _on_connect(self, reader: asyncio.StreamReader,
                           writer: asyncio.StreamWriter) -> None:
@@ -338,7 +285,7 @@ class Server:
                 await writer.drain()
             writer.close()
             return
-        conn = Connection(self, reader, writer)
+        conn = Connection(self, reader, writer, f"conn-{next(self._client_ids)}")
         task = asyncio.current_task()
         if task is not None:
             self._connections.add(task)
@@ -352,30 +299,16 @@ class Server:
             if task is not None:
                 self._connections.discard(task)
 
-    async def serve_until_stopped(self) -> None:
-        await self.stopping.wait()
-        await self.shutdown()
-
-    async def shutdown(self) -> None:
-        """Stop accepting, SIGHUP every pane, reap the children, unlink the socket."""
-        self.loop_monitor.stop()
+    def stop_accepting(self) -> None:
         if self._server is not None:
             self._server.close()
-        await self.plugins.stop()
-        await self.detection.stop()
+
+    def drop_connections(self) -> None:
+        """End every connection; their pending requests are cancelled."""
         for task in list(self._connections):
             task.cancel()
-        terms = self.mux.close_all()
-        deadline = asyncio.get_running_loop().time() + 1.5
-        while terms and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.02)
-            terms = [t for t in terms if not t.process_done]
-        for t in terms:
-            t.kill()
-        deadline = asyncio.get_running_loop().time() + 1.0
-        while terms and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.02)
-            terms = [t for t in terms if not t.process_done]
+
+    def unlink(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
 

@@ -28,7 +28,7 @@ def _print_json(obj: object) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from cmux_core.api.serve import serve
+    from cmux_core.app import serve
 
     settings = Settings.load()
     if args.size:

@@ -27,10 +27,10 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from cmux_core.config import Settings, config_dir
 from cmux_core.detect.identify import normalize_label
@@ -41,12 +41,30 @@ from cmux_core.detect.manifest import (
     manifest_from_data,
     parse_manifest,
 )
-from cmux_core.plugin_host.loader import end_watch
-
-if TYPE_CHECKING:
-    from cmux_core.plugin_host.host import ManifestContribution, PluginHost
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestContribution:
+    """A detection manifest from a plugin; ``data`` is the parsed TOML table."""
+
+    plugin_id: str
+    agent_id: str
+    data: Mapping[str, Any]
+    text: str | None = None
+    path: Path | None = None
+
+
+class ContributedManifests(Protocol):
+    """Where plugin-supplied manifests come from (the plugin host)."""
+
+    def manifests(self) -> list[ManifestContribution]:
+        """Every manifest the loaded plugins registered, in load order."""
+        ...
+
+    def add_change_listener(self, listener: Callable[[str, set[str]], None]) -> None:
+        """Call ``listener(plugin_id, kinds)`` after a plugin's registrations changed."""
 
 SourceKind = Literal["plugin", "bundled", "user", "manifests_dir"]
 FileStatus = Literal["loaded", "unchanged", "invalid", "removed"]
@@ -154,7 +172,7 @@ class ManifestRegistry:
     that changed something.
     """
 
-    def __init__(self, settings: Settings, plugins: PluginHost | None = None, *,
+    def __init__(self, settings: Settings, plugins: ContributedManifests | None = None, *,
                  bundled_dir: Path | None = None, user_dir: Path | None = None,
                  watch: bool = True) -> None:
         self.plugins = plugins
@@ -192,7 +210,13 @@ class ManifestRegistry:
 
     async def stop(self) -> None:
         task, self._watch_task = self._watch_task, None
-        await end_watch(self._watch_stop, task)
+        if self._watch_stop is not None:
+            self._watch_stop.set()
+        if task is not None:
+            try:
+                await asyncio.wait_for(task, 5)
+            except (TimeoutError, asyncio.CancelledError):
+                task.cancel()
 
     def add_listener(self, listener: Callable[[ReloadReport], None]) -> None:
         """Call ``listener(report)`` on the loop after each reload that changed something."""

@@ -30,16 +30,16 @@ import sys
 import time
 import traceback
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 from pydantic import ConfigDict
 
 from cmux_core import hookspecs
-from cmux_core.api.dispatch import Call, MethodTable, Params
+from cmux_core.detect.registry import ManifestContribution
 from cmux_core.errors import CmuxError, InternalError, InvalidParams, NotFound
 from cmux_core.plugin_host.loader import (
     ENTRY_POINT_GROUP,
@@ -63,7 +63,7 @@ from cmux_core.plugin_host.registry import (
     CONTRIBUTION_HOOKS,
     GraphicsSource,
     Integration,
-    ManifestContribution,
+    MethodSink,
     PluginMethod,
     Registrar,
     Registrations,
@@ -92,8 +92,60 @@ _PLUGIN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 Publish = Callable[[str, dict[str, Any]], None]
 
+InProcessApi = Callable[[str, Mapping[str, Any], Any], Awaitable[dict[str, Any]]]
+"""``api(method, params, connection)``: answer one socket API call in-process, as the client
+of ``connection`` (None for the server itself); raises CmuxError when the call fails."""
 
-class _RawParams(Params):
+
+class _Client(Protocol):
+    @property
+    def client_id(self) -> str: ...
+
+
+class IncomingCall(Protocol):
+    """The request a plugin method answers, as the host needs to see it."""
+
+    @property
+    def connection(self) -> _Client | None: ...
+
+    @property
+    def request_id(self) -> Any: ...
+
+    @property
+    def method(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PluginMethodCall:
+    """The :class:`~cmux_core.hookspecs.PluginCall` a plugin method handler receives."""
+
+    plugin_id: str
+    client_id: str | None
+    request_id: Any
+    method: str
+    _connection: Any
+    _api: InProcessApi | None
+    _loop: asyncio.AbstractEventLoop
+
+    async def request(self, method: str, params: Mapping[str, Any] | None = None
+                      ) -> dict[str, Any]:
+        if self._api is None:
+            raise CmuxError("not_supported", "this plugin host is not serving a socket API")
+        return await self._api(method, dict(params or {}), self._connection)
+
+    def request_blocking(self, method: str, params: Mapping[str, Any] | None = None, *,
+                         timeout: float = 30.0) -> dict[str, Any]:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            raise RuntimeError("request_blocking called on the server loop; await request()")
+        future = asyncio.run_coroutine_threadsafe(self.request(method, params), self._loop)
+        return future.result(timeout)
+
+
+class _RawParams(hookspecs.Params):
     """Params of a plugin method that declared no model: every key is kept."""
 
     model_config = ConfigDict(extra="allow")
@@ -124,14 +176,16 @@ class PluginHost:
     reload. Must be started and stopped on the loop that serves requests.
     """
 
-    def __init__(self, settings: Settings, *, methods: MethodTable | None = None,
-                 publish: Publish | None = None, socket_path: str | Path | None = None,
+    def __init__(self, settings: Settings, *, methods: MethodSink,
+                 publish: Publish | None = None, api: InProcessApi | None = None,
+                 socket_path: str | Path | None = None,
                  slow_after: float = 1.0, budget: float = 10.0, max_failures: int = 5,
                  entry_points: bool = True, watch: bool = True,
                  watch_debounce_ms: int = 300) -> None:
         self.settings = settings
-        self.methods = methods if methods is not None else MethodTable()
+        self.methods = methods
         self._publish = publish
+        self._api = api
         self.socket_path = str(socket_path) if socket_path is not None else None
         self.slow_after = slow_after
         self.budget = budget
@@ -696,10 +750,15 @@ class PluginHost:
                 await self._invoke(plugin, hook, impl, kwargs)
 
     def _method_handler(self, plugin: Plugin, method: PluginMethod
-                        ) -> Callable[[Call, Any], Any]:
-        async def handle(call: Call, params: Any) -> dict[str, Any]:
+                        ) -> Callable[[IncomingCall, Any], Awaitable[dict[str, Any]]]:
+        async def handle(call: IncomingCall, params: Any) -> dict[str, Any]:
             arg = params if method.params is not None else dict(params.model_extra or {})
-            result = await self.invoke(plugin.plugin_id, method.name, method.handler, call, arg)
+            conn = call.connection
+            context = PluginMethodCall(
+                plugin.plugin_id, conn.client_id if conn is not None else None,
+                call.request_id, call.method, conn, self._api, asyncio.get_running_loop())
+            result = await self.invoke(plugin.plugin_id, method.name, method.handler, context,
+                                       arg)
             if not isinstance(result, Mapping):
                 self._fault(plugin, method.name,
                             f"returned {type(result).__name__}, not a dict", count=False)

@@ -14,13 +14,13 @@ import inspect
 import re
 import tomllib
 import types
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from cmux_core.api.dispatch import MethodTable, Params
-from cmux_core.hookspecs import GraphicsFrame, MethodHandler, RegistrationError
+from cmux_core.detect.registry import ManifestContribution
+from cmux_core.hookspecs import GraphicsFrame, MethodHandler, Params, RegistrationError
 
 CONTRIBUTION_HOOKS = (
     "cmux_register_manifests", "cmux_register_integrations", "cmux_register_view_sorts",
@@ -30,19 +30,25 @@ CONTRIBUTION_HOOKS = (
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _METHOD_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
 
+class MethodSink(Protocol):
+    """The server's method table, as the plugin host adds and withdraws plugin methods."""
+
+    def owner_of(self, name: str) -> str | None:
+        """Who provides method ``name`` (``core`` or a plugin id); None when nobody does."""
+        ...
+
+    def add(self, name: str, params: type[Params],
+            handler: Callable[[Any, Any], Awaitable[dict[str, Any]]], *, owner: str,
+            doc: str) -> None:
+        """Register ``name``; ValueError when it is taken."""
+
+    def remove_owner(self, owner: str) -> list[str]:
+        """Withdraw every method ``owner`` registered; returns their names."""
+        ...
+
+
 Holder = Callable[[str, str], str | None]
 """``holder(kind, name)``: the id of another loaded plugin holding ``name`` in table ``kind``."""
-
-
-@dataclass(frozen=True, slots=True)
-class ManifestContribution:
-    """A detection manifest from a plugin; ``data`` is the parsed TOML table."""
-
-    plugin_id: str
-    agent_id: str
-    data: Mapping[str, Any]
-    text: str | None = None
-    path: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +141,7 @@ class Registrar:
     """
 
     def __init__(self, plugin_id: str, hook: str, staged: Registrations, holder: Holder,
-                 methods: MethodTable) -> None:
+                 methods: MethodSink) -> None:
         self.plugin_id = plugin_id
         self.hook = hook
         self.staged = staged
@@ -244,11 +250,11 @@ class Registrar:
             raise RegistrationError(f"invalid method name {name!r}: dot-separated words of "
                                     "a-z 0-9 _ each starting with a letter")
         if params is not None and not (isinstance(params, type) and issubclass(params, Params)):
-            raise RegistrationError("params must be a cmux_core.api.dispatch.Params subclass")
+            raise RegistrationError("params must be a cmux_core.hookspecs.Params subclass")
         full = f"plugin.{self.plugin_id}.{name}"
-        existing = self.methods.get(full)
-        if existing is not None and existing.owner != self.plugin_id:
-            raise RegistrationError(f"method {full} is already provided by {existing.owner}")
+        owner = self.methods.owner_of(full)
+        if owner is not None and owner != self.plugin_id:
+            raise RegistrationError(f"method {full} is already provided by {owner}")
         self._claim("methods", full)
         self.bucket.methods[full] = PluginMethod(
             self.plugin_id, full, handler, params,

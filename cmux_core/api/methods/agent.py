@@ -25,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cmux_core.agents.tracker import LAUNCH_TIMEOUT_S, AgentStatus, AgentTracker
 from cmux_core.agents.views import project_for
-from cmux_core.api.dispatch import Call, MethodTable, Params, Result, validation_error
+from cmux_core.api.context import Call
+from cmux_core.api.dispatch import MethodTable, Result, validation_error
 from cmux_core.api.methods.pane import (
     LineFinder,
     OutputMatch,
@@ -36,6 +37,7 @@ from cmux_core.api.methods.pane import (
 )
 from cmux_core.errors import CmuxError, InvalidParams, NotFound, WaitTimeout
 from cmux_core.events import Event, EventHub, Subscriber
+from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane
 from cmux_core.terminal.keys import encode_key, encode_keys, parse_key
@@ -60,7 +62,7 @@ WATCH_KINDS = frozenset({"pane_agent_status_changed", "pane_agent_detected", "pa
 
 def tracker_of(call: Call) -> AgentTracker:
     """The server's tracker (it reads source declarations from the loaded integrations)."""
-    return call.server.mux.agents
+    return call.ctx.agents
 
 
 # -- agent targets and plain agent methods ----------------------------------------------
@@ -84,7 +86,8 @@ async def agent_list(call: Call, p: AgentListParams) -> Result:
     through the caller's agent view (true) or that ``client_id``'s (a string)."""
     tracker = tracker_of(call)
     rows = [tracker.agent_info(x) for x in tracker.agent_panes()]
-    return {"type": "agent_list", "agents": await project_for(call, rows, p.view)}
+    return {"type": "agent_list", "agents": await project_for(
+        call.ctx.views, call.connection, rows, p.view, call.ctx.mux, call.ctx.plugins)}
 
 
 @methods.method("agent.get", AgentTarget)
@@ -99,7 +102,7 @@ async def agent_focus(call: Call, p: AgentTarget) -> Result:
     """Focus the agent's pane (switching workspace and tab) and mark its tab seen."""
     tracker = tracker_of(call)
     pane = tracker.resolve_agent_target(p.target)
-    call.server.mux.focus_pane(pane)
+    call.ctx.mux.focus_pane(pane)
     return {"type": "agent_info", "agent": tracker.agent_info(pane)}
 
 
@@ -167,10 +170,10 @@ async def ready_agent(call: Call, target: str, timeout_ms: int | None) -> Pane:
 
 async def until_launched(call: Call, pin: Pinned, bound_ms: int) -> None:
     """Return once ``pin``'s launch is no longer pending (see ``ready_agent``)."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     tracker = tracker_of(call)
     deadline = time.monotonic() + bound_ms / 1000
-    with watching(call.server.events) as sub:
+    with watching(call.ctx.events) as sub:
         while True:
             if pin.pane.key not in mux.panes or pin.pane.terminal.exited:
                 raise CmuxError("agent_not_running", "agent exited before it was ready")
@@ -257,7 +260,7 @@ async def agent_start(call: Call, p: AgentStartParams) -> Result:
     (``invalid_agent_timeout`` outside 3000 < t <= 300000; default 30 s).
     """
     tracker = tracker_of(call)
-    mux = call.server.mux
+    mux = call.ctx.mux
     name = check_agent_name(p.name.strip())
     if tracker.name_taken(name):
         raise CmuxError("agent_name_taken", f"agent name {name} is already taken")
@@ -364,13 +367,13 @@ def deadline_of(timeout_ms: int | None) -> float | None:
 async def served(call: Call, coro: Any) -> Any:
     """Run a wait, counted in ``server.stats`` ``pending_waits`` and cancelled (leaving
     nothing behind) if the client goes away."""
-    call.server.pending_waits += 1
+    call.ctx.info.pending_waits += 1
     try:
         if call.connection is None:
             return await coro
         return await call.connection.until_gone(coro)
     finally:
-        call.server.pending_waits -= 1
+        call.ctx.info.pending_waits -= 1
 
 
 @dataclass(slots=True)
@@ -426,9 +429,9 @@ async def wait_for_status(call: Call, pin: Pinned, until: set[str], deadline: fl
     Raises ``agent_not_running`` when the pane closes, exits, moves away or changes its
     agent, and ``timeout`` at the deadline (after a last look).
     """
-    mux = call.server.mux
+    mux = call.ctx.mux
     tracker = tracker_of(call)
-    with watching(call.server.events) as sub:
+    with watching(call.ctx.events) as sub:
         while True:
             pin.check(mux, tracker)
             if tracker.status(pin.pane) in until:
@@ -531,7 +534,7 @@ def submit(term: Any, enter: bytes) -> None:
 
 async def prompt_wait(call: Call, pin: Pinned, before_seq: int, until: set[str],
                       timeout_ms: int | None) -> dict[str, Any]:
-    mux = call.server.mux
+    mux = call.ctx.mux
     tracker = tracker_of(call)
     deadline = deadline_of(timeout_ms)
     pin.check(mux, tracker)
@@ -540,7 +543,7 @@ async def prompt_wait(call: Call, pin: Pinned, before_seq: int, until: set[str],
         gate_ms = PROMPT_EFFECT_LIMIT_MS if timeout_ms is None else min(timeout_ms,
                                                                          PROMPT_EFFECT_LIMIT_MS)
         gate = time.monotonic() + gate_ms / 1000
-        with watching(call.server.events) as sub:
+        with watching(call.ctx.events) as sub:
             while rec.state_change_seq <= before_seq:
                 pin.check(mux, tracker)
                 try:
@@ -596,7 +599,7 @@ async def events_wait(call: Call, p: EventsWaitParams) -> Result:
         raise InvalidParams("match_event.agent_status", f"must be one of {', '.join(STATUS_NAMES)}")
     if not isinstance(match.get("pane_id"), str):
         raise InvalidParams("match_event.pane_id", "field required")
-    mux = call.server.mux
+    mux = call.ctx.mux
     tracker = tracker_of(call)
     pane = mux.pane(match["pane_id"])
     deadline = deadline_of(p.timeout_ms)
@@ -607,7 +610,7 @@ async def events_wait(call: Call, p: EventsWaitParams) -> Result:
             "data": {"type": "pane_agent_status_changed", **data}}}
 
     async def wait() -> Result:
-        with watching(call.server.events) as sub:
+        with watching(call.ctx.events) as sub:
             if tracker.status(pane) == status:
                 return matched(status_event(tracker, pane))
             while True:
@@ -672,7 +675,7 @@ def prepare_subscription(call: Call, raw: dict[str, Any], field: str) -> Callabl
         err = validation_error(exc)
         raise InvalidParams(f"{field}.{err.field}" if err.field else field,
                             err.message.split(": ", 1)[-1]) from None
-    mux = call.server.mux
+    mux = call.ctx.mux
     if isinstance(sub, StatusSubscription):
         pane = mux.pane(sub.pane_id)
         body = status_stream(call, tracker_of(call), pane, sub.agent_status)
@@ -695,14 +698,12 @@ def start_stream(call: Call, body: StreamBody) -> None:
     assert connection is not None
     out = Subscriber(None)
     connection.start_stream(out)
-    task = asyncio.ensure_future(body(out))
-    connection.tasks.add(task)
-    task.add_done_callback(connection.tasks.discard)
+    connection.run_task(body(out))
 
 
 def status_stream(call: Call, tracker: AgentTracker, pane: Pane,
                   wanted: AgentStatus | None) -> StreamBody:
-    events = call.server.events
+    events = call.ctx.events
 
     async def run(out: Subscriber) -> None:
         with watching(events) as sub:

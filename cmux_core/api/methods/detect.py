@@ -4,7 +4,7 @@ Result shapes follow the herdr Local API: ``agent_explain {explain}`` (every rul
 evidence for the pane's live screen), ``agent_manifest_status {last_check_unix,
 last_result, manifests}`` and ``agent_manifest_reload {manifests}``, where each
 manifest entry is an ``AgentManifestInfo``. The detection runtime is
-``call.server.detection``.
+``call.ctx.detection``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from cmux_core.api.dispatch import Call, MethodTable, Params, Result
-from cmux_core.errors import CmuxError
+from cmux_core.api.context import Call
+from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.hookspecs import Params
 
 if TYPE_CHECKING:
     from cmux_core.agents.scheduler import DetectionRuntime
@@ -24,9 +25,7 @@ methods = MethodTable()
 
 async def _runtime(call: Call) -> DetectionRuntime:
     """The server's detection runtime once its manifests are loaded."""
-    runtime: DetectionRuntime | None = getattr(call.server, "detection", None)
-    if runtime is None:
-        raise CmuxError("detection_unavailable", "this server runs without agent detection")
+    runtime = call.ctx.detection
     await runtime.registry.loaded.wait()
     return runtime
 
@@ -44,7 +43,7 @@ async def agent_explain(call: Call, p: AgentTargetParams) -> Result:
     """Why the agent's screen reads as its state: the manifest in force and every rule's
     evidence. ``agent_explain_unavailable`` when the pane has no agent with a manifest."""
     runtime = await _runtime(call)
-    pane = call.server.mux.agents.resolve_agent_target(p.target)
+    pane = call.ctx.agents.resolve_agent_target(p.target)
     return {"type": "agent_explain", "explain": runtime.explain(pane)}
 
 

@@ -11,9 +11,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from cmux_core.api.dispatch import Call, MethodTable, Params, Result
+from cmux_core.api.context import Call
+from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.workspace import workspace_row
 from cmux_core.errors import CmuxError
+from cmux_core.hookspecs import Params
 from cmux_core.model import arrange
 from cmux_core.model.layout import DEFAULT_RATIO, DEFAULT_RESIZE_AMOUNT, Direction, PaneDirection
 from cmux_core.model.mux import Mux
@@ -34,14 +36,14 @@ class DirectionParams(Params):
 @methods.method("pane.layout", OptionalPane)
 async def pane_layout(call: Call, p: OptionalPane) -> Result:
     """The snapshot (rects and split ids) of the tab holding the pane."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     return {"type": "pane_layout", "layout": mux.layout_snapshot(mux.pane(p.pane_id).tab)}
 
 
 @methods.method("pane.neighbor", DirectionParams)
 async def pane_neighbor(call: Call, p: DirectionParams) -> Result:
     """The nearest pane of the same tab in a direction (null when none)."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     return {"type": "pane_neighbor",
             "neighbor": arrange.neighbor(mux, mux.pane(p.pane_id), p.direction)}
 
@@ -49,14 +51,14 @@ async def pane_neighbor(call: Call, p: DirectionParams) -> Result:
 @methods.method("pane.edges", OptionalPane)
 async def pane_edges(call: Call, p: OptionalPane) -> Result:
     """Which sides of the area the pane touches."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     return {"type": "pane_edges", "edges": arrange.edges(mux, mux.pane(p.pane_id))}
 
 
 @methods.method("pane.focus_direction", DirectionParams)
 async def pane_focus_direction(call: Call, p: DirectionParams) -> Result:
     """Focus the nearest pane in a direction; ``no_neighbor`` when there is none."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     return {"type": "pane_focus_direction",
             "focus": arrange.focus_direction(mux, mux.pane(p.pane_id), p.direction)}
 
@@ -68,7 +70,7 @@ class ResizeParams(DirectionParams):
 @methods.method("pane.resize", ResizeParams)
 async def pane_resize(call: Call, p: ResizeParams) -> Result:
     """Move the divider beside the pane by ``amount`` of its split."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     return {"type": "pane_resize",
             "resize": arrange.resize(mux, mux.pane(p.pane_id), p.direction, p.amount)}
 
@@ -87,7 +89,7 @@ SWAP_FORMS = ("provide either direction with optional pane_id, or source_pane_id
 @methods.method("pane.swap", SwapParams)
 async def pane_swap(call: Call, p: SwapParams) -> Result:
     """Swap two panes of one tab, by direction or by naming both; focus follows the source."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     explicit = p.source_pane_id is not None or p.target_pane_id is not None
     if p.direction is not None:
         if explicit:
@@ -151,7 +153,7 @@ def _destination(mux: Mux, d: ToTabDestination | ToNewTabDestination
 @methods.method("pane.move", MoveParams)
 async def pane_move(call: Call, p: MoveParams) -> Result:
     """Move a pane and its running terminal to another tab, a new tab or a new workspace."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     pane = mux.pane(p.pane_id)
     dest = _destination(mux, p.destination, pane.tab.workspace)
     return {"type": "pane_move", "move_result": arrange.move(mux, pane, dest, focus=p.focus)}
@@ -165,7 +167,7 @@ class ZoomParams(Params):
 @methods.method("pane.zoom", ZoomParams)
 async def pane_zoom(call: Call, p: ZoomParams) -> Result:
     """Focus the pane, then zoom its tab in or out."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     return {"type": "pane_zoom", "zoom": arrange.zoom(mux, mux.pane(p.pane_id), p.mode)}
 
 
@@ -198,7 +200,7 @@ def layout_tab(mux: Mux, tab_id: str | None, pane_id: str | None) -> Tab:
 @methods.method("layout.export", TabOrPane)
 async def layout_export(call: Call, p: TabOrPane) -> Result:
     """The tab as a portable tree: splits, ratios, and each pane's label, cwd and command."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     return {"type": "layout_export",
             "layout": arrange.describe(mux, layout_tab(mux, p.tab_id, p.pane_id))}
 
@@ -214,7 +216,7 @@ class ApplyParams(Params):
 @methods.method("layout.apply", ApplyParams)
 async def layout_apply(call: Call, p: ApplyParams) -> Result:
     """Build a new tab from a portable tree, or replace ``tab_id`` with it; all or nothing."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     if p.tab_id is not None and p.workspace_id is not None:
         raise CmuxError("invalid_target", "give either workspace_id or tab_id, not both")
     replace = mux.tab(p.tab_id) if p.tab_id is not None else None
@@ -241,7 +243,7 @@ class SplitRatioParams(TabOrPane):
 @methods.method("layout.set_split_ratio", SplitRatioParams)
 async def layout_set_split_ratio(call: Call, p: SplitRatioParams) -> Result:
     """Set the ratio of the split at ``path`` (false = first child) from the root."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     tab = layout_tab(mux, p.tab_id, p.pane_id)
     return {"type": "layout_split_ratio_set",
             "layout": arrange.set_split_ratio(mux, tab, p.path, p.ratio)}
@@ -258,7 +260,7 @@ class TabMoveParams(Params):
 @methods.method("tab.move", TabMoveParams)
 async def tab_move(call: Call, p: TabMoveParams) -> Result:
     """Move a tab to gap ``insert_index`` (0..number of tabs) of its workspace."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     tab = mux.tab(p.tab_id)
     arrange.move_tab(mux, tab, p.insert_index)
     return {"type": "tab_list", "tabs": [mux.tab_info(t) for t in tab.workspace.tabs]}
@@ -277,7 +279,7 @@ def _workspace_list(mux: Mux) -> Result:
 @methods.method("workspace.move", WorkspaceMoveParams)
 async def workspace_move(call: Call, p: WorkspaceMoveParams) -> Result:
     """Move a workspace to gap ``insert_index`` (0..number of workspaces) of its window."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     arrange.move_workspace(mux, mux.workspace(p.workspace_id), p.insert_index)
     return _workspace_list(mux)
 
@@ -290,7 +292,7 @@ class MoveBlockParams(Params):
 @methods.method("workspace.move_block", MoveBlockParams)
 async def workspace_move_block(call: Call, p: MoveBlockParams) -> Result:
     """Move several workspaces, in the given order, before another (or to the end)."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     block = [mux.workspace(text) for text in p.workspace_ids]
     before = mux.workspace(p.before_workspace_id) if p.before_workspace_id else None
     arrange.move_workspace_block(mux, block, before)

@@ -12,9 +12,11 @@ from typing import Any, Literal
 import regex
 from pydantic import Field, field_validator
 
-from cmux_core.api.dispatch import Call, MethodTable, Params, Result
+from cmux_core.api.context import Call
+from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.workspace import command_argv, resolve_cwd, workspace_keys
 from cmux_core.errors import CmuxError, InvalidParams, NotFound, WaitTimeout
+from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux, spawn_error
 from cmux_core.model.tree import Pane, Surface
 from cmux_core.terminal.keys import encode_keys
@@ -70,7 +72,7 @@ class PaneSplitParams(Params):
 @methods.method("pane.split", PaneSplitParams)
 async def pane_split(call: Call, p: PaneSplitParams) -> Result:
     """Split a pane; the new pane is the second child (right of or below the target)."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     if p.cwd is not None and p.location is not None:
         raise InvalidParams("location", "give either cwd or location, not both")
     target_text = p.target_pane_id or p.pane_id
@@ -102,7 +104,7 @@ class PaneListParams(Params):
 @methods.method("pane.list", PaneListParams)
 async def pane_list(call: Call, p: PaneListParams) -> Result:
     """Panes in workspace, tab and layout order (all workspaces unless one is named)."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     if p.workspace_id is not None:
         ws = mux.workspace(p.workspace_id)
         panes = mux.workspace_panes(ws)
@@ -126,7 +128,7 @@ class OptionalPaneTarget(Params):
 
 @methods.method("pane.get", PaneTarget)
 async def pane_get(call: Call, p: PaneTarget) -> Result:
-    mux = call.server.mux
+    mux = call.ctx.mux
     return {"type": "pane_info", "pane": mux.pane_info(mux.pane(p.pane_id))}
 
 
@@ -137,7 +139,7 @@ class PaneCurrentParams(Params):
 @methods.method("pane.current", PaneCurrentParams)
 async def pane_current(call: Call, p: PaneCurrentParams) -> Result:
     """The caller's pane when ``caller_pane_id`` is given, else the focused pane."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     pane = mux.find_pane(p.caller_pane_id) if p.caller_pane_id else mux.focused_pane()
     if pane is None:
         raise NotFound("pane", message="pane not found")
@@ -147,7 +149,7 @@ async def pane_current(call: Call, p: PaneCurrentParams) -> Result:
 @methods.method("pane.focus", PaneTarget)
 async def pane_focus(call: Call, p: PaneTarget) -> Result:
     """Focus the pane, switching the active workspace and tab to it."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     pane = mux.pane(p.pane_id)
     mux.focus_pane(pane)
     return {"type": "pane_info", "pane": mux.pane_info(pane), **pane_keys(pane)}
@@ -161,7 +163,7 @@ class PaneRenameParams(Params):
 @methods.method("pane.rename", PaneRenameParams)
 async def pane_rename(call: Call, p: PaneRenameParams) -> Result:
     """Set the manual label (trimmed); empty or null clears it."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     pane = mux.pane(p.pane_id)
     pane.label = (p.label or "").strip() or None
     return {"type": "pane_info", "pane": mux.pane_info(pane)}
@@ -170,7 +172,7 @@ async def pane_rename(call: Call, p: PaneRenameParams) -> Result:
 @methods.method("pane.close", PaneTarget)
 async def pane_close(call: Call, p: PaneTarget) -> Result:
     """Close the pane and end its process group; the tab closes with its last pane."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     mux.close_pane(mux.pane(p.pane_id))
     return {"type": "ok"}
 
@@ -192,7 +194,7 @@ def write(surface: Surface, data: bytes) -> None:
 @methods.method("pane.send_text", SendTextParams)
 async def pane_send_text(call: Call, p: SendTextParams) -> Result:
     """Write ``text`` as raw UTF-8: no bracketed paste, no Enter."""
-    pane = call.server.mux.pane(p.pane_id)
+    pane = call.ctx.mux.pane(p.pane_id)
     write(pane.surface, p.text.encode())
     return {"type": "ok"}
 
@@ -205,7 +207,7 @@ class SendKeysParams(Params):
 @methods.method("pane.send_keys", SendKeysParams)
 async def pane_send_keys(call: Call, p: SendKeysParams) -> Result:
     """Send key combos in order; one invalid key rejects the request before any byte."""
-    pane = call.server.mux.pane(p.pane_id)
+    pane = call.ctx.mux.pane(p.pane_id)
     encoded = encode_keys(p.keys, pane.terminal.emulator.modes)
     for data in encoded:
         write(pane.surface, data)
@@ -229,7 +231,7 @@ def paste_bytes(surface: Surface, text: str) -> bytes:
 @methods.method("pane.send_input", SendInputParams)
 async def pane_send_input(call: Call, p: SendInputParams) -> Result:
     """Paste ``text`` (bracketed when enabled) then send ``keys``, in one write."""
-    pane = call.server.mux.pane(p.pane_id)
+    pane = call.ctx.mux.pane(p.pane_id)
     encoded = encode_keys(p.keys, pane.terminal.emulator.modes)
     write(pane.surface, paste_bytes(pane.surface, p.text) + b"".join(encoded))
     return {"type": "ok"}
@@ -262,7 +264,7 @@ def read_result(pane: Pane, source: ReadSource, lines: int | None,
 @methods.method("pane.read", ReadParams)
 async def pane_read(call: Call, p: ReadParams) -> Result:
     """Read the screen, scrollback or detection snapshot as text or ANSI."""
-    pane = call.server.mux.pane(p.pane_id)
+    pane = call.ctx.mux.pane(p.pane_id)
     return {"type": "pane_read", "read": read_result(pane, p.source, p.lines, p.format)}
 
 
@@ -348,7 +350,7 @@ async def next_output(changed: asyncio.Event, checked: float, burst: int,
 @methods.method("pane.wait_for_output", WaitForOutputParams)
 async def pane_wait_for_output(call: Call, p: WaitForOutputParams) -> Result:
     """Hold the request until a line of the pane's output matches, woken by new output."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     pane = mux.pane(p.pane_id)
     find_line = line_matcher(p.match)
     source: ReadSource = "recent_unwrapped" if p.source == "recent" else p.source
@@ -374,13 +376,13 @@ async def pane_wait_for_output(call: Call, p: WaitForOutputParams) -> Result:
             except TimeoutError:
                 raise WaitTimeout(message="timed out waiting for output match") from None
 
-    call.server.pending_waits += 1
+    call.ctx.info.pending_waits += 1
     try:
         if call.connection is None:
             return await wait()
         return await call.connection.until_gone(wait())
     finally:
-        call.server.pending_waits -= 1
+        call.ctx.info.pending_waits -= 1
 
 
 class ProcessInfoParams(Params):
@@ -424,7 +426,7 @@ def group_members(pgid: int) -> list[int]:
 @methods.method("pane.process_info", ProcessInfoParams)
 async def pane_process_info(call: Call, p: ProcessInfoParams) -> Result:
     """The pane's shell pid and the processes of its terminal's foreground group."""
-    pane = call.server.mux.pane(p.pane_id)
+    pane = call.ctx.mux.pane(p.pane_id)
     term = pane.terminal
     info: dict[str, Any] = {"pane_id": pane.id}
     if not term.exited:

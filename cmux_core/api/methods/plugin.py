@@ -2,7 +2,7 @@
 
 Result shapes follow the herdr Local API (``plugin_list {plugins}``, ``plugin_enabled
 {plugin}``, ``plugin_unlinked {plugin_id, removed}``); each plugin entry is
-:meth:`cmux_core.plugin_host.host.Plugin.to_wire`. The host is ``call.server.plugins``.
+:meth:`cmux_core.plugin_host.host.Plugin.to_wire`. The host is ``call.ctx.plugins``.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from cmux_core.api.dispatch import Call, MethodTable, Params, Result
-from cmux_core.errors import CmuxError
+from cmux_core.api.context import Call
+from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.hookspecs import Params
 
 if TYPE_CHECKING:
     from cmux_core.plugin_host.host import PluginHost
@@ -21,10 +22,7 @@ methods = MethodTable()
 
 
 def _host(call: Call) -> PluginHost:
-    host: PluginHost | None = getattr(call.server, "plugins", None)
-    if host is None:
-        raise CmuxError("plugins_unavailable", "this server runs without plugins")
-    return host
+    return call.ctx.plugins
 
 
 class PluginListParams(Params):

@@ -19,9 +19,11 @@ from typing import Any
 from pydantic import Field
 
 from cmux_core.agents.tracker import AgentState, AgentTracker, MetadataPatch, SessionRef
-from cmux_core.api.dispatch import Call, MethodTable, Params, Result
+from cmux_core.api.context import Call
+from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.agent import STATUS_NAMES, tracker_of
 from cmux_core.errors import CmuxError
+from cmux_core.hookspecs import Params
 
 methods = MethodTable()
 
@@ -146,7 +148,7 @@ class ReportAgentParams(Params):
 async def pane_report_agent(call: Call, p: ReportAgentParams) -> Result:
     """Report an agent state from a hook; ``ok`` even when the report is ignored."""
     tracker = tracker_of(call)
-    pane = call.server.mux.pane(p.pane_id)
+    pane = call.ctx.mux.pane(p.pane_id)
     agent = tracker.normalise_label(p.agent)
     custom = clean_text(p.custom_status, MAX_CUSTOM_STATUS_CHARS) if p.custom_status else None
     accepted = tracker.report_agent(
@@ -156,7 +158,7 @@ async def pane_report_agent(call: Call, p: ReportAgentParams) -> Result:
     if accepted:
         report = p.model_dump(exclude_none=True)
         report["agent"] = agent
-        call.server.plugins.notify_report_agent(pane.id, report)
+        call.ctx.plugins.notify_report_agent(pane.id, report)
     return {"type": "ok"}
 
 
@@ -175,7 +177,7 @@ class ReportSessionParams(Params):
 async def pane_report_agent_session(call: Call, p: ReportSessionParams) -> Result:
     """Record an agent's native session reference (declared sources only); never a state."""
     tracker = tracker_of(call)
-    pane = call.server.mux.pane(p.pane_id)
+    pane = call.ctx.mux.pane(p.pane_id)
     agent = tracker.normalise_label(p.agent)
     start = (p.session_start_source or "").strip()
     tracker.report_session(
@@ -195,7 +197,7 @@ class ReleaseAgentParams(Params):
 async def pane_release_agent(call: Call, p: ReleaseAgentParams) -> Result:
     """The agent gives the pane back: its authority, name and label go (custom sources)."""
     tracker = tracker_of(call)
-    pane = call.server.mux.pane(p.pane_id)
+    pane = call.ctx.mux.pane(p.pane_id)
     agent = tracker.normalise_label(p.agent)
     tracker.release_agent(pane, source=p.source, agent=agent, seq=p.seq)
     return {"type": "ok"}
@@ -211,7 +213,7 @@ class ClearAuthorityParams(Params):
 async def pane_clear_agent_authority(call: Call, p: ClearAuthorityParams) -> Result:
     """Drop the hook authority (of ``source`` when given); the screen decides again."""
     tracker = tracker_of(call)
-    pane = call.server.mux.pane(p.pane_id)
+    pane = call.ctx.mux.pane(p.pane_id)
     tracker.clear_authority(pane, source=p.source, seq=p.seq)
     return {"type": "ok"}
 
@@ -266,12 +268,12 @@ def metadata_patch(tracker: AgentTracker, p: ReportMetadataParams) -> MetadataPa
 async def pane_report_metadata(call: Call, p: ReportMetadataParams) -> Result:
     """Set or clear a pane's tokens and presentation (title, display agent, labels)."""
     tracker = tracker_of(call)
-    pane = call.server.mux.pane(p.pane_id)
+    pane = call.ctx.mux.pane(p.pane_id)
     patch = metadata_patch(tracker, p)
     if tracker.report_metadata(pane, patch):
         report = p.model_dump(exclude_none=True)
         report.update(source=patch.source, tokens=patch.tokens)
-        call.server.plugins.notify_report_metadata(pane.id, report)
+        call.ctx.plugins.notify_report_metadata(pane.id, report)
     return {"type": "ok"}
 
 
@@ -287,7 +289,7 @@ class WorkspaceMetadataParams(Params):
 async def workspace_report_metadata(call: Call, p: WorkspaceMetadataParams) -> Result:
     """Set or clear a workspace's tokens (shown in WorkspaceInfo ``tokens``)."""
     tracker = tracker_of(call)
-    ws = call.server.mux.workspace(p.workspace_id)
+    ws = call.ctx.mux.workspace(p.workspace_id)
     source = check_source(p.source)
     ttl_s = check_ttl(p.ttl_ms)
     if not p.tokens:

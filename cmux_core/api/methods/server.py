@@ -9,10 +9,12 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from cmux_core.api.dispatch import Call, MethodTable, Params, Result
+from cmux_core.api.context import Call
+from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.agent import is_parameterised, prepare_subscription
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.events import SUBSCRIBABLE
+from cmux_core.hookspecs import Params
 
 methods = MethodTable()
 
@@ -26,14 +28,14 @@ class Empty(Params):
 @methods.method("ping", Empty)
 async def ping(call: Call, p: Empty) -> Result:
     """Liveness check; never touches the model."""
-    return {"type": "pong", "version": call.server.version, "protocol": PROTOCOL_VERSION,
+    return {"type": "pong", "version": call.ctx.info.version, "protocol": PROTOCOL_VERSION,
             "capabilities": {"live_handoff": False, "detached_server_daemon": True}}
 
 
 @methods.method("server.stop", Empty)
 async def server_stop(call: Call, p: Empty) -> Result:
     """Stop the server after this reply: every pane's process group gets SIGHUP."""
-    call.server.stopping.set()
+    call.ctx.info.stopping.set()
     return {"type": "ok"}
 
 
@@ -48,22 +50,22 @@ def _rss_bytes() -> int:
 @methods.method("server.stats", Empty)
 async def server_stats(call: Call, p: Empty) -> Result:
     """Health figures: uptime, counts, memory, and how long the loop was ever stalled."""
-    server = call.server
-    panes = server.mux.all_panes()
+    ctx, info = call.ctx, call.ctx.info
+    panes = ctx.mux.all_panes()
     backends: dict[str, int] = {}
     for pane in panes:
         name = pane.terminal.emulator.backend
         backends[name] = backends.get(name, 0) + 1
-    return {"type": "server_stats", "version": server.version,
-            "uptime_s": round(time.time() - server.started_at, 3),
-            "pid": os.getpid(), "socket_path": str(server.socket_path),
-            "connections": server.connection_count(), "pending_waits": server.pending_waits,
-            "subscribers": server.events.subscriber_count(),
-            "workspaces": sum(1 for _ in server.mux.workspaces()), "panes": len(panes),
-            "closing_terminals": server.mux.closing_count(),
-            "emulators": backends, "event_loop": server.event_loop,
+    return {"type": "server_stats", "version": info.version,
+            "uptime_s": round(time.time() - info.started_at, 3),
+            "pid": os.getpid(), "socket_path": str(info.socket_path),
+            "connections": info.connection_count(), "pending_waits": info.pending_waits,
+            "subscribers": ctx.events.subscriber_count(),
+            "workspaces": sum(1 for _ in ctx.mux.workspaces()), "panes": len(panes),
+            "closing_terminals": ctx.mux.closing_count(),
+            "emulators": backends, "event_loop": info.event_loop,
             "rss_bytes": _rss_bytes(),
-            "loop_lag": server.loop_monitor.summary(), "event_seq": server.events.seq}
+            "loop_lag": info.loop_lag(), "event_seq": ctx.events.seq}
 
 
 class SetAreaParams(Params):
@@ -74,19 +76,19 @@ class SetAreaParams(Params):
 @methods.method("server.set_area", SetAreaParams)
 async def server_set_area(call: Call, p: SetAreaParams) -> Result:
     """Resize the virtual area every tab is laid out in; every PTY follows."""
-    call.server.mux.set_area(p.width, p.height)
-    area = call.server.mux.area
+    call.ctx.mux.set_area(p.width, p.height)
+    area = call.ctx.mux.area
     return {"type": "area", "area": {"x": 0, "y": 0, "width": area.width, "height": area.height}}
 
 
 @methods.method("session.snapshot", Empty)
 async def session_snapshot(call: Call, p: Empty) -> Result:
     """Everything a client needs to bootstrap, in workspace, tab and layout order."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     ws = mux.active_workspace()
     pane = mux.focused_pane()
     snapshot: dict[str, Any] = {
-        "version": call.server.version,
+        "version": call.ctx.info.version,
         "protocol": PROTOCOL_VERSION,
         "workspaces": [mux.workspace_info(w) for w in mux.workspaces()],
         "tabs": [mux.tab_info(t) for t in mux.all_tabs()],
@@ -133,7 +135,7 @@ async def events_subscribe(call: Call, p: SubscribeParams) -> Result:
                                 + ", ".join(sorted(SUBSCRIBABLE)))
         kinds.add(kind)
     if kinds or not pane_streams:
-        call.connection.start_stream(call.server.events.subscribe(kinds))
+        call.connection.start_stream(call.ctx.events.subscribe(kinds))
     for start in pane_streams:
         start()
     return {"type": "subscription_started"}

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from cmux_core.api.dispatch import Call, MethodTable, Params, Result
+from cmux_core.api.context import Call
+from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.pane import write
 from cmux_core.api.methods.workspace import workspace_keys
 from cmux_core.errors import CmuxError, InvalidParams
+from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane, Surface, Window, Workspace
 from cmux_core.terminal.emulator import read_text
@@ -33,8 +35,8 @@ async def system_ping(call: Call, p: Empty) -> Result:
 async def system_capabilities(call: Call, p: Empty) -> Result:
     """Every method this server answers, sorted."""
     return {"type": "capabilities", "protocol": "cmux-socket", "version": 2,
-            "socket_path": str(call.server.socket_path), "access_mode": "automation",
-            "methods": call.server.methods.names()}
+            "socket_path": str(call.ctx.info.socket_path), "access_mode": "automation",
+            "methods": call.ctx.info.method_names()}
 
 
 class AuthParams(Params):
@@ -75,7 +77,7 @@ class IdentifyParams(Params):
 @methods.method("system.identify", IdentifyParams)
 async def system_identify(call: Call, p: IdentifyParams) -> Result:
     """Where focus is, and where the caller (a pane's own ids) sits."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     pane = mux.focused_pane()
     focused = focused_keys(mux, mux.active_workspace(), pane.surface if pane else None)
     caller = None
@@ -85,9 +87,9 @@ async def system_identify(call: Call, p: IdentifyParams) -> Result:
             sid = p.caller.surface_id or p.caller.tab_id
             surface = mux.find_surface(sid) if sid else None
             caller = focused_keys(mux, ws, surface)
-    return {"type": "identify", "socket_path": str(call.server.socket_path),
+    return {"type": "identify", "socket_path": str(call.ctx.info.socket_path),
             "focused": focused, "caller": caller, "app_executable_path": None,
-            "version": call.server.version}
+            "version": call.ctx.info.version}
 
 
 def surface_row(mux: Mux, surface: Surface, index: int) -> dict[str, Any]:
@@ -136,7 +138,7 @@ class TreeParams(Params):
 @methods.method("system.tree", TreeParams)
 async def system_tree(call: Call, p: TreeParams) -> Result:
     """Windows → workspaces → panes → surfaces (the active window unless asked)."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     if p.window_id and p.all_windows:
         raise InvalidParams("all_windows", "cannot be combined with window_id")
     if p.all_windows:
@@ -161,14 +163,14 @@ async def system_tree(call: Call, p: TreeParams) -> Result:
 
 @methods.method("window.list", Empty)
 async def window_list(call: Call, p: Empty) -> Result:
-    mux = call.server.mux
+    mux = call.ctx.mux
     return {"type": "window_list",
             "windows": [window_row(mux, w, i) for i, w in enumerate(mux.windows)]}
 
 
 @methods.method("window.current", Empty)
 async def window_current(call: Call, p: Empty) -> Result:
-    window = call.server.mux.active_window
+    window = call.ctx.mux.active_window
     if window is None:
         raise CmuxError("not_found", "Current window not found")
     return {"type": "window", "window_id": window.uuid, "window_ref": window.ref}
@@ -201,7 +203,7 @@ def surface_keys(surface: Surface) -> dict[str, Any]:
 
 @methods.method("surface.list", SurfaceRouting)
 async def surface_list(call: Call, p: SurfaceRouting) -> Result:
-    mux = call.server.mux
+    mux = call.ctx.mux
     ws = mux.workspace(p.workspace_id) if p.workspace_id else mux.active_workspace()
     if ws is None:
         raise CmuxError("not_found", "No workspace selected")
@@ -212,7 +214,7 @@ async def surface_list(call: Call, p: SurfaceRouting) -> Result:
 
 @methods.method("surface.current", SurfaceRouting)
 async def surface_current(call: Call, p: SurfaceRouting) -> Result:
-    surface = route_surface(call.server.mux, SurfaceRouting(workspace_id=p.workspace_id))
+    surface = route_surface(call.ctx.mux, SurfaceRouting(workspace_id=p.workspace_id))
     return {"type": "surface", **surface_keys(surface), "surface_type": "terminal"}
 
 
@@ -222,7 +224,7 @@ class SurfaceFocusParams(Params):
 
 @methods.method("surface.focus", SurfaceFocusParams)
 async def surface_focus(call: Call, p: SurfaceFocusParams) -> Result:
-    mux = call.server.mux
+    mux = call.ctx.mux
     surface = mux.surface(p.surface_id)
     surface.pane.selected = surface
     mux.focus_pane(surface.pane)
@@ -236,7 +238,7 @@ class SurfaceTextParams(SurfaceRouting):
 @methods.method("surface.send_text", SurfaceTextParams)
 async def surface_send_text(call: Call, p: SurfaceTextParams) -> Result:
     """Type ``text`` into the terminal as-is; a newline acts like Enter."""
-    surface = route_surface(call.server.mux, p)
+    surface = route_surface(call.ctx.mux, p)
     write(surface, p.text.encode())
     return {"type": "ok", **surface_keys(surface), "queued": False}
 
@@ -251,7 +253,7 @@ _CMUX_KEY_ALIASES = {"sigint": "ctrl+c", "eof": "ctrl+d", "sigtstp": "ctrl+z",
 
 @methods.method("surface.send_key", SurfaceKeyParams)
 async def surface_send_key(call: Call, p: SurfaceKeyParams) -> Result:
-    surface = route_surface(call.server.mux, p)
+    surface = route_surface(call.ctx.mux, p)
     name = p.key.strip()
     name = _CMUX_KEY_ALIASES.get(name.lower(), name)
     if name.lower().startswith("ctrl-") and len(name) > 5:
@@ -274,7 +276,7 @@ async def surface_read_text(call: Call, p: SurfaceReadParams) -> Result:
     """The visible screen, or screen plus scrollback (last ``lines``) when asked."""
     import base64
 
-    surface = route_surface(call.server.mux, p)
+    surface = route_surface(call.ctx.mux, p)
     if p.lines is not None and p.lines <= 0:
         raise InvalidParams("lines", "must be greater than 0")
     emulator = surface.terminal.emulator

@@ -14,8 +14,10 @@ from typing import Any
 
 from pydantic import field_validator
 
-from cmux_core.agents.views import book_of, check_plugins, inactive, parse_source, parse_view
-from cmux_core.api.dispatch import Call, MethodTable, Params, Result
+from cmux_core.agents.views import check_plugins, inactive, parse_source, parse_view
+from cmux_core.api.context import Call
+from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.hookspecs import Params
 
 methods = MethodTable()
 
@@ -56,11 +58,9 @@ async def agent_view_set(call: Call, p: AgentViewSetParams) -> Result:
     plugin installed and enabled, and so does every ``{"plugin": ...}`` reference.
     """
     view = parse_view(p.source, p.label, p.filter, p.sort)
-    host = getattr(call.server, "plugins", None)
-    if host is not None:
-        check_plugins(view, host)
-    book = book_of(call.server)
-    book.set(book.client(call, p.client_id), view)
+    check_plugins(view, call.ctx.plugins)
+    book = call.ctx.views
+    book.set(book.client(call.connection, p.client_id), view)
     return view.to_wire()
 
 
@@ -71,16 +71,16 @@ async def agent_view_clear(call: Call, p: AgentViewClearParams) -> Result:
     Returns the view active afterwards (a non-matching source leaves it active).
     """
     source = parse_source(p.source) if p.source is not None else None
-    book = book_of(call.server)
-    remaining = book.clear(book.client(call, p.client_id), source)
+    book = call.ctx.views
+    remaining = book.clear(book.client(call.connection, p.client_id), source)
     return remaining.to_wire() if remaining is not None else inactive()
 
 
 @methods.method("agent.view.get", AgentViewGetParams)
 async def agent_view_get(call: Call, p: AgentViewGetParams) -> Result:
     """The calling client's view: ``agent_view`` plus its ``filter`` and ``sort`` as set."""
-    book = book_of(call.server)
-    view = book.get(book.client(call, p.client_id))
+    book = call.ctx.views
+    view = book.get(book.client(call.connection, p.client_id))
     if view is None:
         return inactive()
     return {**view.to_wire(), **view.spec}

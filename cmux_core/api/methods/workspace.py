@@ -13,8 +13,10 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from cmux_core.api.dispatch import Call, MethodTable, Params, Result
+from cmux_core.api.context import Call
+from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.errors import CmuxError, InvalidParams
+from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux, spawn_error
 from cmux_core.model.tree import Workspace
 from cmux_core.terminal.process import validate_env
@@ -102,7 +104,7 @@ class WorkspaceCreateParams(Params):
 @methods.method("workspace.create", WorkspaceCreateParams)
 async def workspace_create(call: Call, p: WorkspaceCreateParams) -> Result:
     """Create a workspace with one tab and one pane; focus only with ``focus``."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     cwd = resolve_cwd(p.cwd, "cwd")
     wd = resolve_cwd(p.working_directory, "working_directory")
     if cwd and wd and cwd != wd:
@@ -135,7 +137,7 @@ class WorkspaceListParams(Params):
 @methods.method("workspace.list", WorkspaceListParams)
 async def workspace_list(call: Call, p: WorkspaceListParams) -> Result:
     """Every workspace in display order (one window unless ``window_id`` picks another)."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     rows = [workspace_row(mux, ws) for ws in mux.workspaces()
             if p.window_id is None or ws.window is mux.window(p.window_id)]
     result: dict[str, Any] = {"type": "workspace_list", "workspaces": rows}
@@ -151,7 +153,7 @@ class WorkspaceTarget(Params):
 
 @methods.method("workspace.get", WorkspaceTarget)
 async def workspace_get(call: Call, p: WorkspaceTarget) -> Result:
-    mux = call.server.mux
+    mux = call.ctx.mux
     ws = mux.workspace(p.workspace_id)
     return {"type": "workspace_info", "workspace": workspace_row(mux, ws)}
 
@@ -159,7 +161,7 @@ async def workspace_get(call: Call, p: WorkspaceTarget) -> Result:
 @methods.method("workspace.focus", WorkspaceTarget)
 async def workspace_focus(call: Call, p: WorkspaceTarget) -> Result:
     """Make the workspace the active one (and its window the active window)."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     ws = mux.workspace(p.workspace_id)
     mux.focus_workspace(ws)
     return {"type": "workspace_info", "workspace": workspace_row(mux, ws), **workspace_keys(ws)}
@@ -173,7 +175,7 @@ async def workspace_select(call: Call, p: WorkspaceTarget) -> Result:
 
 @methods.method("workspace.current", Empty)
 async def workspace_current(call: Call, p: Empty) -> Result:
-    mux = call.server.mux
+    mux = call.ctx.mux
     ws = mux.active_workspace()
     if ws is None:
         raise CmuxError("not_found", "No workspace selected")
@@ -194,7 +196,7 @@ class WorkspaceRenameParams(Params):
 @methods.method("workspace.rename", WorkspaceRenameParams)
 async def workspace_rename(call: Call, p: WorkspaceRenameParams) -> Result:
     """Set the label (``label`` or cmux ``title``); an empty label restores the automatic one."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     if p.label is None and p.title is None:
         raise InvalidParams("label", "field required")
     ws = mux.workspace(p.workspace_id)
@@ -206,7 +208,7 @@ async def workspace_rename(call: Call, p: WorkspaceRenameParams) -> Result:
 @methods.method("workspace.close", WorkspaceTarget)
 async def workspace_close(call: Call, p: WorkspaceTarget) -> Result:
     """Close the workspace and every pane in it."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     ws = mux.workspace(p.workspace_id)
     keys = workspace_keys(ws)
     mux.close_workspace(ws)
@@ -228,7 +230,7 @@ class TabCreateParams(Params):
 @methods.method("tab.create", TabCreateParams)
 async def tab_create(call: Call, p: TabCreateParams) -> Result:
     """Append a tab with one pane to a workspace (default: the active one)."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     if p.workspace_id is not None:
         ws = mux.workspace(p.workspace_id)
     else:
@@ -253,7 +255,7 @@ class TabListParams(Params):
 
 @methods.method("tab.list", TabListParams)
 async def tab_list(call: Call, p: TabListParams) -> Result:
-    mux = call.server.mux
+    mux = call.ctx.mux
     if p.workspace_id is not None:
         tabs = mux.workspace(p.workspace_id).tabs
     else:
@@ -267,13 +269,13 @@ class TabTarget(Params):
 
 @methods.method("tab.get", TabTarget)
 async def tab_get(call: Call, p: TabTarget) -> Result:
-    mux = call.server.mux
+    mux = call.ctx.mux
     return {"type": "tab_info", "tab": mux.tab_info(mux.tab(p.tab_id))}
 
 
 @methods.method("tab.focus", TabTarget)
 async def tab_focus(call: Call, p: TabTarget) -> Result:
-    mux = call.server.mux
+    mux = call.ctx.mux
     tab = mux.tab(p.tab_id)
     mux.focus_tab(tab)
     return {"type": "tab_info", "tab": mux.tab_info(tab)}
@@ -287,7 +289,7 @@ class TabRenameParams(Params):
 @methods.method("tab.rename", TabRenameParams)
 async def tab_rename(call: Call, p: TabRenameParams) -> Result:
     """Set the tab label; empty restores the positional default."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     tab = mux.tab(p.tab_id)
     mux.rename_tab(tab, p.label.strip())
     return {"type": "tab_info", "tab": mux.tab_info(tab)}
@@ -296,6 +298,6 @@ async def tab_rename(call: Call, p: TabRenameParams) -> Result:
 @methods.method("tab.close", TabTarget)
 async def tab_close(call: Call, p: TabTarget) -> Result:
     """Close the tab; the workspace closes with its last tab."""
-    mux = call.server.mux
+    mux = call.ctx.mux
     mux.close_tab(mux.tab(p.tab_id))
     return {"type": "ok"}

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from cmux_core.api.dispatch import Call, Params
-from cmux_core.hookspecs import RegisterMethod, hookimpl
+from cmux_core.hookspecs import Params, PluginCall, RegisterMethod, hookimpl
 
 
 class HelloParams(Params):
     name: str = "world"
 
 
-async def hello(call: Call, params: HelloParams) -> dict[str, Any]:
-    return {"type": "greeting", "greeting": f"hello, {params.name}"}
+async def hello(call: PluginCall, params: HelloParams) -> dict[str, Any]:
+    # A handler reaches the server only through the socket API, in-process.
+    panes = await call.request("pane.list")
+    return {"type": "greeting", "greeting": f"hello, {params.name}",
+            "panes": len(panes["panes"]), "client_id": call.client_id}
 
 
 @hookimpl

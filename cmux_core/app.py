@@ -1,0 +1,218 @@
+"""The composition root: builds every part of a server, and starts and stops them in order.
+
+:class:`App` is the only place that knows how the parts fit: the event hub, the model, the
+agent tracker, the manifest registry and detection scheduler, the plugin host, the agent
+views, the method table and the socket server. Everything else receives what it needs from
+here. :func:`serve` runs an app in the foreground for ``cmux serve``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections import deque
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from cmux_core import __version__
+from cmux_core.agents.scheduler import DetectionRuntime
+from cmux_core.agents.tracker import declarations_from
+from cmux_core.agents.views import ViewBook
+from cmux_core.api.context import Call, ServerInfo, Services
+from cmux_core.api.dispatch import MethodTable
+from cmux_core.api.methods import register_core_methods
+from cmux_core.api.server import Server, ServerAlreadyRunning
+from cmux_core.config import Settings
+from cmux_core.detect.registry import ManifestRegistry
+from cmux_core.events import EventHub
+from cmux_core.model.mux import Mux
+from cmux_core.plugin_host.host import PluginHost
+
+log = logging.getLogger(__name__)
+
+__all__ = ["App", "LoopMonitor", "ServerAlreadyRunning", "loop_factory", "serve"]
+
+
+class App:
+    """One server's object graph. Build on any thread; :meth:`start` and :meth:`stop` on the
+    loop that will serve it."""
+
+    def __init__(self, settings: Settings, socket_path: Path, *, session: str | None = None
+                 ) -> None:
+        self.settings = settings
+        self.socket_path = socket_path
+        self.events = EventHub()
+        self.mux = Mux(settings, self.events, str(socket_path))
+        self.agents = self.mux.agents
+        self.methods = MethodTable()
+        register_core_methods(self.methods)
+        self.plugins = PluginHost(settings, methods=self.methods, publish=self.events.publish,
+                                  api=self.request, socket_path=socket_path)
+        self.events.observe(self.plugins.on_event)
+        self.agents.declarations = lambda: declarations_from(
+            self.plugins.integrations().values())
+        self.registry = ManifestRegistry(settings, self.plugins)
+        self.detection = DetectionRuntime(self.mux, self.agents, self.registry, self.events)
+        self.views = ViewBook(self.events)
+        self.loop_monitor = LoopMonitor()
+        self.info = ServerInfo(__version__, socket_path, session,
+                               loop_lag=self.loop_monitor.summary,
+                               method_names=self.methods.names)
+        self.services = Services(settings, self.info, self.events, self.mux, self.agents,
+                                 self.detection, self.plugins, self.views)
+        self.server = Server(self.services, self.methods, socket_path)
+        self.info.connection_count = self.server.connection_count
+        self.server.close_listeners.append(self.views.connection_closed)
+
+    async def request(self, method: str, params: Mapping[str, Any],
+                      connection: Any = None) -> dict[str, Any]:
+        """Answer one socket API call in-process, as ``connection``'s client (None: the
+        server itself); raises CmuxError exactly as the client would see it."""
+        call = Call(self.services, connection, None, method)
+        return await self.methods.call(call, dict(params))
+
+    async def start(self) -> None:
+        """Bind the socket, load plugins, create the default workspace, start detection.
+
+        Plugins are loaded before the socket accepts connections, so no request sees half of
+        them. Raises :class:`ServerAlreadyRunning` when a live server answers on the path.
+        """
+        loop = asyncio.get_running_loop()
+        self.info.event_loop = ("uvloop" if type(loop).__module__.startswith("uvloop")
+                                else "asyncio")
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.info.stopping.set)
+        await self.server.bind()
+        await self.plugins.load()
+        await self.server.listen()
+        self.mux.create_window()
+        self.mux.create_workspace(focus=True)
+        self.loop_monitor.start()
+        await self.plugins.start()
+        await self.detection.start()
+
+    async def run_until_stopped(self) -> None:
+        await self.info.stopping.wait()
+        await self.stop()
+
+    async def stop(self) -> None:
+        """Stop accepting, stop plugins and detection, SIGHUP every pane, reap the children,
+        unlink the socket."""
+        self.loop_monitor.stop()
+        self.server.stop_accepting()
+        await self.plugins.stop()
+        await self.detection.stop()
+        self.server.drop_connections()
+        await _reap(self.mux.close_all())
+        self.server.unlink()
+
+
+async def _reap(terms: list[Any]) -> None:
+    """Wait up to 1.5 s for hung-up terminals to exit, SIGKILL the rest, wait 1 s more."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 1.5
+    while terms and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+        terms = [t for t in terms if not t.process_done]
+    for t in terms:
+        t.kill()
+    deadline = loop.time() + 1.0
+    while terms and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+        terms = [t for t in terms if not t.process_done]
+
+
+class LoopMonitor:
+    """Measures how late the event loop runs a timer: the worst stall any client saw.
+
+    One wake-up every :attr:`interval` seconds; keeps the last ``keep`` lateness samples.
+    """
+
+    def __init__(self, interval: float = 0.1, keep: int = 600) -> None:
+        self.interval = interval
+        self.samples: deque[float] = deque(maxlen=keep)
+        self.worst = 0.0
+        self._handle: asyncio.TimerHandle | None = None
+        self._due = 0.0
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._due = loop.time() + self.interval
+        self._handle = loop.call_at(self._due, self._tick)
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+
+    def _tick(self) -> None:
+        loop = asyncio.get_running_loop()
+        late = max(0.0, loop.time() - self._due)
+        self.samples.append(late)
+        self.worst = max(self.worst, late)
+        self._due = loop.time() + self.interval
+        self._handle = loop.call_at(self._due, self._tick)
+
+    def summary(self) -> dict[str, float]:
+        ordered = sorted(self.samples)
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
+        return {"max_ms": round(self.worst * 1000, 3), "p99_ms": round(p99 * 1000, 3),
+                "recent_max_ms": round((ordered[-1] if ordered else 0.0) * 1000, 3)}
+
+
+async def _run(settings: Settings, socket_path: Path, session: str | None,
+               announce: bool) -> int:
+    app = App(settings, socket_path, session=session)
+    try:
+        await app.start()
+    except ServerAlreadyRunning as exc:
+        print(f"cmux: {exc}", file=sys.stderr)
+        return 1
+    if announce:
+        pane = app.mux.focused_pane()
+        backend = pane.terminal.emulator.backend if pane else settings.emulator
+        bin_dir = Path(sys.executable).parent
+        print(f"cmux {app.info.version} listening on {socket_path} "
+              f"(area {settings.columns}x{settings.rows}, {backend} screens, pane "
+              f"{pane.id if pane else '-'} running {settings.shell})\n"
+              "In another shell:\n"
+              f"  export CMUX_SOCKET_PATH={socket_path} PATH={bin_dir}:$PATH\n"
+              "  cmux ping && cmux workspace list && cmux pane list\n"
+              "Stop with Ctrl-C or `cmux server stop`.", flush=True)
+    await app.run_until_stopped()
+    return 0
+
+
+LoopFactory = Callable[[], asyncio.AbstractEventLoop]
+
+
+def loop_factory(choice: str) -> LoopFactory | None:
+    """The event loop to serve on: uvloop's for ``uvloop``, and for ``auto`` when it
+    imports; ``None`` (asyncio's own) for ``asyncio``. ValueError for anything else."""
+    if choice not in ("auto", "asyncio", "uvloop"):
+        raise ValueError(f"event_loop must be auto, asyncio or uvloop, not {choice!r}")
+    if choice == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError as exc:
+        if choice == "uvloop":
+            raise ValueError(f"event_loop uvloop cannot be loaded: {exc}") from exc
+        return None
+    factory: LoopFactory = uvloop.new_event_loop
+    return factory
+
+
+def serve(settings: Settings, socket_path: Path, *, session: str | None = None,
+          announce: bool = True) -> int:
+    """Serve in the foreground; returns the process exit code."""
+    logging.basicConfig(level=logging.INFO, format="cmux %(levelname)s %(name)s: %(message)s")
+    try:
+        factory = loop_factory(settings.event_loop)
+    except ValueError as exc:
+        print(f"cmux: {exc}", file=sys.stderr)
+        return 1
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(_run(settings, socket_path, session, announce))
