@@ -7,6 +7,12 @@ later versions, never lose them.
 
 How the host calls hooks (``cmux_core.plugin_host.host.PluginHost``):
 
+* pluggy collects and validates hookimpls (``check_pending`` refuses a misspelt one), but it
+  never calls them: the host looks up each plugin's hookimpls and calls them itself, so it can
+  choose the thread, enforce a time budget and contain failures per plugin. pluggy's own
+  calling features (``pm.hook.<name>(...)``, ``historic`` replay, ``firstresult``, tracing
+  and hook wrappers) are therefore not used; no hook below is marked with them, and a plugin
+  holding a hook wrapper is refused. ``CMUX_TRACE_PLUGINS=1`` logs every call the host makes.
 * Always with keyword arguments, one plugin at a time, each call in its own ``try``: a
   hookimpl that raises is logged with the plugin's id, recorded against that plugin and
   contained; the other plugins' results are kept. A plugin whose hookimpls fail five times in
@@ -290,7 +296,7 @@ def cmux_on_event(kind: str, data: Mapping[str, Any]) -> None:
 # -- lifecycle ------------------------------------------------------------------------------
 
 
-@hookspec(historic=True)
+@hookspec
 def cmux_startup(plugin_id: str, state_dir: Path, socket_path: str | None) -> None:
     """The server is serving: start background work here.
 
@@ -299,8 +305,8 @@ def cmux_startup(plugin_id: str, state_dir: Path, socket_path: str | None) -> No
     ``socket_path`` is the API socket, for processes the plugin spawns (None when the host runs
     without a server).
 
-    Historic: a plugin loaded later (enable, link, hot reload) gets this call as soon as it is
-    loaded. An async impl may start tasks with ``asyncio.create_task`` and must stop them in
+    A plugin loaded later (enable, link, hot reload) gets this call from the host as soon as
+    it is loaded, so every plugin sees it exactly once per load. An async impl may start tasks with ``asyncio.create_task`` and must stop them in
     :func:`cmux_shutdown`.
     """
 
