@@ -28,6 +28,7 @@ from cmux_core.agents.views import project_for
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result, validation_error
 from cmux_core.api.methods.pane import (
+    STRIP_ANSI,
     LineFinder,
     OutputMatch,
     ReadSource,
@@ -111,7 +112,7 @@ class AgentReadParams(Params):
     source: ReadSource = "visible"
     lines: int | None = Field(default=None, ge=0)
     format: Literal["text", "ansi"] = "text"
-    strip_ansi: bool = True
+    strip_ansi: bool = STRIP_ANSI
 
 
 @methods.method("agent.read", AgentReadParams)
@@ -649,7 +650,7 @@ class OutputSubscription(BaseModel):
     source: ReadSource
     lines: int | None = Field(default=None, ge=0)
     match: OutputMatch
-    strip_ansi: bool = True
+    strip_ansi: bool = STRIP_ANSI
 
 
 PARAMETERISED = frozenset({"pane.agent_status_changed", "pane.output_matched"})

@@ -22,6 +22,11 @@ from cmux_core.model.tree import Pane, Surface
 from cmux_core.terminal.keys import encode_keys
 from cmux_core.terminal.process import validate_env
 
+STRIP_ANSI = Field(True, description=(
+    "accepted for compatibility with herdr clients and ignored: format decides "
+    "(text is plain, ansi keeps escape sequences)"))
+
+
 methods = MethodTable()
 
 MAX_READ_LINES = 1000
@@ -245,7 +250,7 @@ class ReadParams(Params):
     source: ReadSource = "visible"
     lines: int | None = None
     format: Literal["text", "ansi"] = "text"
-    strip_ansi: bool = True
+    strip_ansi: bool = STRIP_ANSI
 
     @field_validator("lines")
     @classmethod
@@ -279,7 +284,7 @@ class WaitForOutputParams(Params):
     lines: int | None = None
     match: OutputMatch
     timeout_ms: int | None = Field(default=None, ge=0)
-    strip_ansi: bool = True
+    strip_ansi: bool = STRIP_ANSI
 
     @field_validator("lines")
     @classmethod
