@@ -9,6 +9,8 @@ import threading
 import pytest
 from conftest import Api, Raw
 
+from cmux_core.api.framing import LineSplitter
+from cmux_core.errors import CmuxError
 from cmux_core.testing import ServerProcess, wait_for
 
 
@@ -164,3 +166,18 @@ def test_capabilities_lists_every_method_it_implements(api: Api) -> None:
         reply = api.request(name, {"__probe": True}) if name != "events.subscribe" else None
         if reply is not None and not reply["ok"]:
             assert reply["error"]["code"] != "method_not_found", name
+
+
+def test_line_splitter_caps_lines_whatever_the_chunking() -> None:
+    def split(chunks: list[bytes]) -> list[bytes | str]:
+        splitter = LineSplitter(limit=8)
+        out: list[bytes | str] = []
+        for chunk in chunks:
+            out += [x.code if isinstance(x, CmuxError) else x for x in splitter.feed(chunk)]
+        return out
+
+    assert split([b"ab", b"c\n", b"\n  \nde\nf"]) == [b"abc", b"de"]
+    assert split([b"12345678\n"]) == [b"12345678"]
+    assert split([b"123456789\nok\n"]) == ["request_too_large", b"ok"]
+    # an over-long line arriving in pieces is reported once and skipped up to its newline
+    assert split([b"12345", b"6789", b"abcdefghij", b"xyz\nok\n"]) == ["request_too_large", b"ok"]

@@ -1,6 +1,7 @@
 """Wire framing: one JSON object per ``\\n``-terminated UTF-8 line, each way.
 
-This module knows nothing of methods or state. It turns a raw line into a
+This module knows nothing of methods or state. :class:`LineSplitter` cuts the byte
+stream into lines and enforces the line cap; :func:`parse_line` turns a raw line into a
 :class:`Request` (or raises a :class:`~cmux_core.errors.CmuxError` carrying the id
 when it could be read) and renders success, error and event lines. Output is
 compact JSON, so a line never contains a raw newline.
@@ -13,12 +14,54 @@ from typing import Any
 
 import orjson
 
-from cmux_core.errors import CmuxError, ProtocolError
+from cmux_core.errors import CmuxError, ProtocolError, RequestTooLarge
 
 MAX_LINE_BYTES = 1 << 20
 """Largest accepted request line, newline excluded (1 MiB)."""
 
 _NO_ID: Any = None
+
+
+class LineSplitter:
+    """Cuts incoming bytes into request lines, at most ``limit`` bytes each.
+
+    :meth:`feed` returns, in order, each complete non-blank line and a
+    :class:`~cmux_core.errors.RequestTooLarge` for each line over the limit. An over-long line
+    is skipped up to its newline and never buffered whole: at most ``limit`` bytes plus one
+    chunk are held at any time.
+    """
+
+    def __init__(self, limit: int = MAX_LINE_BYTES) -> None:
+        self.limit = limit
+        self._buf = bytearray()
+        self._skipping = False
+
+    def feed(self, chunk: bytes) -> list[bytes | CmuxError]:
+        out: list[bytes | CmuxError] = []
+        buf = self._buf
+        buf += chunk
+        while True:
+            nl = buf.find(b"\n")
+            if nl < 0:
+                if len(buf) > self.limit:
+                    if not self._skipping:
+                        self._skipping = True
+                        out.append(self._too_large())
+                    buf.clear()
+                return out
+            line = bytes(buf[:nl])
+            del buf[:nl + 1]
+            if self._skipping:
+                self._skipping = False
+                continue
+            if len(line) > self.limit:
+                out.append(self._too_large())
+                continue
+            if line.strip():
+                out.append(line)
+
+    def _too_large(self) -> CmuxError:
+        return RequestTooLarge(message=f"request line exceeds {self.limit} bytes")
 
 
 @dataclass(slots=True)

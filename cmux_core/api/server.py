@@ -26,6 +26,7 @@ from cmux_core.api.context import Call, Services
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.framing import (
     MAX_LINE_BYTES,
+    LineSplitter,
     Request,
     RequestError,
     encode_error,
@@ -34,7 +35,7 @@ from cmux_core.api.framing import (
     parse_line,
 )
 from cmux_core.config import runtime_dir
-from cmux_core.errors import CmuxError, InternalError, RequestTooLarge
+from cmux_core.errors import CmuxError, InternalError
 from cmux_core.events import EventHub, Subscriber
 
 log = logging.getLogger(__name__)
@@ -69,35 +70,14 @@ class Connection:
         self.holding: set[asyncio.Task[Any]] = set()
 
     async def read_lines(self) -> None:
-        buf = bytearray()
-        skipping = False
+        splitter = LineSplitter(MAX_LINE_BYTES)
         try:
             while True:
                 chunk = await self.reader.read(65536)
                 if not chunk:
                     break
-                buf += chunk
-                while True:
-                    nl = buf.find(b"\n")
-                    if nl < 0:
-                        if len(buf) > MAX_LINE_BYTES:
-                            if not skipping:
-                                skipping = True
-                                self.lines.put_nowait(RequestTooLarge(
-                                    message=f"request line exceeds {MAX_LINE_BYTES} bytes"))
-                            buf.clear()
-                        break
-                    line = bytes(buf[:nl])
-                    del buf[:nl + 1]
-                    if skipping:
-                        skipping = False
-                        continue
-                    if len(line) > MAX_LINE_BYTES:
-                        self.lines.put_nowait(RequestTooLarge(
-                            message=f"request line exceeds {MAX_LINE_BYTES} bytes"))
-                        continue
-                    if line.strip():
-                        self.lines.put_nowait(line)
+                for item in splitter.feed(chunk):
+                    self.lines.put_nowait(item)
         except (ConnectionError, OSError):
             pass
         finally:
