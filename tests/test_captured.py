@@ -29,7 +29,8 @@ import pytest
 from conftest import Api
 
 from cmux_core.errors import CmuxError
-from cmux_core.terminal.emulator import make_emulator, read_text
+from cmux_core.terminal.backends import make_emulator
+from cmux_core.terminal.emulator import read_text
 from cmux_core.testing import wait_for
 
 CAPTURED = Path(__file__).parent / "captured"

@@ -23,7 +23,6 @@ import pytest
 from conftest import Api, eventually
 
 from cmux_core.detect.identify import (
-    ProcessInfo,
     base_name,
     identify_group,
     is_interactive_shell,
@@ -32,6 +31,7 @@ from cmux_core.detect.identify import (
     process_names,
     script_names,
 )
+from cmux_core.terminal.procfs import ProcessInfo, ProcessReader
 from cmux_core.testing import ServerProcess, start_server
 
 AGENT_SCRIPT = textwrap.dedent("""\
@@ -172,6 +172,9 @@ def agent_script(tmp_path: Path) -> Path:
     return path
 
 
+PROC = ProcessReader()
+
+
 def _lookup(table: dict[str, str]) -> Any:
     return lambda name: table.get(name)
 
@@ -194,11 +197,12 @@ def _stop(p: subprocess.Popen[bytes]) -> None:
 def test_identify_group_by_leader_name(agent_script: Path) -> None:
     p = _spawn_group([sys.executable, str(agent_script)])
     try:
-        found = eventually(lambda: identify_group(p.pid, _lookup({"fakebot_agent": "fakebot"})),
-                           message="leader identified")
+        found = eventually(
+            lambda: identify_group(p.pid, _lookup({"fakebot_agent": "fakebot"}), PROC),
+            message="leader identified")
         assert (found.label, found.pid) == ("fakebot", p.pid)
         assert "fakebot_agent" in found.evidence
-        assert identify_group(p.pid, _lookup({})) is None
+        assert identify_group(p.pid, _lookup({}), PROC) is None
     finally:
         _stop(p)
 
@@ -207,12 +211,12 @@ def test_identify_group_by_environment_hint_beats_names(agent_script: Path) -> N
     p = _spawn_group([sys.executable, str(agent_script)], {"CMUX_AGENT": "Fake-Bot"})
     try:
         table = {"fake-bot": "fakebot", "fakebot_agent": "other"}
-        found = eventually(lambda: identify_group(p.pid, _lookup(table)),
+        found = eventually(lambda: identify_group(p.pid, _lookup(table), PROC),
                            message="hint identified")
         assert found.label == "fakebot"
         assert "environment hint" in found.evidence
         # A hint no manifest knows is ignored; the name still counts.
-        found = identify_group(p.pid, _lookup({"fakebot_agent": "other"}))
+        found = identify_group(p.pid, _lookup({"fakebot_agent": "other"}), PROC)
         assert found is not None and found.label == "other"
     finally:
         _stop(p)
@@ -223,7 +227,7 @@ def test_identify_group_finds_a_member_behind_a_non_agent_leader(agent_script: P
     p = _spawn_group(["/bin/sh", "-c", f"{sys.executable} {agent_script}; true"])
     try:
         found = eventually(
-            lambda: identify_group(p.pid, _lookup({"fakebot_agent": "fakebot"})),
+            lambda: identify_group(p.pid, _lookup({"fakebot_agent": "fakebot"}), PROC),
             message="member identified")
         assert found.label == "fakebot" and found.pid != p.pid
     finally:

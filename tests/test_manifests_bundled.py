@@ -20,7 +20,8 @@ from cmux_core.cli.manifests import (
 )
 from cmux_core.detect.engine import ScreenInput, classify
 from cmux_core.detect.manifest import Manifest, bundled_manifests_dir, load_manifest
-from cmux_core.terminal.emulator import make_emulator, read_text
+from cmux_core.terminal.backends import make_emulator
+from cmux_core.terminal.emulator import read_text
 
 BUNDLED = manifest_paths([bundled_manifests_dir()])
 REQUIRED = {"claude", "codex", "gemini", "opencode", "cursor", "copilot", "amp", "aider",

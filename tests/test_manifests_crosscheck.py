@@ -27,7 +27,8 @@ import pytest
 from cmux_core.cli.manifests import manifest_paths
 from cmux_core.detect.engine import ScreenInput, classify
 from cmux_core.detect.manifest import Manifest, bundled_manifests_dir, load_manifest, parse_manifest
-from cmux_core.terminal.emulator import make_emulator, read_text
+from cmux_core.terminal.backends import make_emulator
+from cmux_core.terminal.emulator import read_text
 
 CAPTURED = Path(__file__).parent / "captured"
 VISIBLE_ONLY = ("blocked", "working")

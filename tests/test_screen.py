@@ -19,16 +19,16 @@ from hypothesis import strategies as st
 from pyte.screens import Char
 
 from cmux_core.errors import CmuxError, InvalidParams
+from cmux_core.terminal.backends import make_emulator
 from cmux_core.terminal.emulator import (
     Emulator,
-    PyteEmulator,
     ReadFormat,
     Row,
     TerminalSignal,
-    make_emulator,
     read_text,
     strip_title,
 )
+from cmux_core.terminal.pyte.emulator import PyteEmulator
 
 ESC = "\x1b"
 E = TypeVar("E", bound=Emulator)

@@ -37,9 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 from cmux_core.agents.tracker import ScreenReport
 from cmux_core.detect.engine import ScreenInput, classify, explain
-from cmux_core.detect.identify import Identity, identify_group, process_groups
+from cmux_core.detect.identify import Identity, identify_group
 from cmux_core.detect.registry import ManifestRegistry, ReloadReport
 from cmux_core.errors import CmuxError
+from cmux_core.terminal.procfs import ProcessReader
 
 if TYPE_CHECKING:
     from cmux_core.agents.tracker import AgentTracker
@@ -126,8 +127,7 @@ class DetectionRuntime:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._safety: asyncio.TimerHandle | None = None
         self._running = False
-        self._groups: dict[int, list[int]] = {}
-        self._groups_at = -math.inf
+        self._processes = ProcessReader(groups_max_age=GROUPS_CACHE_S)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -245,7 +245,7 @@ class DetectionRuntime:
         st.probed_at = now
         pgid = None if term.exited else term.foreground_pgid()
         st.pgid = pgid
-        identity = (identify_group(pgid, self.registry.lookup, members=self._members)
+        identity = (identify_group(pgid, self.registry.lookup, self._processes)
                     if pgid is not None else None)
         label = identity.label if identity is not None else None
         if st.agent is None:
@@ -285,12 +285,6 @@ class DetectionRuntime:
                 self._clear(st)
             else:
                 self._schedule_probe(st, LOSS_PROBE_INTERVAL_S)
-
-    def _members(self, pgid: int) -> list[int]:
-        now = time.monotonic()
-        if now - self._groups_at > GROUPS_CACHE_S:
-            self._groups, self._groups_at = process_groups(), now
-        return self._groups.get(pgid, [])
 
     def _adopt(self, st: PaneDetection, identity: Identity | None) -> None:
         """A (new) agent owns the pane: blank OSC evidence, publish idle, start the grace."""

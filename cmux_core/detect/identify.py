@@ -1,4 +1,4 @@
-"""Which agent runs in a pane: the PTY's foreground process group, read from ``/proc``.
+"""Which agent runs in a pane: told from the processes of the PTY's foreground group.
 
 The evidence, strongest first: ``CMUX_AGENT=<label>`` (or ``HERDR_AGENT``) in the
 group leader's environment; the leader's normalised process names; the hint on
@@ -15,18 +15,21 @@ package a script lives in (``…/node_modules/@anthropic-ai/claude-code/cli.js``
 names (nix's ``.codex-wrapped``). A pane whose foreground is ``tmux`` never
 hosts an agent.
 
-Reading ``/proc`` is a handful of small reads per process; callers keep it off
-hot paths (the detection runtime probes on a foreground change and on a slow
-timer, never per output batch).
+Nothing here reads the system's processes itself: :func:`identify_group` asks a
+:class:`ProcessSource` (``cmux_core.terminal.procfs`` reads ``/proc``), and the rest
+classifies the :class:`ProcessFacts` it is given. Those reads are a handful of small
+ones per process; callers keep them off hot paths (the detection runtime probes on a
+foreground change and on a slow timer, never per output batch).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Protocol
 
 HINT_VARIABLES = ("CMUX_AGENT", "HERDR_AGENT")
 """Environment variables a launcher sets to name the agent it starts, strongest first."""
@@ -58,14 +61,37 @@ def normalize_label(name: str) -> str:
     return _LABEL_SUFFIX_RE.sub("", name.strip().lower(), count=1)
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessInfo:
-    """What ``/proc/<pid>`` says about one process (empty strings where unreadable)."""
+class ProcessFacts(Protocol):
+    """What identification needs to know of one process.
 
-    pid: int
-    comm: str
-    argv: tuple[str, ...]
-    exe: str = ""
+    ``comm`` is the kernel's name for it, ``argv`` its command line and ``exe`` its
+    executable's path (empty strings where unknown).
+    """
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def comm(self) -> str: ...
+
+    @property
+    def argv(self) -> tuple[str, ...]: ...
+
+    @property
+    def exe(self) -> str: ...
+
+
+class ProcessSource(Protocol):
+    """Where :func:`identify_group` learns about processes; every call may read the system."""
+
+    def process(self, pid: int) -> ProcessFacts | None:
+        """The facts of ``pid``, or None when it is gone."""
+
+    def environment(self, pid: int, names: Collection[str]) -> Mapping[str, str]:
+        """Those of ``names`` set to a non-empty value in ``pid``'s environment."""
+
+    def group_members(self, pgid: int) -> list[int]:
+        """Every pid in process group ``pgid``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,79 +101,6 @@ class Identity:
     label: str
     pid: int
     evidence: str
-
-
-# -- reading /proc ---------------------------------------------------------------------------
-
-
-def read_process(pid: int, proc: str = "/proc") -> ProcessInfo | None:
-    """Read ``comm``, ``cmdline`` and the ``exe`` link; None when the process is gone."""
-    base = f"{proc}/{pid}"
-    try:
-        with open(f"{base}/cmdline", "rb") as f:
-            raw = f.read()
-        with open(f"{base}/comm", "rb") as f:
-            comm = f.read().decode("utf-8", "replace").rstrip("\n")
-    except OSError:
-        return None
-    argv = tuple(a.decode("utf-8", "replace") for a in raw.split(b"\0"))
-    if argv and argv[-1] == "":
-        argv = argv[:-1]
-    try:
-        exe = os.readlink(f"{base}/exe")
-    except OSError:
-        exe = ""
-    return ProcessInfo(pid, comm, argv, exe.removesuffix(" (deleted)"))
-
-
-def environment_hint(pid: int, proc: str = "/proc") -> str | None:
-    """The first of :data:`HINT_VARIABLES` set (non-empty) in the process's environment."""
-    try:
-        with open(f"{proc}/{pid}/environ", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return None
-    found: dict[str, str] = {}
-    for entry in raw.split(b"\0"):
-        key, sep, value = entry.partition(b"=")
-        if sep and value:
-            name = key.decode("ascii", "replace")
-            if name in HINT_VARIABLES:
-                found[name] = value.decode("utf-8", "replace")
-    for name in HINT_VARIABLES:
-        if name in found and found[name].strip():
-            return found[name].strip()
-    return None
-
-
-def process_groups(proc: str = "/proc") -> dict[int, list[int]]:
-    """Every process group on the system → its pids in pid order (one scan of ``/proc``)."""
-    groups: dict[int, list[int]] = {}
-    try:
-        entries = os.scandir(proc)
-    except OSError:
-        return groups
-    with entries:
-        for entry in entries:
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"{proc}/{entry.name}/stat", "rb") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            # "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses.
-            fields = stat[stat.rfind(b")") + 2:].split()
-            if len(fields) > 2 and fields[2].isdigit():
-                groups.setdefault(int(fields[2]), []).append(int(entry.name))
-    for pids in groups.values():
-        pids.sort()
-    return groups
-
-
-def group_members(pgid: int, proc: str = "/proc") -> list[int]:
-    """Every pid whose process group is ``pgid``, in pid order (scans ``/proc``)."""
-    return process_groups(proc).get(pgid, [])
 
 
 # -- normalising names ------------------------------------------------------------------------
@@ -258,7 +211,7 @@ def _script_argument(kind: str, args: Iterable[str]) -> tuple[str, str] | None:
     return None
 
 
-def process_names(proc: ProcessInfo, *, resolve: bool = True) -> list[str]:
+def process_names(proc: ProcessFacts, *, resolve: bool = True) -> list[str]:
     """Normalised names of one process, most telling first; ``[]`` for tmux and bare runtimes.
 
     For a runtime or shell (``node``, ``bun``, ``deno``, ``python3.12``, ``bash``)
@@ -294,12 +247,12 @@ def process_names(proc: ProcessInfo, *, resolve: bool = True) -> list[str]:
     return names
 
 
-def is_generic_runtime(proc: ProcessInfo) -> bool:
+def is_generic_runtime(proc: ProcessFacts) -> bool:
     argv0 = proc.argv[0] if proc.argv else proc.comm
     return _runtime_kind(base_name(argv0)) is not None
 
 
-def is_interactive_shell(proc: ProcessInfo) -> bool:
+def is_interactive_shell(proc: ProcessFacts) -> bool:
     """A shell with no script and no ``-c``: with job control its group is only itself."""
     argv0 = proc.argv[0] if proc.argv else proc.comm
     if _runtime_kind(base_name(argv0)) != "shell":
@@ -314,7 +267,17 @@ def is_interactive_shell(proc: ProcessInfo) -> bool:
 Lookup = Callable[[str], str | None]
 
 
-def identify_process(proc: ProcessInfo, lookup: Lookup, *, resolve: bool = True
+def environment_hint(environment: Mapping[str, str]) -> str | None:
+    """The first of :data:`HINT_VARIABLES` in ``environment`` that is more than
+    whitespace, stripped."""
+    for name in HINT_VARIABLES:
+        value = environment.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def identify_process(proc: ProcessFacts, lookup: Lookup, *, resolve: bool = True
                      ) -> tuple[str, str] | None:
     """``(label, name)`` for the first of the process's names ``lookup`` knows."""
     for name in process_names(proc, resolve=resolve):
@@ -324,24 +287,23 @@ def identify_process(proc: ProcessInfo, lookup: Lookup, *, resolve: bool = True
     return None
 
 
-def identify_group(pgid: int, lookup: Lookup, *, proc_root: str = "/proc",
-                   members: Callable[[int], list[int]] | None = None) -> Identity | None:
+def identify_group(pgid: int, lookup: Lookup, processes: ProcessSource) -> Identity | None:
     """Identify the agent in foreground process group ``pgid``, or None.
 
     Order: the leader's environment hint, the leader's names, any member's hint,
     then the best member by name (a wrapped agent, whose normalised name differs
     from its kernel name, beats a plain program, which beats a runtime; ties keep
     the lowest pid). A tmux leader means no agent. Hints naming no loaded
-    manifest are ignored. The group's other members are only looked for when the
-    leader is not an interactive shell, through ``members`` (default: a scan of
-    ``/proc``), so a caller probing many panes can share one scan.
+    manifest are ignored. The group's other members are only asked of
+    ``processes`` when the leader is not an interactive shell (listing them may
+    scan every process).
     """
-    leader = read_process(pgid, proc_root)
+    leader = processes.process(pgid)
     if leader is not None:
         argv0 = leader.argv[0] if leader.argv else leader.comm
         if base_name(argv0) in NEVER_AGENTS or base_name(leader.comm) in NEVER_AGENTS:
             return None
-        hint = environment_hint(pgid, proc_root)
+        hint = environment_hint(processes.environment(pgid, HINT_VARIABLES))
         if hint is not None:
             label = lookup(normalize_label(hint))
             if label is not None:
@@ -351,17 +313,16 @@ def identify_group(pgid: int, lookup: Lookup, *, proc_root: str = "/proc",
             return Identity(found[0], pgid, f"process name {found[1]!r} of pid {pgid}")
         if is_interactive_shell(leader):
             return None
-    listed = members(pgid) if members is not None else group_members(pgid, proc_root)
-    others = [pid for pid in listed if pid != pgid]
+    others = [pid for pid in processes.group_members(pgid) if pid != pgid]
     for pid in others:
-        hint = environment_hint(pid, proc_root)
+        hint = environment_hint(processes.environment(pid, HINT_VARIABLES))
         if hint is not None:
             label = lookup(normalize_label(hint))
             if label is not None:
                 return Identity(label, pid, f"environment hint {hint!r} of pid {pid}")
     best: tuple[int, Identity] | None = None
     for pid in others:
-        member = read_process(pid, proc_root)
+        member = processes.process(pid)
         if member is None:
             continue
         found = identify_process(member, lookup)

@@ -16,7 +16,6 @@ last, after the layout and structure events of the same change, except for
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from cmux_core.errors import CmuxError
 from cmux_core.model import layout
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane, Tab, Window, Workspace
+from cmux_core.terminal import procfs
 
 Result = dict[str, Any]
 ZoomMode = Literal["toggle", "on", "off"]
@@ -70,10 +70,9 @@ def current_cwd(mux: Mux, pane: Pane) -> str | None:
         return pane.cwd
     term = pane.terminal
     if not term.exited and term.pid:
-        try:
-            return os.readlink(f"/proc/{term.pid}/cwd")
-        except OSError:
-            pass
+        cwd = procfs.cwd(term.pid)
+        if cwd is not None:
+            return cwd
     return pane.surface.launch_cwd
 
 

@@ -27,6 +27,7 @@ from cmux_core.errors import CmuxError, NotFound
 from cmux_core.events import EventHub
 from cmux_core.model import layout
 from cmux_core.model.tree import Pane, Surface, Tab, Window, Workspace, auto_label
+from cmux_core.terminal import procfs
 from cmux_core.terminal.emulator import TerminalSignal, strip_title
 from cmux_core.terminal.process import Terminal
 
@@ -674,10 +675,7 @@ class Mux:
         pgid = pane.terminal.foreground_pgid()
         if pgid is None:
             return None
-        try:
-            return os.readlink(f"/proc/{pgid}/cwd")
-        except OSError:
-            return None
+        return procfs.cwd(pgid)
 
     def pane_info(self, pane: Pane) -> dict[str, Any]:
         term = pane.terminal

@@ -1,29 +1,24 @@
 """The emulated screen of one terminal, behind the small :class:`Emulator` protocol.
 
-``terminal.py`` owns the PTY and feeds its bytes here; everything that reads a
-pane (``pane.read``, output waits, detection) goes through :func:`read_text`,
-which only needs the rows a backend exposes. :func:`make_emulator` picks a
-backend: ``PyteEmulator`` in ``screen_pyte`` (pure Python, always available) or
-``GhosttyEmulator`` in ``screen_ghostty`` when its native library imports.
-Both hand the OSC payloads they find to :class:`OscState`, which owns what
-titles, working directories, progress and notifications mean.
+What every backend shares and nothing here needs a backend for: the protocol, the
+:class:`Row` a backend renders, its :class:`TerminalModes`, the
+:class:`TerminalSignal` announcements and :class:`OscState`, which owns what titles,
+working directories, progress and notifications mean (each backend finds OSC payloads
+and hands them to it). ``process.py`` owns the PTY and feeds its bytes to a backend;
+everything that reads a pane (``pane.read``, output waits, detection) goes through
+:func:`read_text`, which only needs the rows a backend exposes. The backends live in
+``ghostty.py`` and ``pyte/``; ``backends.py`` picks one.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import importlib
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol, cast
+from typing import Literal, Protocol
 from urllib.parse import unquote, urlsplit
-
-from cmux_core.errors import CmuxError, InvalidParams
-
-if TYPE_CHECKING:
-    from cmux_core.terminal.pyte.emulator import PyteEmulator
 
 ReadSource = Literal["visible", "recent", "recent_unwrapped", "detection"]
 ReadFormat = Literal["text", "ansi"]
@@ -364,41 +359,3 @@ def strip_title(title: str | None) -> str | None:
         ):
             text = text[1:].strip()
     return text or None
-
-
-def make_emulator(
-    backend: str, columns: int, lines: int, *, scrollback_lines: int = 10_000
-) -> Emulator:
-    """A new emulator of ``columns`` x ``lines`` cells.
-
-    ``backend`` is ``"pyte"``, ``"ghostty"`` or ``"auto"`` (ghostty when its
-    module imports, else pyte). Raises ``CmuxError("emulator_unavailable")``
-    when ghostty is asked for explicitly and cannot load, and
-    :class:`InvalidParams` for an unknown backend name.
-    """
-    from cmux_core.terminal.pyte.emulator import PyteEmulator
-
-    if backend == "pyte":
-        return PyteEmulator(columns, lines, scrollback_lines=scrollback_lines)
-    if backend not in ("ghostty", "auto"):
-        raise InvalidParams("emulator", f"unknown emulator backend {backend!r}")
-    try:
-        # Imported by name: the module needs the optional native pyghostty package.
-        module = importlib.import_module("cmux_core.terminal.ghostty")
-    except (ImportError, OSError) as exc:
-        if backend == "ghostty":
-            raise CmuxError(
-                "emulator_unavailable", f"the ghostty emulator cannot be loaded: {exc}"
-            ) from exc
-        return PyteEmulator(columns, lines, scrollback_lines=scrollback_lines)
-    emulator = module.GhosttyEmulator(columns, lines, scrollback_lines=scrollback_lines)
-    return cast(Emulator, emulator)
-
-
-def __getattr__(name: str) -> type[PyteEmulator]:
-    # PyteEmulator lives in screen_pyte, which imports this module: resolved on first use.
-    if name == "PyteEmulator":
-        from cmux_core.terminal.pyte.emulator import PyteEmulator
-
-        return PyteEmulator
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

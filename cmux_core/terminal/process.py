@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from cmux_core.errors import CmuxError, InvalidEnv
+from cmux_core.terminal.backends import make_emulator
 from cmux_core.terminal.emulator import Emulator, ReadFormat, ReadSource, TerminalSignal, read_text
-from cmux_core.terminal.emulator import make_emulator as _make_emulator
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ class Terminal:
         program = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
         if program is None or not os.access(Path(cwd, program), os.X_OK):
             raise CmuxError("spawn_failed", f"cannot start {argv[0]}: no such program")
-        screen = _make_emulator(emulator, columns, rows, scrollback_lines=scrollback_lines)
+        screen = make_emulator(emulator, columns, rows, scrollback_lines=scrollback_lines)
         term = cls(terminal_id, list(argv), cwd, columns, rows, screen)
         master, slave = os.openpty()
         try:

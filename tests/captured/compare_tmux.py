@@ -31,7 +31,8 @@ sys.path.insert(0, str(HERE.parent.parent))
 
 from record import render_tmux  # noqa: E402
 
-from cmux_core.terminal.emulator import make_emulator, read_text  # noqa: E402
+from cmux_core.terminal.backends import make_emulator  # noqa: E402
+from cmux_core.terminal.emulator import read_text  # noqa: E402
 
 BACKENDS = ("pyte", "ghostty")
 WORDS = ["abc", "hello", "日本", "x", "wide語", "   ", "0123456789", "é", "tab\tx", "中文字",

@@ -73,7 +73,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from cmux_core.terminal.emulator import Emulator, make_emulator, read_text  # noqa: E402
+from cmux_core.terminal.backends import make_emulator  # noqa: E402
+from cmux_core.terminal.emulator import Emulator, read_text  # noqa: E402
 
 ROOT = Path("/tmp/cmux-capture")
 HOME = ROOT / "home"

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import time
 from collections.abc import Callable
 from typing import Any, Literal
@@ -19,6 +17,7 @@ from cmux_core.errors import CmuxError, InvalidParams, NotFound, WaitTimeout
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux, spawn_error
 from cmux_core.model.tree import Pane, Surface
+from cmux_core.terminal import procfs
 from cmux_core.terminal.keys import encode_keys
 from cmux_core.terminal.process import validate_env
 
@@ -395,37 +394,19 @@ class ProcessInfoParams(Params):
 
 
 def process_entry(pid: int) -> dict[str, Any] | None:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
-        with open(f"/proc/{pid}/comm") as f:
-            name = f.read().strip()
-    except OSError:
+    """One row of ``foreground_processes``; None when the process is gone."""
+    process = procfs.read_process(pid)
+    if process is None:
         return None
-    entry: dict[str, Any] = {"pid": pid, "name": name}
+    entry: dict[str, Any] = {"pid": pid, "name": process.comm.strip()}
+    # Empty arguments (the padding left by a program that rewrote its title) are not shown.
+    argv = [a for a in process.argv if a]
     if argv:
         entry.update({"argv0": argv[0], "argv": argv, "cmdline": " ".join(argv)})
-    with contextlib.suppress(OSError):
-        entry["cwd"] = os.readlink(f"/proc/{pid}/cwd")
+    cwd = procfs.cwd(pid)
+    if cwd is not None:
+        entry["cwd"] = cwd
     return entry
-
-
-def group_members(pgid: int) -> list[int]:
-    """Pids whose process group is ``pgid`` (from /proc), leader first."""
-    members = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 2 and int(fields[2]) == pgid:
-            members.append(int(name))
-    members.sort(key=lambda pid: (pid != pgid, pid))
-    return members
 
 
 @methods.method("pane.process_info", ProcessInfoParams)
@@ -439,6 +420,6 @@ async def pane_process_info(call: Call, p: ProcessInfoParams) -> Result:
         pgid = term.foreground_pgid()
         if pgid is not None:
             info["foreground_process_group_id"] = pgid
-            procs = [e for pid in group_members(pgid) if (e := process_entry(pid))]
+            procs = [e for pid in procfs.group_members(pgid) if (e := process_entry(pid))]
             info["foreground_processes"] = procs
     return {"type": "pane_process_info", "process_info": info}

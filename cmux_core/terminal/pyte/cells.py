@@ -1,9 +1,9 @@
 """Cells, lines and rendered rows of the pyte backend, and the widths it gives characters.
 
 A line is pyte's sparse column -> cell map plus a soft-wrap flag; cells of one
-style are interned, so drawing allocates nothing new. :func:`_render` and
-:func:`_plain` turn a line into the :class:`~cmux_core.terminal.emulator.Row` or text that
-reads return; :func:`_width` counts cells as tmux does.
+style are interned, so drawing allocates nothing new. :func:`render_line` and
+:func:`plain_line` turn a line into the :class:`~cmux_core.terminal.emulator.Row` or text that
+reads return; :func:`char_width` counts cells as tmux does.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pyte.screens import Char, StaticDefaultDict, wcwidth
 
 from cmux_core.terminal.emulator import Row
 
-_BLANK = Char(" ")
-_DEFAULT_STYLE = "default"
+BLANK = Char(" ")
+DEFAULT_STYLE = "default"
 # Cells are pyte ``Char`` values whose ``fg`` carries the cell's whole SGR parameter string
 # ("1;38;5;208"), or "default"; comparing one string tells whether two cells share a style.
 _RESET = "\x1b[0m"
@@ -26,7 +26,7 @@ _cell_data = itemgetter(0)
 _cell_style = itemgetter(1)
 
 
-class _Line(StaticDefaultDict[int, Char]):
+class Line(StaticDefaultDict[int, Char]):
     """One screen line: pyte's sparse column -> cell map plus the soft-wrap flag."""
 
     __slots__ = ("wrapped",)
@@ -51,30 +51,30 @@ class _CellCache(dict[str, Char]):
         return cell
 
 
-_CHAR_TAIL = _BLANK[2:]
+_CHAR_TAIL = BLANK[2:]
 _CELL_STYLES_MAX = 1024
 # Shared by every screen: cells are immutable, and one cache bounds memory per process, not pane.
-_cell_caches: dict[str, _CellCache] = {}
+cell_caches: dict[str, _CellCache] = {}
 
 
-def _cells_for(style: str) -> _CellCache:
+def cells_for(style: str) -> _CellCache:
     """The interned cells of ``style``; the whole cache is dropped when it holds too many styles."""
-    cells = _cell_caches.get(style)
+    cells = cell_caches.get(style)
     if cells is None:
-        if len(_cell_caches) >= _CELL_STYLES_MAX:
-            _cell_caches.clear()
-        cells = _cell_caches[style] = _CellCache(style)
+        if len(cell_caches) >= _CELL_STYLES_MAX:
+            cell_caches.clear()
+        cells = cell_caches[style] = _CellCache(style)
     return cells
 
 
 def _sgr_escape(style: str, cache: dict[str, str] = {}) -> str:  # noqa: B006 - memo
     escape = cache.get(style)
     if escape is None:
-        escape = cache[style] = _RESET if style == _DEFAULT_STYLE else f"\x1b[0;{style}m"
+        escape = cache[style] = _RESET if style == DEFAULT_STYLE else f"\x1b[0;{style}m"
     return escape
 
 
-def _render(line: StaticDefaultDict[int, Char] | None, columns: int) -> Row:
+def render_line(line: StaticDefaultDict[int, Char] | None, columns: int) -> Row:
     """Render one screen line: text trimmed unless wrapped, ANSI up to the last styled cell."""
     if not line:
         return Row("", "", bool(line is not None and getattr(line, "wrapped", False)))
@@ -85,11 +85,11 @@ def _render(line: StaticDefaultDict[int, Char] | None, columns: int) -> Row:
     if not wrapped:
         text = text.rstrip(" ")
     styles = set(map(_cell_style, cells))
-    if len(styles) == 1 and _DEFAULT_STYLE in styles:
+    if len(styles) == 1 and DEFAULT_STYLE in styles:
         return Row(text, text, wrapped)
     last = len(cells)
     if not wrapped:
-        while last and cells[last - 1].fg == _DEFAULT_STYLE and cells[last - 1].data in " ":
+        while last and cells[last - 1].fg == DEFAULT_STYLE and cells[last - 1].data in " ":
             last -= 1
     parts: list[str] = []
     for style, run in groupby(cells[:last], _cell_style):
@@ -97,12 +97,12 @@ def _render(line: StaticDefaultDict[int, Char] | None, columns: int) -> Row:
         parts.append("".join(map(_cell_data, run)))
     if parts and parts[0] == _RESET:
         del parts[0]
-    if cells[last - 1].fg != _DEFAULT_STYLE:
+    if cells[last - 1].fg != DEFAULT_STYLE:
         parts.append(_RESET)
     return Row(text, "".join(parts), wrapped)
 
 
-def _plain(line: StaticDefaultDict[int, Char] | None, columns: int) -> tuple[str, bool]:
+def plain_line(line: StaticDefaultDict[int, Char] | None, columns: int) -> tuple[str, bool]:
     """One screen line's text (full width when soft-wrapped) and its wrap flag."""
     if not line:
         return "", bool(line is not None and getattr(line, "wrapped", False))
@@ -120,11 +120,11 @@ _TMUX_WIDTHS = {
     "\uffa0": 1,  # halfwidth Hangul filler
 }
 """Where tmux 3.3a (the C library's tables) and the wcwidth package disagree, besides
-spacing combining marks (see :func:`_width`)."""
+spacing combining marks (see :func:`char_width`)."""
 
 
 @functools.lru_cache(maxsize=8192)
-def _width(char: str) -> int:
+def char_width(char: str) -> int:
     """The cells ``char`` takes as tmux counts them: a spacing combining mark (a
     Devanagari vowel sign, say) takes one, where the wcwidth package gives none."""
     width = _TMUX_WIDTHS.get(char)
@@ -136,6 +136,6 @@ def _width(char: str) -> int:
     return int(width)
 
 
-def _widths(data: str) -> list[int]:
+def char_widths(data: str) -> list[int]:
     """Cell widths of ``data``'s characters as tmux counts them."""
-    return list(map(_width, data))
+    return list(map(char_width, data))

@@ -1,6 +1,6 @@
 """The pure-Python emulator backend, built on pyte's screen model.
 
-:class:`PyteEmulator` feeds :class:`~cmux_core.terminal.pyte.screen._Screen` (a
+:class:`PyteEmulator` feeds :class:`~cmux_core.terminal.pyte.screen.Screen` (a
 ``pyte.Screen`` with an alternate screen, soft-wrap flags and a compact
 scrollback) through :class:`~cmux_core.terminal.pyte.parser.Parser` (escape sequences)
 and ties both to the protocol. OSC payloads the parser collects are interpreted
@@ -13,9 +13,9 @@ from collections import deque
 from itertools import islice
 
 from cmux_core.terminal.emulator import OscState, Row, TerminalSignal, join_wrapped
-from cmux_core.terminal.pyte.cells import _plain, _render
+from cmux_core.terminal.pyte.cells import plain_line, render_line
 from cmux_core.terminal.pyte.parser import Parser
-from cmux_core.terminal.pyte.screen import _Screen
+from cmux_core.terminal.pyte.screen import Screen
 
 
 class PyteEmulator:
@@ -38,7 +38,7 @@ class PyteEmulator:
     ) -> None:
         self.columns = max(1, columns)
         self.lines = max(1, lines)
-        self._screen = _Screen(
+        self._screen = Screen(
             self.columns, self.lines,
             scrollback_lines=scrollback_lines, scrollback_bytes=scrollback_bytes,
         )
@@ -59,7 +59,7 @@ class PyteEmulator:
     def visible_rows(self, *, styled: bool = True) -> list[Row]:
         screen = self._screen
         get = screen.buffer.get
-        return [_render(get(y), screen.columns) for y in range(screen.lines)]
+        return [render_line(get(y), screen.columns) for y in range(screen.lines)]
 
     def history_rows(self, limit: int, *, styled: bool = True) -> tuple[list[Row], int]:
         screen = self._screen
@@ -69,7 +69,7 @@ class PyteEmulator:
         from_screen = min(limit, screen.lines)
         get = screen.buffer.get
         rows = [
-            _render(get(y), screen.columns)
+            render_line(get(y), screen.columns)
             for y in range(screen.lines - from_screen, screen.lines)
         ]
         from_history = limit - from_screen
@@ -95,7 +95,7 @@ class PyteEmulator:
                 wrapped = {i for i, row in enumerate(older) if row.wrapped}
         get, columns = screen.buffer.get, screen.columns
         for y in range(screen.lines - from_screen, screen.lines):
-            text, wraps = _plain(get(y), columns)
+            text, wraps = plain_line(get(y), columns)
             if wraps and unwrap:
                 wrapped.add(len(texts))
             texts.append(text)
@@ -104,7 +104,7 @@ class PyteEmulator:
     def visible_text(self) -> list[str]:
         screen = self._screen
         get, columns = screen.buffer.get, screen.columns
-        return [_plain(get(y), columns)[0].rstrip(" ") for y in range(screen.lines)]
+        return [plain_line(get(y), columns)[0].rstrip(" ") for y in range(screen.lines)]
 
     def cursor(self) -> tuple[int, int]:
         cursor = self._screen.cursor

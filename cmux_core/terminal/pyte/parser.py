@@ -1,10 +1,8 @@
 """Escape-sequence parsing for the pyte backend's screen.
 
-:class:`Parser` turns PTY bytes into calls on the screen (pyte's own ``Stream``
-is not used: it mis-parses multi-digit OSC codes, kitty keyboard and colon SGR
-sequences, prints DCS/APC payloads and reads one character at a time).
-:class:`Pen` turns SGR parameter strings into the style new cells are drawn
-with; the screen caches its results per (pen, parameters).
+:class:`Parser` turns PTY bytes into calls on the :class:`~cmux_core.terminal.pyte.screen.Screen`
+(pyte's own ``Stream`` is not used: it mis-parses multi-digit OSC codes, kitty keyboard
+and colon SGR sequences, prints DCS/APC payloads and reads one character at a time).
 """
 
 from __future__ import annotations
@@ -12,132 +10,11 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pyte import charsets, modes
 
-if TYPE_CHECKING:
-    # The screen imports this module to build its parser: a type-only import breaks the cycle.
-    from cmux_core.terminal.pyte.screen import _Screen
-
-# --------------------------------------------------------------------------------------------
-# SGR parameters
-
-# Pen attribute bits: the SGR code each renders as, and the codes that set or clear them.
-_SGR_FLAGS = ((1, "1"), (2, "2"), (4, "3"), (8, "4"), (16, "5"), (32, "7"), (64, "8"), (128, "9"))
-_SGR_SET = {1: 1, 2: 2, 3: 4, 4: 8, 5: 16, 6: 16, 7: 32, 8: 64, 9: 128, 21: 8}
-_SGR_CLEAR = {22: 1 | 2, 23: 4, 24: 8, 25: 16, 27: 32, 28: 64, 29: 128}
-
-
-class Pen:
-    """The graphic rendition new cells are drawn with, as SGR sequences change it.
-
-    ``flags`` holds attribute bits (bold, italic, ...); ``fg`` and ``bg`` hold the
-    SGR parameters that chose each colour ("31", "38;5;208", "48;2;1;2;3"), empty
-    for the default colour. Underline colours (58) are parsed and dropped.
-    """
-
-    __slots__ = ("bg", "fg", "flags")
-
-    def __init__(self) -> None:
-        self.flags = 0
-        self.fg = ""
-        self.bg = ""
-
-    def reset(self) -> None:
-        self.flags, self.fg, self.bg = 0, "", ""
-
-    def style(self) -> str:
-        """The pen as one SGR parameter string ("1;3;38;5;208"); empty for the default pen."""
-        parts = [code for bit, code in _SGR_FLAGS if self.flags & bit]
-        parts += [colour for colour in (self.fg, self.bg) if colour]
-        return ";".join(parts)
-
-    def apply(self, params: str) -> None:
-        """Apply one SGR sequence's parameters; codes the pen does not keep are skipped."""
-        parts = params.split(";")
-        i, n = 0, len(parts)
-        while i < n:
-            part = parts[i]
-            i += 1
-            if ":" in part:
-                self._apply_sub(part.split(":"))
-                continue
-            code = int(part) if part.isdigit() else 0
-            if code in (38, 48, 58):
-                mode = parts[i] if i < n else ""
-                if mode == "5":
-                    colour = _palette_colour(code, parts[i + 1 : i + 2])
-                    i += 2
-                elif mode == "2":
-                    colour = _rgb_colour(code, parts[i + 1 : i + 4])
-                    i += 4
-                else:
-                    colour = None
-                    i += 1
-                self._set_colour(code, colour)
-            else:
-                self._apply_code(code)
-
-    def _apply_sub(self, subs: list[str]) -> None:
-        code = int(subs[0]) if subs[0].isdigit() else -1
-        if code in (38, 48, 58):
-            mode = subs[1] if len(subs) > 1 else ""
-            if mode == "5":
-                self._set_colour(code, _palette_colour(code, subs[2:3]))
-            elif mode == "2":
-                # 38:2:<colour space>:r:g:b, or the common 38:2:r:g:b without it
-                rgb = subs[3:6] if len(subs) >= 6 else subs[2:5]
-                self._set_colour(code, _rgb_colour(code, rgb))
-        elif code == 4:
-            style = subs[1] if len(subs) > 1 else "1"
-            if style in ("", "0"):
-                self.flags &= ~8
-            else:
-                self.flags |= 8
-        elif code >= 0:
-            self._apply_code(code)
-
-    def _apply_code(self, code: int) -> None:
-        if code == 0:
-            self.reset()
-        elif code in _SGR_SET:
-            self.flags |= _SGR_SET[code]
-        elif code in _SGR_CLEAR:
-            self.flags &= ~_SGR_CLEAR[code]
-        elif 30 <= code <= 37 or 90 <= code <= 97:
-            self.fg = str(code)
-        elif code == 39:
-            self.fg = ""
-        elif 40 <= code <= 47 or 100 <= code <= 107:
-            self.bg = str(code)
-        elif code == 49:
-            self.bg = ""
-
-    def _set_colour(self, code: int, colour: str | None) -> None:
-        if colour is None or code == 58:
-            return
-        if code == 38:
-            self.fg = colour
-        else:
-            self.bg = colour
-
-
-def _palette_colour(code: int, parts: list[str]) -> str | None:
-    if not parts or not parts[0].isdigit():
-        return None
-    return f"{code};5;{min(int(parts[0]), 255)}"
-
-
-def _rgb_colour(code: int, parts: list[str]) -> str | None:
-    if len(parts) < 3:
-        return None
-    rgb = [min(int(p), 255) if p.isdigit() else 0 for p in parts]
-    return f"{code};2;{rgb[0]};{rgb[1]};{rgb[2]}"
-
-
-# --------------------------------------------------------------------------------------------
-# The parser
+from cmux_core.terminal.pyte.screen import Screen
 
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _CSI = re.compile(r"([0-?]*)([ -/]*)([@-~])")
@@ -172,7 +49,7 @@ class Parser:
     terminator)`` receives the complete OSC text after ``ESC ]``.
     """
 
-    def __init__(self, screen: _Screen, on_osc: Callable[[str, str], None]) -> None:
+    def __init__(self, screen: Screen, on_osc: Callable[[str, str], None]) -> None:
         self.screen = screen
         self._on_osc = on_osc
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -445,32 +322,32 @@ class Parser:
         # insert, origin and autowrap modes and the input modes all stay as they were.
 
 
-def _cursor_position(screen: _Screen, args: list[int]) -> None:
+def _cursor_position(screen: Screen, args: list[int]) -> None:
     screen.cursor_position(args[0], args[1] if len(args) > 1 else 0)
 
 
-def _set_margins(screen: _Screen, args: list[int]) -> None:
+def _set_margins(screen: Screen, args: list[int]) -> None:
     screen.set_margins(args[0], args[1] if len(args) > 1 else None)
     screen.cursor_position()
 
 
-def _tab_forward(screen: _Screen, args: list[int]) -> None:
+def _tab_forward(screen: Screen, args: list[int]) -> None:
     for _ in range(min(args[0] or 1, screen.columns)):
         screen.tab()
 
 
-def _tab_back(screen: _Screen, args: list[int]) -> None:
+def _tab_back(screen: Screen, args: list[int]) -> None:
     for _ in range(min(args[0] or 1, screen.columns)):
         stops = [stop for stop in screen.tabstops if stop < screen.cursor.x]
         screen.cursor.x = max(stops) if stops else 0
 
 
-def _save_cursor(screen: _Screen, args: list[int]) -> None:
+def _save_cursor(screen: Screen, args: list[int]) -> None:
     if args == [0]:
         screen.save_cursor()
 
 
-def _restore_cursor(screen: _Screen, args: list[int]) -> None:
+def _restore_cursor(screen: Screen, args: list[int]) -> None:
     if args == [0]:
         screen.restore_cursor()
 
@@ -485,7 +362,7 @@ _CSI_METHODS = {
     "e": "cursor_down", "g": "clear_tab_stop", "n": "report_device_status",
 }
 # CSI finals that need more than the first parameter passed to one method.
-_CSI_HANDLERS: dict[str, Callable[[_Screen, list[int]], None]] = {
+_CSI_HANDLERS: dict[str, Callable[[Screen, list[int]], None]] = {
     "H": _cursor_position,
     "I": _tab_forward,
     "Z": _tab_back,

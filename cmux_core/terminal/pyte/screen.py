@@ -1,6 +1,6 @@
 """The pyte backend's screen: ``pyte.Screen`` with the fixes and additions it needs.
 
-:class:`_Screen` adds an alternate screen, soft-wrap flags, a compact
+:class:`Screen` adds an alternate screen, soft-wrap flags, a compact
 scrollback of rendered rows, replies to terminal queries, and tmux's behaviour
 where pyte's own editing, margins and character widths differ from it.
 """
@@ -19,16 +19,16 @@ from pyte.screens import Char, Margins, Savepoint, StaticDefaultDict
 
 from cmux_core.terminal.emulator import Row, TerminalModes
 from cmux_core.terminal.pyte.cells import (
-    _BLANK,
-    _DEFAULT_STYLE,
-    _cell_caches,
-    _cells_for,
-    _Line,
-    _render,
-    _width,
-    _widths,
+    BLANK,
+    DEFAULT_STYLE,
+    Line,
+    cell_caches,
+    cells_for,
+    char_width,
+    char_widths,
+    render_line,
 )
-from cmux_core.terminal.pyte.parser import Pen
+from cmux_core.terminal.pyte.pen import Pen
 
 _ROW_OVERHEAD = 64  # a Row object and its deque slot
 _CELL_DATA_MAX = 32  # combining characters kept per cell
@@ -47,7 +47,7 @@ class _Stash:
     kitty: tuple[int, list[int]]
 
 
-class _Screen(pyte.Screen):
+class Screen(pyte.Screen):
     """pyte's screen with an alternate screen, soft wraps, compact scrollback and replies.
 
     Scrollback holds rendered :class:`Row` objects (two strings and a flag per
@@ -83,10 +83,10 @@ class _Screen(pyte.Screen):
 
     @property
     def default_char(self) -> Char:
-        return _BLANK
+        return BLANK
 
     def _new_line(self) -> StaticDefaultDict[int, Char]:
-        return _Line(_BLANK)
+        return Line(BLANK)
 
     @property
     def alternate(self) -> bool:
@@ -95,7 +95,7 @@ class _Screen(pyte.Screen):
     def reset(self) -> None:
         super().reset()
         self._pen.reset()
-        self.cursor.attrs = _BLANK
+        self.cursor.attrs = BLANK
 
     def full_reset(self) -> None:
         """RIS: leave the alternate screen, clear the screen, reset modes; keep scrollback."""
@@ -145,7 +145,7 @@ class _Screen(pyte.Screen):
 
     def _push_history(self, line: StaticDefaultDict[int, Char] | None) -> None:
         if self.scrollback_lines:
-            self._push_rows([_render(line, self.columns)])
+            self._push_rows([render_line(line, self.columns)])
 
     def _push_rows(self, rows: list[Row]) -> None:
         """Append rendered rows to scrollback, then drop the oldest beyond either limit."""
@@ -212,7 +212,7 @@ class _Screen(pyte.Screen):
         last = self.lines - 1
         if cursor.y != last or cursor.x or self._stash is not None:
             return False
-        if cursor.attrs is not _BLANK or (self.margins is not None and self.margins != (0, last)):
+        if cursor.attrs is not BLANK or (self.margins is not None and self.margins != (0, last)):
             return False
         if modes.IRM in self.mode or modes.DECOM in self.mode:
             return False
@@ -237,16 +237,16 @@ class _Screen(pyte.Screen):
         old = [buffer.get(y) for y in range(last)]
         passing = max(0, count - last)
         if self.scrollback_lines:
-            rows = [_render(line, self.columns) for line in old[:count]]
+            rows = [render_line(line, self.columns) for line in old[:count]]
             for text in texts[:passing]:
                 text = text.rstrip(" ")
                 rows.append(Row(text, text))
             self._push_rows(rows)
-        cells = _cells_for(_DEFAULT_STYLE)
+        cells = cells_for(DEFAULT_STYLE)
         kept: list[StaticDefaultDict[int, Char] | None] = [*old[count:]]
         for text in texts[passing:]:
             if text:
-                line = _Line(_BLANK)
+                line = Line(BLANK)
                 line.update(zip(range(len(text)), map(cells.__getitem__, text), strict=False))
                 kept.append(line)
             else:
@@ -358,7 +358,7 @@ class _Screen(pyte.Screen):
             xs = range(self.columns)
         self._erase(line, xs)
         if how != 1:
-            cast(_Line, line).wrapped = False
+            cast(Line, line).wrapped = False
         self.dirty.add(cursor.y)
 
     def erase_in_display(self, how: int = 0, *args: object, **kwargs: object) -> None:
@@ -378,14 +378,14 @@ class _Screen(pyte.Screen):
                     self._push_history(self.buffer.get(y))
         for y in ys:
             self._erase(self.buffer[y], range(self.columns))
-            cast(_Line, self.buffer[y]).wrapped = False
+            cast(Line, self.buffer[y]).wrapped = False
         self.dirty.update(ys)
         if how in (0, 1):
             self.erase_in_line(how)
 
     def _erase(self, line: StaticDefaultDict[int, Char], xs: range) -> None:
         attrs = self.cursor.attrs
-        if attrs is _BLANK:
+        if attrs is BLANK:
             for x in xs:
                 line.pop(x, None)
         else:
@@ -459,10 +459,10 @@ class _Screen(pyte.Screen):
             return
         self.last_char = data[-1]
         if modes.IRM in self.mode:
-            self._draw_mixed(data, _widths(data))
+            self._draw_mixed(data, char_widths(data))
             return
         if not data.isascii():
-            widths = _widths(data)
+            widths = char_widths(data)
             # The mixed path also joins a character to a ZWJ left pending before it.
             if min(widths) != 1 or max(widths) != 1 or self._joiner_at is not None:
                 self._draw_mixed(data, widths)
@@ -476,7 +476,7 @@ class _Screen(pyte.Screen):
             return
         # The common case, kept inline: single-width text that fits on the cursor's row.
         style = cursor.attrs.fg
-        cells = _cell_caches.get(style) or _cells_for(style)
+        cells = cell_caches.get(style) or cells_for(style)
         line = self.buffer[cursor.y]
         # Only a cell already at either edge of the run can be half of a wide character.
         if line and (x in line or end in line):
@@ -496,7 +496,7 @@ class _Screen(pyte.Screen):
     def _draw_narrow(self, data: str) -> None:
         """Draw a run of single-width characters, one line segment at a time."""
         cursor = self.cursor
-        cells = _cells_for(cursor.attrs.fg)
+        cells = cells_for(cursor.attrs.fg)
         buffer = self.buffer
         n = len(data)
         columns = self.columns
@@ -506,7 +506,7 @@ class _Screen(pyte.Screen):
             x = cursor.x
             if x >= columns:
                 if autowrap:
-                    cast(_Line, buffer[cursor.y]).wrapped = True
+                    cast(Line, buffer[cursor.y]).wrapped = True
                     cursor.x = x = 0
                     self.index()
                 else:
@@ -541,7 +541,7 @@ class _Screen(pyte.Screen):
             else:
                 line.pop(x, None)
         last = line.get(columns - 1)
-        if last is not None and last.data and _width(last.data[0]) == 2:
+        if last is not None and last.data and char_width(last.data[0]) == 2:
             line[columns - 1] = last._replace(data=" ")  # its second half was pushed off
         self.dirty.add(self.cursor.y)
 
@@ -572,7 +572,7 @@ class _Screen(pyte.Screen):
     def _draw_mixed(self, data: str, widths: list[int]) -> None:
         cursor = self.cursor
         columns = self.columns
-        cells = _cells_for(cursor.attrs.fg)
+        cells = cells_for(cursor.attrs.fg)
         autowrap = modes.DECAWM in self.mode
         insert = modes.IRM in self.mode
         buffer = self.buffer
@@ -596,7 +596,7 @@ class _Screen(pyte.Screen):
                     if cursor.x < columns:
                         # A wide character that does not fit leaves an empty spacer cell.
                         line[cursor.x] = cells[""]
-                    cast(_Line, line).wrapped = True
+                    cast(Line, line).wrapped = True
                     cursor.x = 0
                     self.index()
                 elif width > 1:
@@ -660,7 +660,7 @@ class _Screen(pyte.Screen):
         pen = self._pen
         if params in ("", "0"):
             pen.reset()
-            self.cursor.attrs = _BLANK
+            self.cursor.attrs = BLANK
             return
         key = (pen.flags, pen.fg, pen.bg, params)
         known = self._sgr_cache.get(key)
@@ -680,13 +680,13 @@ class _Screen(pyte.Screen):
         if attrs is None:
             if len(self._attrs_cache) > 1024:
                 self._attrs_cache.clear()
-            style = pen.style() or _DEFAULT_STYLE
-            attrs = self._attrs_cache[key] = _BLANK if style == _DEFAULT_STYLE else Char(" ", style)
+            style = pen.style() or DEFAULT_STYLE
+            attrs = self._attrs_cache[key] = BLANK if style == DEFAULT_STYLE else Char(" ", style)
         self.cursor.attrs = attrs
 
     def _set_attrs_from(self, attrs: Char) -> None:
         """Rebuild the pen from a restored cursor's style."""
-        self.apply_sgr("0;" + attrs.fg if attrs.fg != _DEFAULT_STYLE else "0")
+        self.apply_sgr("0;" + attrs.fg if attrs.fg != DEFAULT_STYLE else "0")
 
     # -- modes and replies -----------------------------------------------------------------
 

@@ -1,0 +1,144 @@
+"""Everything cmux reads from ``/proc`` (Linux) about the processes in its terminals.
+
+A process's names (``comm``, ``cmdline``, the ``exe`` link), its working directory,
+chosen variables of its environment, and the process groups (one scan of every
+``/proc/<pid>/stat``). Each read is a handful of small file reads; a process that is
+gone, or that another user owns, reads as nothing (``None``, empty), never as an
+error. ``proc_root`` stands in for ``/proc`` in tests.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Collection
+from dataclasses import dataclass
+
+PROC_ROOT = "/proc"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessInfo:
+    """What ``/proc/<pid>`` says about one process's program.
+
+    ``comm`` is the kernel's name, ``argv`` the command line (a trailing empty
+    argument dropped), ``exe`` the executable's path (without the `` (deleted)``
+    the kernel adds once it is replaced), empty where the link is unreadable.
+    """
+
+    pid: int
+    comm: str
+    argv: tuple[str, ...]
+    exe: str = ""
+
+
+def read_process(pid: int, proc_root: str = PROC_ROOT) -> ProcessInfo | None:
+    """Read ``comm``, ``cmdline`` and the ``exe`` link; None when the process is gone."""
+    base = f"{proc_root}/{pid}"
+    try:
+        with open(f"{base}/cmdline", "rb") as f:
+            raw = f.read()
+        with open(f"{base}/comm", "rb") as f:
+            comm = f.read().decode("utf-8", "replace").rstrip("\n")
+    except OSError:
+        return None
+    argv = tuple(a.decode("utf-8", "replace") for a in raw.split(b"\0"))
+    if argv and argv[-1] == "":
+        argv = argv[:-1]
+    try:
+        exe = os.readlink(f"{base}/exe")
+    except OSError:
+        exe = ""
+    return ProcessInfo(pid, comm, argv, exe.removesuffix(" (deleted)"))
+
+
+def cwd(pid: int, proc_root: str = PROC_ROOT) -> str | None:
+    """The process's working directory; None when it is gone or not ours to read."""
+    try:
+        return os.readlink(f"{proc_root}/{pid}/cwd")
+    except OSError:
+        return None
+
+
+def environment(pid: int, names: Collection[str], proc_root: str = PROC_ROOT) -> dict[str, str]:
+    """Those of ``names`` set to a non-empty value in the process's environment.
+
+    The environment is the one the program started with (``/proc/<pid>/environ``);
+    empty when it cannot be read.
+    """
+    try:
+        with open(f"{proc_root}/{pid}/environ", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return {}
+    found: dict[str, str] = {}
+    for entry in raw.split(b"\0"):
+        key, sep, value = entry.partition(b"=")
+        if sep and value:
+            name = key.decode("ascii", "replace")
+            if name in names:
+                found[name] = value.decode("utf-8", "replace")
+    return found
+
+
+def process_groups(proc_root: str = PROC_ROOT) -> dict[int, list[int]]:
+    """Every process group on the system → its pids (one scan of ``proc_root``).
+
+    Each list starts with the group's leader when it is alive, the rest in pid order.
+    """
+    groups: dict[int, list[int]] = {}
+    try:
+        entries = os.scandir(proc_root)
+    except OSError:
+        return groups
+    with entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"{proc_root}/{entry.name}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            # "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses.
+            fields = stat[stat.rfind(b")") + 2:].split()
+            if len(fields) > 2 and fields[2].isdigit():
+                groups.setdefault(int(fields[2]), []).append(int(entry.name))
+    for pgid, pids in groups.items():
+        pids.sort(key=lambda pid: (pid != pgid, pid))
+    return groups
+
+
+def group_members(pgid: int, proc_root: str = PROC_ROOT) -> list[int]:
+    """Every pid in process group ``pgid``, the leader first (scans ``proc_root``)."""
+    return process_groups(proc_root).get(pgid, [])
+
+
+class ProcessReader:
+    """The reads process identification makes, as one object to hand it.
+
+    It is what :func:`cmux_core.detect.identify.identify_group` takes. The
+    process-group table is kept for ``groups_max_age`` seconds, so probes of many
+    panes close together share one scan of ``proc_root`` (0: every call scans).
+    """
+
+    def __init__(self, proc_root: str = PROC_ROOT, *, groups_max_age: float = 0.0) -> None:
+        self.proc_root = proc_root
+        self.groups_max_age = groups_max_age
+        self._groups: dict[int, list[int]] = {}
+        self._groups_at = -float("inf")
+
+    def process(self, pid: int) -> ProcessInfo | None:
+        """:func:`read_process`."""
+        return read_process(pid, self.proc_root)
+
+    def environment(self, pid: int, names: Collection[str]) -> dict[str, str]:
+        """:func:`environment`."""
+        return environment(pid, names, self.proc_root)
+
+    def group_members(self, pgid: int) -> list[int]:
+        """:func:`group_members`, from a table at most ``groups_max_age`` seconds old."""
+        now = time.monotonic()
+        if now - self._groups_at >= self.groups_max_age:
+            self._groups, self._groups_at = process_groups(self.proc_root), now
+        return self._groups.get(pgid, [])
