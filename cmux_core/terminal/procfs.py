@@ -81,6 +81,15 @@ def environment(pid: int, names: Collection[str], proc_root: str = PROC_ROOT) ->
     return found
 
 
+def rss_bytes(pid: int | str = "self", proc_root: str = PROC_ROOT) -> int:
+    """Resident memory of ``pid`` (this process by default) in bytes; 0 when unreadable."""
+    try:
+        with open(f"{proc_root}/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def process_groups(proc_root: str = PROC_ROOT) -> dict[int, list[int]]:
     """Every process group on the system → its pids (one scan of ``proc_root``).
 

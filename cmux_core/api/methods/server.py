@@ -15,6 +15,7 @@ from cmux_core.api.methods.agent import is_parameterised, prepare_subscription
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.events import SUBSCRIBABLE
 from cmux_core.hookspecs import Params
+from cmux_core.terminal import procfs
 
 methods = MethodTable()
 
@@ -39,14 +40,6 @@ async def server_stop(call: Call, p: Empty) -> Result:
     return {"type": "ok"}
 
 
-def _rss_bytes() -> int:
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:
-        return 0
-
-
 @methods.method("server.stats", Empty)
 async def server_stats(call: Call, p: Empty) -> Result:
     """Health figures: uptime, counts, memory, and how long the loop was ever stalled."""
@@ -64,7 +57,7 @@ async def server_stats(call: Call, p: Empty) -> Result:
             "workspaces": sum(1 for _ in ctx.mux.workspaces()), "panes": len(panes),
             "closing_terminals": ctx.mux.closing_count(),
             "emulators": backends, "event_loop": info.event_loop,
-            "rss_bytes": _rss_bytes(),
+            "rss_bytes": procfs.rss_bytes(),
             "loop_lag": info.loop_lag(), "event_seq": ctx.events.seq}
 
 
