@@ -5,24 +5,35 @@ Fixtures:
 ``cmux_server``
     A real ``cmux serve`` in a subprocess on a short unique socket path, with its
     own config/state dirs, area 80x24 and ``/bin/sh`` as the pane shell. It is
-    stopped (and its socket removed) even when the test fails. Options can be
-    changed with ``@pytest.mark.cmux_server(args=[...], env={...})``.
+    stopped, and its temporary home removed, even when the test fails. Options can
+    be changed with ``@pytest.mark.cmux_server(args=[...], env={...})``.
 ``cmux_client``
     A connected :class:`~cmux_core.client.Client` for ``cmux_server``.
 ``wait_until``
-    ``wait_until(predicate, timeout=5.0, message=...)`` polls until the predicate
-    returns something truthy (returned) or fails the test after ``timeout``.
+    The :func:`wait_until` function, for tests that take their helpers as fixtures.
+
+Functions:
+
+:func:`wait_until` and :func:`async_wait_until`
+    Poll ``predicate`` until it returns something truthy (which is returned) and fail
+    the test with ``AssertionError`` after ``timeout`` seconds. Use them instead of
+    ``sleep``; the async one sleeps with ``asyncio.sleep`` so the loop under test runs.
+:func:`start_server`
+    What ``cmux_server`` runs, for tests that need other options or several servers.
+    :meth:`ServerProcess.stop` ends the server and removes its home; a server a test
+    started and did not stop is stopped after that test.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,9 +45,14 @@ from cmux_core.client import Client
 T = TypeVar("T")
 
 
-def wait_for(predicate: Callable[[], T], timeout: float = 5.0, interval: float = 0.01,
-             message: str = "condition") -> T:
-    """Poll ``predicate`` until it returns something truthy; raise AssertionError on timeout."""
+DEFAULT_WAIT = 10.0
+"""Seconds :func:`wait_until` and :func:`async_wait_until` wait by default."""
+
+
+def wait_until(predicate: Callable[[], T], timeout: float = DEFAULT_WAIT,
+               interval: float = 0.01, message: str = "condition") -> T:
+    """Call ``predicate`` every ``interval`` seconds until it returns something truthy and
+    return that; raise AssertionError naming ``message`` once ``timeout`` seconds passed."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -45,6 +61,19 @@ def wait_for(predicate: Callable[[], T], timeout: float = 5.0, interval: float =
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {message}")
         time.sleep(interval)
+
+
+async def async_wait_until(predicate: Callable[[], T], timeout: float = DEFAULT_WAIT,
+                           interval: float = 0.01, message: str = "condition") -> T:
+    """:func:`wait_until` for code on an event loop: between calls the loop runs."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+        await asyncio.sleep(interval)
 
 
 @dataclass
@@ -71,7 +100,9 @@ class ServerProcess:
             return ""
 
     def stop(self, timeout: float = 10.0) -> int:
-        """SIGTERM the server and wait; SIGKILL when it does not exit in ``timeout``."""
+        """SIGTERM the server and wait (SIGKILL when it does not exit in ``timeout``), then
+        remove its home, log included. Returns the exit status; calling it again (or
+        after the server ended by itself) only does what is left to do."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -79,14 +110,23 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        shutil.rmtree(self.home, ignore_errors=True)
+        _unstopped[:] = [s for s in _unstopped if s is not self]
         return self.process.returncode
 
 
+_unstopped: list[ServerProcess] = []
+"""Servers :func:`start_server` started whose :meth:`ServerProcess.stop` has not run."""
+
+
 def start_server(args: list[str] | None = None, env: dict[str, str] | None = None,
-                 size: str = "80x24") -> ServerProcess:
+                 size: str = "80x24", command: Sequence[str] | None = None) -> ServerProcess:
     """Start a real server in a fresh temporary home; returns once it answers ``ping``.
 
-    The socket is ``<home>/s.sock`` unless ``args`` holds ``--socket PATH``.
+    The socket is ``<home>/s.sock`` unless ``args`` holds ``--socket PATH``. ``command``
+    is what runs cmux (default: this interpreter's ``-m cmux_core``), e.g. another
+    installation's ``cmux`` script. Raises RuntimeError, with the server's log, when it
+    exits or does not answer within 20 s; its home is removed then too.
     """
     home = Path(tempfile.mkdtemp(prefix="cmux-t-", dir=tempfile.gettempdir()))
     args = list(args or [])
@@ -105,15 +145,19 @@ def start_server(args: list[str] | None = None, env: dict[str, str] | None = Non
         "ENV": "",
     })
     full_env.update(env or {})
-    cmd = [sys.executable, "-m", "cmux_core", "serve", "--size", size, "--quiet", *args]
+    program = list(command) if command else [sys.executable, "-m", "cmux_core"]
+    cmd = [*program, "serve", "--size", size, "--quiet", *args]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 env=full_env, cwd=str(home))
     server = ServerProcess(sock, home, proc, log_path, full_env)
+    _unstopped.append(server)
     deadline = time.monotonic() + 20
     while True:
         if proc.poll() is not None:
-            raise RuntimeError(f"cmux serve exited with {proc.returncode}:\n{server.log()}")
+            failure = f"cmux serve exited with {proc.returncode}:\n{server.log()}"
+            server.stop()
+            raise RuntimeError(failure)
         if sock.exists():
             try:
                 server.call("ping")
@@ -121,8 +165,9 @@ def start_server(args: list[str] | None = None, env: dict[str, str] | None = Non
             except (ConnectionError, OSError):
                 pass
         if time.monotonic() > deadline:
+            failure = f"cmux serve did not start:\n{server.log()}"
             server.stop()
-            raise RuntimeError(f"cmux serve did not start:\n{server.log()}")
+            raise RuntimeError(failure)
         time.sleep(0.02)
 
 
@@ -140,7 +185,6 @@ def cmux_server(request: pytest.FixtureRequest) -> Iterator[ServerProcess]:
         yield server
     finally:
         server.stop()
-        shutil.rmtree(server.home, ignore_errors=True)
 
 
 @pytest.fixture
@@ -149,6 +193,15 @@ def cmux_client(cmux_server: ServerProcess) -> Iterator[Client]:
         yield client
 
 
-@pytest.fixture
-def wait_until() -> Callable[..., Any]:
-    return wait_for
+@pytest.fixture(name="wait_until")
+def wait_until_fixture() -> Callable[..., Any]:
+    return wait_until
+
+
+@pytest.fixture(autouse=True)
+def _cmux_stop_unstopped_servers() -> Iterator[None]:
+    """Stop the servers a test started with :func:`start_server` and left running."""
+    before = {id(server) for server in _unstopped}
+    yield
+    for server in reversed([s for s in _unstopped if id(s) not in before]):
+        server.stop()

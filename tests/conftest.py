@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 
 from cmux_core.errors import CmuxError
-from cmux_core.testing import ServerProcess, wait_for
+from cmux_core.testing import ServerProcess
 
 SCHEMA_PATH = Path(__file__).parent / "data" / "herdr-api.schema.json"
 
@@ -183,10 +183,6 @@ def raw(cmux_server: ServerProcess) -> Iterator[Raw]:
         yield conn
     finally:
         conn.close()
-
-
-def eventually(predicate: Any, timeout: float = 5.0, message: str = "condition") -> Any:
-    return wait_for(predicate, timeout=timeout, message=message)
 
 
 def now() -> float:

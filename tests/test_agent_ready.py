@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Api, eventually
+from conftest import Api
 
 from cmux_core.agents.scheduler import STARTUP_GRACE_S
 from cmux_core.agents.tracker import LAUNCH_SETTLE_S
-from cmux_core.testing import ServerProcess, start_server
+from cmux_core.testing import ServerProcess, start_server, wait_until
 
 AGENT_SCRIPT = textwrap.dedent("""\
     import sys, termios, time
@@ -149,7 +149,7 @@ def test_agent_exiting_before_it_is_ready_is_not_running(api: Api, slowbot: Any)
     waiter = Api(api.server)
     try:
         send_request(waiter, "agent.prompt", {"target": "quitter", "text": "hello"})
-        eventually(lambda: waiting(api, baseline), message="the prompt waiting")
+        wait_until(lambda: waiting(api, baseline), message="the prompt waiting")
         assert agent(api, pane)["launch_pending"] is True
         api("pane.send_text", {"pane_id": pane, "text": "bye\r"})
         reply = waiter.readline(timeout=READY_WAIT_S)
@@ -178,10 +178,10 @@ def test_disconnecting_while_waiting_leaves_nothing_behind(api: Api, slowbot: An
                            ("agent.send_keys", {"keys": ["enter"]})]:
         waiter = Api(api.server)
         send_request(waiter, method, {"target": "loader", **params})
-        eventually(lambda: waiting(api, baseline), message=f"{method} waiting")
+        wait_until(lambda: waiting(api, baseline), message=f"{method} waiting")
         assert api("server.stats")["subscribers"] > baseline["subscribers"]
         waiter.close()
-        eventually(lambda: (lambda s: (s["pending_waits"], s["subscribers"]) == (
+        wait_until(lambda: (lambda s: (s["pending_waits"], s["subscribers"]) == (
             baseline["pending_waits"], baseline["subscribers"]))(api("server.stats")),
             message=f"{method} waiter gone")
     assert agent(api, "loader")["launch_pending"] is True
@@ -194,7 +194,7 @@ def test_launch_deadline_and_timeout_validation(api: Api, slowbot: Any) -> None:
                          )["code"] == "invalid_agent_timeout"
     api("agent.start", {"name": "loader", "argv": slowbot("never"), "timeout_ms": 3500})
     assert agent(api, "loader")["launch_pending"] is True
-    info = eventually(lambda: (lambda a: a if "launch_pending" not in a else None)(
+    info = wait_until(lambda: (lambda a: a if "launch_pending" not in a else None)(
         agent(api, "loader")), timeout=READY_WAIT_S, message="the launch deadline")
     assert "interactive_ready" not in info, "a launch that never settled is not ready"
     assert info["agent"] == "slowbot" and info["agent_status"] == "unknown"

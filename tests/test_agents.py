@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Api, _validator, eventually
+from conftest import Api, _validator
+
+from cmux_core.testing import wait_until
 
 FAKE_AGENT = r'''
 import itertools, json, os, socket, sys
@@ -220,7 +222,7 @@ def test_session_reports_of_undeclared_sources_change_nothing(api: Api) -> None:
 
 def test_fake_agent_exit_releases_it(api: Api, fake_agent: list[str]) -> None:
     pane = api.run(fake_agent)
-    eventually(lambda: api("agent.list")["agents"], message="fake agent reported")
+    wait_until(lambda: api("agent.list")["agents"], message="fake agent reported")
     events = subscriber(api, {"type": "pane.agent_detected"})
     try:
         api("pane.send_text", {"pane_id": pane, "text": "quit\r"})
@@ -235,9 +237,9 @@ def test_fake_agent_exit_releases_it(api: Api, fake_agent: list[str]) -> None:
 
 def test_fake_agent_release_from_inside(api: Api, fake_agent: list[str]) -> None:
     pane = api.run(fake_agent)
-    eventually(lambda: api("agent.list")["agents"], message="fake agent reported")
+    wait_until(lambda: api("agent.list")["agents"], message="fake agent reported")
     api("pane.send_text", {"pane_id": pane, "text": "release\r"})
-    eventually(lambda: not api("agent.list")["agents"], message="released")
+    wait_until(lambda: not api("agent.list")["agents"], message="released")
 
 
 # -- seen, done and rollups ------------------------------------------------------------
@@ -609,7 +611,7 @@ def test_agent_wait_timeout_and_not_running(api: Api) -> None:
     try:
         waiter.sock.sendall(json.dumps({"id": "w", "method": "agent.wait", "params": {
             "target": pane, "until": ["idle"]}}).encode() + b"\n")
-        eventually(lambda: api("server.stats")["subscribers"] >= 1, message="waiter")
+        wait_until(lambda: api("server.stats")["subscribers"] >= 1, message="waiter")
         api("pane.close", {"pane_id": pane})
         reply = waiter.readline()
         assert reply["error"]["code"] == "agent_not_running"
@@ -624,7 +626,7 @@ def test_agent_wait_release_counts_when_final_status_matches(api: Api) -> None:
     try:
         waiter.sock.sendall(json.dumps({"id": "w", "method": "agent.wait", "params": {
             "target": pane, "until": ["blocked"]}}).encode() + b"\n")
-        eventually(lambda: api("server.stats")["subscribers"] >= 1, message="waiter")
+        wait_until(lambda: api("server.stats")["subscribers"] >= 1, message="waiter")
         api("pane.release_agent", {"pane_id": pane, "source": "custom:test", "agent": "bot",
                                    "seq": 2})
         assert waiter.readline()["error"]["code"] == "agent_not_running"
@@ -644,10 +646,10 @@ def test_client_disconnecting_mid_wait_leaves_no_waiter(api: Api) -> None:
         waiter = Api(api.server)
         waiter.sock.sendall(json.dumps({"id": "w", "method": method,
                                         "params": params}).encode() + b"\n")
-        eventually(lambda: api("server.stats")["subscribers"] > baseline,
+        wait_until(lambda: api("server.stats")["subscribers"] > baseline,
                    message=f"{method} waiting")
         waiter.close()
-        eventually(lambda: api("server.stats")["subscribers"] == baseline,
+        wait_until(lambda: api("server.stats")["subscribers"] == baseline,
                    message=f"{method} waiter gone")
     report(api, pane, "idle")
     assert status(api, pane) == "idle"
@@ -665,7 +667,7 @@ def test_events_wait(api: Api) -> None:
         waiter.sock.sendall(json.dumps({"id": "w", "method": "events.wait", "params": {
             "match_event": {**match, "agent_status": "blocked"}, "timeout_ms": 10000}}
         ).encode() + b"\n")
-        eventually(lambda: api("server.stats")["subscribers"] >= 1, message="waiter")
+        wait_until(lambda: api("server.stats")["subscribers"] >= 1, message="waiter")
         report(api, pane, "blocked")
         reply = waiter.readline()
         assert reply["result"]["event"]["event"] == "pane_agent_status_changed"
@@ -685,7 +687,7 @@ def test_events_wait(api: Api) -> None:
 
 def test_prompt_with_wait_runs_the_fake_agent_to_idle(api: Api, fake_agent: list[str]) -> None:
     pane = api.run(fake_agent)
-    eventually(lambda: api("agent.list")["agents"], message="fake agent reported")
+    wait_until(lambda: api("agent.list")["agents"], message="fake agent reported")
     api.wait_text(pane, "fake-bot ready")
     before = agent(api, pane)["state_change_seq"]
     result = api("agent.prompt", {"target": "fake-bot", "text": "build it",
@@ -703,7 +705,7 @@ def test_prompt_with_wait_runs_the_fake_agent_to_idle(api: Api, fake_agent: list
 
 def test_prompt_without_effect_stalls(api: Api, fake_agent: list[str]) -> None:
     pane = api.run(fake_agent)
-    eventually(lambda: api("agent.list")["agents"], message="fake agent reported")
+    wait_until(lambda: api("agent.list")["agents"], message="fake agent reported")
     api.wait_text(pane, "fake-bot ready")
     error = api.error("agent.prompt", {"target": pane, "text": "stall",
                                        "wait": {"timeout_ms": 1000}})
@@ -741,7 +743,7 @@ def test_prompt_to_an_exited_agent_is_refused(api: Api) -> None:
     pane = api.run(["sh", "-c", "read x"])
     report(api, pane, "idle", agent="gone")
     api("pane.send_text", {"pane_id": pane, "text": "\r"})
-    eventually(lambda: api("pane.get", {"pane_id": pane})["pane"].get("exited"),
+    wait_until(lambda: api("pane.get", {"pane_id": pane})["pane"].get("exited"),
                message="exit")
     error = api.error("agent.prompt", {"target": pane, "text": "x"})
     assert error["code"] == "agent_not_found", "the exit released the agent"
@@ -793,7 +795,7 @@ def test_output_matched_subscription_is_edge_triggered(api: Api) -> None:
         assert event["data"]["matched_line"] == "READY 1"
         assert time.monotonic() - started < 5
         api("pane.send_text", {"pane_id": pane, "text": "more\r"})
-        eventually(lambda: api.read(pane).rstrip().endswith("more\nmore"), message="re-armed")
+        wait_until(lambda: api.read(pane).rstrip().endswith("more\nmore"), message="re-armed")
         api("pane.send_text", {"pane_id": pane, "text": "READY 2\r"})
         sub.sock.settimeout(5)
         assert sub.readline()["event"] == "pane.output_matched"

@@ -17,7 +17,7 @@ from conftest import Api
 from cmux_core.cli.layout import add_layout_commands
 from cmux_core.cli.main import add_common, build_parser
 from cmux_core.errors import CmuxError
-from cmux_core.testing import wait_for
+from cmux_core.testing import wait_until
 
 PY = sys.executable
 AREA = {"x": 0, "y": 0, "width": 80, "height": 24}
@@ -485,7 +485,7 @@ def test_apply_rolls_back_every_pane_when_a_spawn_fails(api: Api) -> None:
                 return False
         return True
 
-    wait_for(sleepers_gone, 10, message="rolled-back processes to end")
+    wait_until(sleepers_gone, 10, message="rolled-back processes to end")
     # Nothing was published, so the next pane takes the next number.
     assert split(api, "w1:p1") == "w1:p2"
     watcher.close()

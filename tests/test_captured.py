@@ -31,7 +31,7 @@ from conftest import Api
 from cmux_core.errors import CmuxError
 from cmux_core.terminal.backends import make_emulator
 from cmux_core.terminal.emulator import read_text
-from cmux_core.testing import wait_for
+from cmux_core.testing import wait_until
 
 CAPTURED = Path(__file__).parent / "captured"
 RECORDINGS = sorted(CAPTURED.rglob("*.input"))
@@ -164,7 +164,7 @@ def _stable(read: Any, marker: str) -> str:
         seen.append(_normalise(read()))
         return marker in seen[-1] and len(seen) >= 3 and len(set(seen[-3:])) == 1
 
-    wait_for(settled, timeout=10, interval=0.05, message=f"a stable screen showing {marker!r}")
+    wait_until(settled, timeout=10, interval=0.05, message=f"a stable screen showing {marker!r}")
     return seen[-1]
 
 

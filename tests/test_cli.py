@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cmux_core.testing import ServerProcess, wait_for
+from cmux_core.testing import ServerProcess, wait_until
 
 
 def cmux(server: ServerProcess, *args: str, stdin: str | None = None,
@@ -183,8 +183,8 @@ def test_human_views(cmux_server: ServerProcess) -> None:
 
 def test_server_stop(cmux_server: ServerProcess) -> None:
     assert ok(cmux_server, "server", "stop") == ""
-    wait_for(lambda: cmux_server.process.poll() is not None, timeout=10,
-             message="the server to exit")
+    wait_until(lambda: cmux_server.process.poll() is not None, timeout=10,
+               message="the server to exit")
     assert cmux_server.process.returncode == 0
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Api, eventually
+from conftest import Api
 
 from cmux_core.detect.identify import (
     base_name,
@@ -32,7 +32,7 @@ from cmux_core.detect.identify import (
     script_names,
 )
 from cmux_core.terminal.procfs import ProcessInfo, ProcessReader
-from cmux_core.testing import ServerProcess, start_server
+from cmux_core.testing import ServerProcess, start_server, wait_until
 
 AGENT_SCRIPT = textwrap.dedent("""\
     import sys
@@ -197,7 +197,7 @@ def _stop(p: subprocess.Popen[bytes]) -> None:
 def test_identify_group_by_leader_name(agent_script: Path) -> None:
     p = _spawn_group([sys.executable, str(agent_script)])
     try:
-        found = eventually(
+        found = wait_until(
             lambda: identify_group(p.pid, _lookup({"fakebot_agent": "fakebot"}), PROC),
             message="leader identified")
         assert (found.label, found.pid) == ("fakebot", p.pid)
@@ -211,7 +211,7 @@ def test_identify_group_by_environment_hint_beats_names(agent_script: Path) -> N
     p = _spawn_group([sys.executable, str(agent_script)], {"CMUX_AGENT": "Fake-Bot"})
     try:
         table = {"fake-bot": "fakebot", "fakebot_agent": "other"}
-        found = eventually(lambda: identify_group(p.pid, _lookup(table), PROC),
+        found = wait_until(lambda: identify_group(p.pid, _lookup(table), PROC),
                            message="hint identified")
         assert found.label == "fakebot"
         assert "environment hint" in found.evidence
@@ -226,7 +226,7 @@ def test_identify_group_finds_a_member_behind_a_non_agent_leader(agent_script: P
     # ``sh -c "...; true"`` keeps sh as the group leader with the agent as its child.
     p = _spawn_group(["/bin/sh", "-c", f"{sys.executable} {agent_script}; true"])
     try:
-        found = eventually(
+        found = wait_until(
             lambda: identify_group(p.pid, _lookup({"fakebot_agent": "fakebot"}), PROC),
             message="member identified")
         assert found.label == "fakebot" and found.pid != p.pid
@@ -271,7 +271,7 @@ def pane_state(api: Api, pane_id: str) -> tuple[str | None, str]:
 
 def wait_state(api: Api, pane_id: str, agent: str | None, status: str,
                timeout: float = 10.0) -> None:
-    eventually(lambda: pane_state(api, pane_id) == (agent, status), timeout=timeout,
+    wait_until(lambda: pane_state(api, pane_id) == (agent, status), timeout=timeout,
                message=f"pane {pane_id} to be {agent}/{status} (now {pane_state(api, pane_id)})")
 
 
@@ -321,7 +321,7 @@ def test_fake_agent_moves_through_every_state_and_exits(
         # A menu rule with skip_state_update leaves the state alone.
         send(dapi, pane_id, "m\n")
         dapi.wait_text(pane_id, "history viewer", source="visible")
-        explained = eventually(lambda: (lambda x: x if x["matched_rule"] else None)(
+        explained = wait_until(lambda: (lambda x: x if x["matched_rule"] else None)(
             dapi("agent.explain", {"target": pane_id})["explain"]))
         assert explained["matched_rule"]["id"] == "menu_viewer"
         assert explained["skip_state_update"] is True
@@ -424,7 +424,7 @@ def test_hot_reload_edit_break_fix_and_delete(
     try:
         pane_id = start_agent(dapi, agent_script)
         wait_state(dapi, pane_id, "fakebot", "idle")
-        eventually(lambda: (_status_of(dapi, "fakebot") or {}).get("source") == str(path))
+        wait_until(lambda: (_status_of(dapi, "fakebot") or {}).get("source") == str(path))
 
         # A new rule: "pondering" now means working.
         path.write_text(MANIFEST + textwrap.dedent("""
@@ -434,14 +434,14 @@ def test_hot_reload_edit_break_fix_and_delete(
             priority = 25
             contains = ["pondering"]
         """))
-        eventually(lambda: "pondering" in _explain_rules(dapi, pane_id),
+        wait_until(lambda: "pondering" in _explain_rules(dapi, pane_id),
                    message="edited manifest in force")
         send(dapi, pane_id, "n\n")
         wait_state(dapi, pane_id, "fakebot", "working")
 
         # Broken: the last good version stays in force and the problem is reported.
         path.write_text(MANIFEST.replace('state = "working"', 'state = "busy"'))
-        status = eventually(lambda: (lambda m: m if m and m["warning"] else None)(
+        status = wait_until(lambda: (lambda m: m if m and m["warning"] else None)(
             _status_of(dapi, "fakebot")), message="warning reported")
         assert "keeping the last good version" in status["warning"]
         assert "busy" in status["warning"] or "state" in status["warning"]
@@ -458,18 +458,18 @@ def test_hot_reload_edit_break_fix_and_delete(
 
         # Fixed: the new rules are used and the warning is gone.
         path.write_text(MANIFEST.replace("esc to interrupt", "pondering"))
-        eventually(lambda: (_status_of(dapi, "fakebot") or {"warning": 1})["warning"] is None,
+        wait_until(lambda: (_status_of(dapi, "fakebot") or {"warning": 1})["warning"] is None,
                    message="warning cleared")
         assert "pondering" not in _explain_rules(dapi, pane_id)
         send(dapi, pane_id, "w\n")
         send(dapi, pane_id, "n\n")
-        explained = eventually(lambda: (lambda x: x if x["matched_rule"] else None)(
+        explained = wait_until(lambda: (lambda x: x if x["matched_rule"] else None)(
             dapi("agent.explain", {"target": pane_id})["explain"]))
         assert explained["matched_rule"]["id"] == "working_spinner"
 
         # Deleted: the user directory's version takes over.
         path.unlink()
-        status = eventually(lambda: (lambda m: m if m and m["active_version"] == "0.5"
+        status = wait_until(lambda: (lambda m: m if m and m["active_version"] == "0.5"
                                      else None)(_status_of(dapi, "fakebot")),
                             message="fallback to the user manifest")
         assert status["source"] == str(user_dir / "fakebot.toml")
@@ -481,11 +481,11 @@ def test_hot_reload_edit_break_fix_and_delete(
 def test_a_broken_new_file_is_reported_without_an_agent(
         dapi: Api, manifests_dir: Path) -> None:
     (manifests_dir / "newbot.toml").write_text('id = "newbot"\n[[rules]]\nid = ""\n')
-    entry = eventually(lambda: _status_of(dapi, "newbot"), message="broken file reported")
+    entry = wait_until(lambda: _status_of(dapi, "newbot"), message="broken file reported")
     assert entry["active_version"] is None
     assert entry["warning"] and "ignored" in entry["warning"]
     (manifests_dir / "newbot.toml").unlink()
-    eventually(lambda: _status_of(dapi, "newbot") is None, message="report withdrawn")
+    wait_until(lambda: _status_of(dapi, "newbot") is None, message="report withdrawn")
 
 
 PLUGIN = textwrap.dedent('''\
@@ -526,11 +526,11 @@ def test_plugin_manifests_have_the_lowest_precedence(
 
         # Without the directory manifest the plugin's version is used.
         (manifests_dir / "fakebot.toml").unlink()
-        eventually(lambda: (_status_of(api, "fakebot") or {}).get("source")
+        wait_until(lambda: (_status_of(api, "fakebot") or {}).get("source")
                    == "plugin:botplug", message="plugin manifest in force")
         pane_id = start_agent(api, agent_script)
         wait_state(api, pane_id, "fakebot", "idle")
-        rules = eventually(lambda: _explain_rules(api, pane_id))
+        rules = wait_until(lambda: _explain_rules(api, pane_id))
         assert rules == ["plugin_idle"]
     finally:
         api.close()
@@ -541,7 +541,7 @@ def test_plugin_manifests_have_the_lowest_precedence(
 def test_rapid_and_half_written_saves_settle_on_the_final_version(
         dapi: Api, manifests_dir: Path) -> None:
     path = manifests_dir / "fakebot.toml"
-    eventually(lambda: _status_of(dapi, "fakebot"), message="manifest loaded")
+    wait_until(lambda: _status_of(dapi, "fakebot"), message="manifest loaded")
     # An editor saving in pieces, about ten times a second, ending with a good file.
     for i in range(12):
         good = MANIFEST.replace('version = "1.0"', f'version = "2.{i}"')
@@ -550,7 +550,7 @@ def test_rapid_and_half_written_saves_settle_on_the_final_version(
     final = MANIFEST.replace('version = "1.0"', 'version = "3.0"')
     path.write_text(final[: len(final) // 3])
     path.write_text(final)
-    status = eventually(lambda: (lambda m: m if m and m["active_version"] == "3.0"
+    status = wait_until(lambda: (lambda m: m if m and m["active_version"] == "3.0"
                                  else None)(_status_of(dapi, "fakebot")),
                         message="final version in force")
     assert status["warning"] is None

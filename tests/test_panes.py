@@ -10,7 +10,7 @@ import pytest
 from conftest import Api
 
 from cmux_core.api.methods.pane import OutputMatch, line_matcher
-from cmux_core.testing import ServerProcess, wait_for
+from cmux_core.testing import ServerProcess, wait_until
 
 PY = sys.executable
 
@@ -100,7 +100,7 @@ def test_send_text_keys_and_input(api: Api) -> None:
     api("pane.send_keys", {"pane_id": pane, "keys": ["enter"]})
     api.wait_text(pane, "héllo wörld")
     api("pane.send_input", {"pane_id": pane, "text": "second", "keys": ["Enter"]})
-    wait_for(lambda: api.read(pane).count("second") == 2, message="echo and cat's copy")
+    wait_until(lambda: api.read(pane).count("second") == 2, message="echo and cat's copy")
 
 
 def test_invalid_key_rejects_the_whole_request_before_writing(api: Api) -> None:
@@ -246,22 +246,22 @@ def test_closing_a_pane_ends_its_process_group_without_zombies(
     bg_pid = int(line.split()[1])
     shell_pid = api("pane.process_info", {"pane_id": pane})["process_info"]["shell_pid"]
     api("pane.close", {"pane_id": pane})
-    wait_for(lambda: not _alive(bg_pid), 10, message="background child to end")
-    wait_for(lambda: not _alive(shell_pid), 10, message="shell ignoring HUP to be killed")
+    wait_until(lambda: not _alive(bg_pid), 10, message="background child to end")
+    wait_until(lambda: not _alive(shell_pid), 10, message="shell ignoring HUP to be killed")
     quick = api.run(["true"])
-    wait_for(lambda: api("pane.get", {"pane_id": quick})["pane"].get("exited"), 10)
+    wait_until(lambda: api("pane.get", {"pane_id": quick})["pane"].get("exited"), 10)
     api("pane.close", {"pane_id": quick})
-    wait_for(lambda: not _zombie_children(cmux_server.process.pid), 10, message="no zombies")
+    wait_until(lambda: not _zombie_children(cmux_server.process.pid), 10, message="no zombies")
     # Closed terminals are forgotten once their processes are gone (nothing accumulates).
-    wait_for(lambda: api("server.stats")["closing_terminals"] == 0, 10,
-             message="closed terminals to be released")
+    wait_until(lambda: api("server.stats")["closing_terminals"] == 0, 10,
+               message="closed terminals to be released")
 
 
 def test_process_info_lists_the_foreground_group(api: Api) -> None:
     pane = api.run(["sh", "-c", "exec sleep 60"])
-    info = wait_for(lambda: (i := api("pane.process_info", {"pane_id": pane})["process_info"])
-                    .get("foreground_processes") and i["foreground_processes"][0]["name"]
-                    == "sleep" and i, 10)
+    info = wait_until(lambda: (i := api("pane.process_info", {"pane_id": pane})["process_info"])
+                      .get("foreground_processes") and i["foreground_processes"][0]["name"]
+                      == "sleep" and i, 10)
     proc = info["foreground_processes"][0]
     assert proc["argv"] == ["sleep", "60"] and proc["pid"] == info["shell_pid"]
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from cmux_core.errors import CmuxError
-from cmux_core.testing import ServerProcess, start_server, wait_for
+from cmux_core.testing import ServerProcess, start_server, wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples" / "plugins"
 
@@ -108,18 +108,18 @@ def test_failing_slow_and_edited_plugins_in_a_running_server(server: ServerProce
     for n in range(6):
         server.call("workspace.create", {"label": f"w{n}"})
         assert server.call("ping")
-    wait_for(lambda: plugins(server)["raiser"]["status"] == "blocked", timeout=10,
-             message="raiser blocked")
+    wait_until(lambda: plugins(server)["raiser"]["status"] == "blocked", timeout=10,
+               message="raiser blocked")
     assert "consecutive failures" in plugins(server)["raiser"]["error"]
     assert server.call("plugin.greeter.hello")["greeting"] == "hello, world"
 
     (plugin_dir / "live.py").write_text(LIVE.format(version=2))
-    wait_for(lambda: live_version(server) == 2, timeout=15, message="live v2")
+    wait_until(lambda: live_version(server) == 2, timeout=15, message="live v2")
     (plugin_dir / "live.py").write_text("def broken(:\n")
-    wait_for(lambda: plugins(server)["live"]["errors"], timeout=15, message="broken edit")
+    wait_until(lambda: plugins(server)["live"]["errors"], timeout=15, message="broken edit")
     assert live_version(server) == 2
     (plugin_dir / "live.py").write_text(LIVE.format(version=3))
-    wait_for(lambda: live_version(server) == 3, timeout=15, message="live v3")
+    wait_until(lambda: live_version(server) == 3, timeout=15, message="live v3")
 
     server.call("plugin.disable", {"plugin_id": "greeter"})
     with pytest.raises(CmuxError) as err:

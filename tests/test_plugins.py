@@ -28,6 +28,7 @@ from cmux_core.config import Settings
 from cmux_core.errors import CmuxError
 from cmux_core.hookspecs import Params
 from cmux_core.plugin_host.host import PluginHost
+from cmux_core.testing import async_wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "docs" / "examples" / "plugins"
@@ -48,18 +49,6 @@ def covers(*hooks: str) -> Callable[[F], F]:
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
-
-
-async def eventually(predicate: Callable[[], Any], timeout: float = 10.0,
-                     message: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        await asyncio.sleep(0.01)
 
 
 @pytest.fixture(autouse=True)
@@ -284,16 +273,16 @@ def test_raising_hookimpl_is_contained_and_other_results_kept(tmp_path: Path) ->
         for _ in range(3):
             host.on_event("pane_focused", {"type": "pane_focused"})
         counter = module_of(host, "event_counter")
-        await eventually(lambda: counter.COUNTS["pane_focused"] == 3, message="counter")
-        raiser = await eventually(lambda: host.get("raiser").status == "blocked" and
-                                  host.get("raiser"), message="raiser blocked")
+        await async_wait_until(lambda: counter.COUNTS["pane_focused"] == 3, message="counter")
+        raiser = await async_wait_until(lambda: host.get("raiser").status == "blocked" and
+                                        host.get("raiser"), message="raiser blocked")
         assert "consecutive failures" in (raiser.error or "")
         assert [f.hook for f in raiser.errors].count("cmux_on_event") >= 3
         assert host.get("answers").status == "loaded"
         # plugin_error events are not fed back to observers
         host.on_event("plugin_error", {"type": "plugin_error"})
         host.on_event("pane_closed", {"type": "pane_closed"})
-        await eventually(lambda: counter.COUNTS["pane_closed"] == 1, message="pane_closed")
+        await async_wait_until(lambda: counter.COUNTS["pane_closed"] == 1, message="pane_closed")
         assert counter.COUNTS["plugin_error"] == 0
         await host.stop()
 
@@ -360,12 +349,12 @@ def test_slow_hooks_are_warned_timed_out_and_never_stall_the_loop(tmp_path: Path
             ticks += 1
         assert ticks >= 10
         for pid in ("slowsync", "slowasync"):
-            await eventually(lambda pid=pid: any("took" in w for w in host.get(pid).warnings),
-                             message=f"{pid} warned")
+            await async_wait_until(lambda pid=pid: any("took" in w for w in host.get(pid).warnings),
+                                   message=f"{pid} warned")
             assert not host.get(pid).errors
         host.on_event("stuck", {})
         for pid in ("slowsync", "slowasync"):
-            await eventually(lambda pid=pid: host.get(pid).errors, message=f"{pid} timed out")
+            await async_wait_until(lambda pid=pid: host.get(pid).errors, message=f"{pid} timed out")
             assert "timed out after 1s" in host.get(pid).errors[-1].message
         await host.stop()
 
@@ -382,13 +371,14 @@ def test_async_hooks_are_awaited_on_the_loop(tmp_path: Path) -> None:
         host.notify_report_metadata("w1:p1", {"source": "x", "tokens": {"branch": "main",
                                                                       "gone": None}})
         mirror = module_of(host, "token_mirror")
-        await eventually(lambda: mirror.LATEST == {"w1:p1": {"branch": "main"}}, message="tokens")
+        await async_wait_until(lambda: mirror.LATEST == {"w1:p1": {"branch": "main"}},
+                               message="tokens")
         heart = module_of(host, "heartbeat")
-        await eventually(lambda: len(heart.BEATS) >= 3, message="heartbeat")
+        await async_wait_until(lambda: len(heart.BEATS) >= 3, message="heartbeat")
         task = heart._TASK[0]
         assert task.get_name() == "heartbeat-heartbeat"
         await host.stop()
-        await eventually(task.done, message="task stopped")
+        await async_wait_until(task.done, message="task stopped")
         assert task.cancelled()
 
     run(main())
@@ -405,8 +395,8 @@ def test_sync_observer_runs_in_order_off_the_loop(tmp_path: Path) -> None:
             host.notify_report_agent("w1:p2", {"source": "t", "agent": "toy", "state": state,
                                                "seq": seq})
         log = tmp_path / "state" / "plugins" / "state_log" / "reports.jsonl"
-        await eventually(lambda: log.exists() and len(log.read_text().splitlines()) == 3,
-                         message="three reports")
+        await async_wait_until(lambda: log.exists() and len(log.read_text().splitlines()) == 3,
+                               message="three reports")
         rows = [json.loads(line) for line in log.read_text().splitlines()]
         assert [(r["state"], r["seq"]) for r in rows] == [("working", 0), ("blocked", 1),
                                                           ("idle", 2)]
@@ -426,7 +416,7 @@ def test_startup_is_historic_for_plugins_loaded_later(tmp_path: Path) -> None:
         await host.disable("heartbeat")
         await host.enable("heartbeat")
         heart = module_of(host, "heartbeat")
-        await eventually(lambda: len(heart.BEATS) >= 2, message="heartbeat after enable")
+        await async_wait_until(lambda: len(heart.BEATS) >= 2, message="heartbeat after enable")
         await host.stop()
 
     run(main())
@@ -835,8 +825,8 @@ def test_hot_reload_of_an_edited_file_and_a_broken_edit(tmp_path: Path) -> None:
         assert list(host.view_sorts()) == ["sort-v2"]
         # A broken edit keeps version 2 serving and reports the failure.
         path.write_text("def broken(:\n")
-        await eventually(lambda: any(k == "plugin_error" for k, _ in events), timeout=15,
-                         message="reload error")
+        await async_wait_until(lambda: any(k == "plugin_error" for k, _ in events), timeout=15,
+                               message="reload error")
         live = host.get("live")
         assert live.status == "loaded" and "SyntaxError" in live.errors[-1].message
         assert await current_version(host) == 2 and list(host.view_sorts()) == ["sort-v2"]
@@ -845,10 +835,11 @@ def test_hot_reload_of_an_edited_file_and_a_broken_edit(tmp_path: Path) -> None:
         assert list(host.view_sorts()) == ["sort-v3"]
         # A new file is picked up; a deleted one is withdrawn.
         write(d, "newcomer.py", GOOD)
-        await eventually(lambda: "by-agent" in host.view_sorts(), timeout=15, message="new file")
+        await async_wait_until(lambda: "by-agent" in host.view_sorts(), timeout=15,
+                               message="new file")
         path.unlink()
-        await eventually(lambda: "plugin.live.version" not in host.methods, timeout=15,
-                         message="removed file withdrawn")
+        await async_wait_until(lambda: "plugin.live.version" not in host.methods, timeout=15,
+                               message="removed file withdrawn")
         await host.stop()
 
     run(main())

@@ -11,7 +11,7 @@ from conftest import Api, Raw
 
 from cmux_core.api.framing import LineSplitter
 from cmux_core.errors import CmuxError
-from cmux_core.testing import ServerProcess, wait_for
+from cmux_core.testing import ServerProcess, wait_until
 
 
 def snapshot(api: Api) -> dict[str, object]:
@@ -131,7 +131,7 @@ def test_client_disconnecting_mid_request_leaves_server_serving(
         s.close()
     assert api("ping")["type"] == "pong"
     assert api("pane.get", {"pane_id": pane})["pane"]["pane_id"] == pane
-    wait_for(lambda: api("server.stats")["pending_waits"] == 0, message="waits to be dropped")
+    wait_until(lambda: api("server.stats")["pending_waits"] == 0, message="waits to be dropped")
 
 
 def test_many_concurrent_clients(cmux_server: ServerProcess) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from conftest import Api
 
-from cmux_core.testing import ServerProcess, start_server, wait_for
+from cmux_core.testing import ServerProcess, start_server, wait_until
 
 
 def test_socket_and_directory_permissions(cmux_server: ServerProcess) -> None:
@@ -100,7 +100,7 @@ def test_graceful_shutdown(how: str) -> None:
         server.process.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGINT)
     assert server.process.wait(15) == 0
     assert not server.socket_path.exists()
-    wait_for(lambda: _gone(pid), 5, message="pane shell to end")
+    wait_until(lambda: _gone(pid), 5, message="pane shell to end")
 
 
 def _reply_as_nobody(path: Path) -> dict[str, Any]:
@@ -160,7 +160,7 @@ def test_pane_close_returns_before_a_hup_ignoring_process_is_killed(api: Api) ->
     # The reply came while the process still lives: close never waits for it.
     assert not _gone(pid)
     assert api("ping")["type"] == "pong"
-    wait_for(lambda: _gone(pid), 10, message="SIGKILL after the grace period")
+    wait_until(lambda: _gone(pid), 10, message="SIGKILL after the grace period")
 
 
 def test_subscription_stream_is_ordered_and_schema_valid(api: Api) -> None:
