@@ -7,6 +7,7 @@ Paths follow XDG: config in ``$XDG_CONFIG_HOME/cmux`` (``~/.config/cmux``), stat
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import tomllib
@@ -14,7 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+log = logging.getLogger(__name__)
+
 _SESSION_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_CHOICES = {"emulator": ("auto", "pyte", "ghostty"), "event_loop": ("auto", "asyncio", "uvloop")}
+_SERVER_KEYS = ("size", "emulator", "event_loop", "scrollback_lines", "shell")
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used: ``config.toml`` that does not parse or holds a bad
+    value (the message names the file and the key), or an invalid session name."""
 
 
 def config_dir() -> Path:
@@ -43,7 +53,7 @@ def socket_path(explicit: str | None = None, session: str | None = None) -> Path
 
     Order: ``explicit`` (``--socket``) > ``CMUX_SOCKET_PATH`` > ``session``
     (``--session``) or ``CMUX_SESSION`` > the default ``cmux.sock``. Raises
-    ValueError for an invalid session name.
+    :class:`ConfigError` for an invalid session name.
     """
     if explicit:
         return Path(explicit)
@@ -53,7 +63,7 @@ def socket_path(explicit: str | None = None, session: str | None = None) -> Path
     name = session or os.environ.get("CMUX_SESSION") or ""
     if name and name != "default":
         if not valid_session_name(name):
-            raise ValueError(f"invalid session name {name!r}: use 1-64 of A-Z a-z 0-9 . _ -")
+            raise ConfigError(f"invalid session name {name!r}: use 1-64 of A-Z a-z 0-9 . _ -")
         return runtime_dir() / "sessions" / f"{name}.sock"
     return runtime_dir() / "cmux.sock"
 
@@ -81,25 +91,56 @@ class Settings:
 
     @classmethod
     def load(cls, path: Path | None = None) -> Settings:
-        """Read ``config.toml`` when it exists; unknown keys are ignored."""
+        """Read ``config.toml`` when it exists.
+
+        Raises :class:`ConfigError` when the file cannot be read, is not valid TOML or
+        holds a value of the wrong type or range; an unknown table or key is logged as a
+        warning and ignored.
+        """
         settings = cls()
         path = path or config_dir() / "config.toml"
         try:
-            data: dict[str, Any] = tomllib.loads(path.read_text())
+            data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return settings
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read {path}: {exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        for key in data:
+            if key != "server":
+                kind = "table" if isinstance(data[key], dict) else "key"
+                log.warning("%s: unknown %s %r ignored (settings go in [server])", path,
+                            kind, key)
         server = data.get("server", {})
-        if isinstance(server.get("emulator"), str):
-            settings.emulator = server["emulator"]
-        if isinstance(server.get("event_loop"), str):
-            settings.event_loop = server["event_loop"]
-        if isinstance(server.get("scrollback_lines"), int):
-            settings.scrollback_lines = server["scrollback_lines"]
-        if isinstance(server.get("shell"), str):
+        if not isinstance(server, dict):
+            raise ConfigError(f"{path}: 'server' must be a table, [server]")
+        for key in server:
+            if key not in _SERVER_KEYS:
+                log.warning("%s: unknown key %r in [server] ignored (known: %s)", path, key,
+                            ", ".join(_SERVER_KEYS))
+        for key, choices in _CHOICES.items():
+            if key in server:
+                if server[key] not in choices:
+                    raise ConfigError(f"{path}: [server] {key} must be one of "
+                                      f"{', '.join(choices)}, not {server[key]!r}")
+                setattr(settings, key, server[key])
+        if "scrollback_lines" in server:
+            lines = server["scrollback_lines"]
+            if type(lines) is not int or lines < 0:
+                raise ConfigError(f"{path}: [server] scrollback_lines must be a whole number "
+                                  f"of lines, not {lines!r}")
+            settings.scrollback_lines = lines
+        if "shell" in server:
+            if not isinstance(server["shell"], str) or not server["shell"]:
+                raise ConfigError(f"{path}: [server] shell must be a program path, not "
+                                  f"{server['shell']!r}")
             settings.shell = server["shell"]
-        size = server.get("size")
-        if isinstance(size, str):
-            settings.columns, settings.rows = parse_size(size)
+        if "size" in server:
+            try:
+                settings.columns, settings.rows = parse_size(str(server["size"]))
+            except ValueError as exc:
+                raise ConfigError(f"{path}: [server] {exc}") from None
         return settings
 
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import Api
 
 from cmux_core.cli.agent import add_agent_commands
-from cmux_core.cli.main import add_common
+from cmux_core.cli.common import add_common
 
 
 def cmux_agent(api: Api, capsys: pytest.CaptureFixture[str], *argv: str) -> str:

@@ -2,34 +2,37 @@
 
 ::
 
-    cmux agent start builder --cwd ~/repo -- claude --no-tips
+    cmux agent start builder --cwd ~/repo -- claude
     cmux agent prompt builder "run the tests and fix what fails" --wait --timeout 900
     cmux agent wait builder --until blocked done
     cmux agent list
 
 Targets are a terminal id, a pane id, an agent name or an agent label. ``start`` prints
 the new pane's id; ``prompt --wait`` and ``wait`` print the status reached; ``--json``
-prints the raw result everywhere.
+prints the raw result everywhere. ``agent explain`` is added to the group by
+:mod:`cmux_core.cli.manifests`, beside the other detection tools.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
 from typing import Any
 
-from cmux_core.cli.commands import (
+from cmux_core.cli.common import (
     ENV,
     LINES,
-    SOURCE,
+    TIMEOUT,
+    AddCommon,
     Command,
     Result,
-    add_command,
+    add_group,
     arg,
     fields,
+    seconds_to_ms,
     show_key,
     show_text,
+    source_arg,
     table,
     text_arg,
 )
@@ -38,7 +41,6 @@ STATUSES = ("idle", "working", "blocked", "done", "unknown")
 TARGET = arg("target", help="terminal id, pane id, agent name or agent label")
 UNTIL = arg("--until", nargs="+", choices=STATUSES, metavar="STATUS",
             help="statuses to wait for (default: idle done blocked)")
-TIMEOUT = arg("--timeout", type=float, help="seconds (default: forever)")
 
 
 def since(changed_at: object) -> str:
@@ -79,10 +81,6 @@ def show_status(r: Result) -> None:
     print(r["agent"]["agent_status"])
 
 
-def timeout_ms(ns: argparse.Namespace) -> int | None:
-    return None if ns.timeout is None else round(ns.timeout * 1000)
-
-
 def start_params(ns: argparse.Namespace) -> Result:
     return {"name": ns.name, "argv": ns.argv, "workspace_id": ns.workspace_id,
             "tab_id": ns.tab_id, "cwd": ns.cwd, "location": ns.location, "split": ns.split,
@@ -92,12 +90,12 @@ def start_params(ns: argparse.Namespace) -> Result:
 def prompt_params(ns: argparse.Namespace) -> Result:
     params: Result = {"target": ns.target, "text": text_arg(ns.text)}
     if ns.wait or ns.until or ns.timeout is not None:
-        params["wait"] = {"until": ns.until or [], "timeout_ms": timeout_ms(ns)}
+        params["wait"] = {"until": ns.until or [], "timeout_ms": seconds_to_ms(ns.timeout)}
     return params
 
 
 def wait_params(ns: argparse.Namespace) -> Result:
-    return {"target": ns.target, "until": ns.until or [], "timeout_ms": timeout_ms(ns)}
+    return {"target": ns.target, "until": ns.until or [], "timeout_ms": seconds_to_ms(ns.timeout)}
 
 
 COMMANDS = [
@@ -105,26 +103,34 @@ COMMANDS = [
             render=show_agents),
     Command("get", "agent.get", "show one agent", (TARGET,), show_agent),
     Command("read", "agent.read", "print an agent's screen or recent output",
-            (TARGET, SOURCE, LINES,
+            (TARGET, source_arg("visible"), LINES,
              arg("--ansi", dest="format", action="store_const", const="ansi",
                  help="keep colours and attributes as escape sequences")),
             show_text, params=lambda ns: {"target": ns.target, "source": ns.source or "visible",
                                           "lines": ns.lines, "format": ns.format}),
     Command("start", "agent.start", "start a named agent in a new split (prints its pane id)",
-            (arg("name", help="unique name: a-z, then a-z 0-9 _ - (at most 32)"),
-             arg("--workspace", dest="workspace_id", metavar="WORKSPACE"),
-             arg("--tab", dest="tab_id", metavar="TAB"),
-             arg("--cwd"), arg("--location"),
-             arg("--split", choices=["right", "down"], default="right"),
-             arg("--focus", action="store_true"), ENV,
+            (arg("name", metavar="NAME", help="unique name: a-z, then a-z 0-9 _ - (at most 32)"),
+             arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
+                 help="split the focused pane of this workspace's active tab (default: "
+                      "the active workspace)"),
+             arg("--tab", dest="tab_id", metavar="TAB",
+                 help="split the focused pane of this tab"),
+             arg("--cwd", metavar="DIR", help="working directory, an existing absolute path "
+                 "or ~/... (default: the split pane's)"),
+             arg("--location", metavar="DIR", help="the same as --cwd; give one of them"),
+             arg("--split", choices=["right", "down"], default="right",
+                 help="where the agent's pane goes beside the split one (default right)"),
+             arg("--focus", action="store_true", help="focus the agent's pane"), ENV,
              arg("argv", nargs="+", metavar="-- ARGV", help="the agent's command line")),
             show_key("agent", "pane_id"), params=start_params),
     Command("focus", "agent.focus", "focus an agent's pane and mark it seen", (TARGET,),
             show_key("agent", "pane_id")),
     Command("rename", "agent.rename", "set or (without NAME) clear an agent's name",
-            (TARGET, arg("name", nargs="?")), show_key("agent", "pane_id")),
+            (TARGET, arg("name", nargs="?", help="the new name (a-z, then a-z 0-9 _ -)")),
+            show_key("agent", "pane_id")),
     Command("send-keys", "agent.send_keys", "send key combos to an agent",
-            (TARGET, arg("keys", nargs="+", metavar="KEY"))),
+            (TARGET, arg("keys", nargs="+", metavar="KEY",
+                         help="a key or combo: enter, tab, esc, up, ctrl+c, alt+x, ..."))),
     Command("prompt", "agent.prompt", "submit a prompt; with --wait print the status reached",
             (TARGET, arg("text", help="prompt text, or - for standard input"),
              arg("--wait", action="store_true", help="wait until the agent is done with it"),
@@ -135,16 +141,7 @@ COMMANDS = [
 ]
 
 
-def add_agent_commands(sub: Any, add_common: Callable[[argparse.ArgumentParser], None]
-                       ) -> None:
-    """Add the ``agent`` group (and ``explain`` when detection provides it) to ``sub``."""
-    parser = sub.add_parser("agent", help="start, prompt, wait for and inspect agents",
-                            description="Start, prompt, wait for and inspect agents.")
-    inner = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    for cmd in COMMANDS:
-        add_command(inner, cmd, add_common)
-    try:
-        from cmux_core.cli.manifests import add_explain_command
-    except ImportError:
-        return
-    add_explain_command(inner, add_common)
+def add_agent_commands(sub: Any, add_common: AddCommon) -> Any:
+    """Add the ``agent`` group to ``sub``; returns its subparsers."""
+    return add_group(sub, "agent", "start, prompt, wait for and inspect agents", COMMANDS,
+                     add_common)

@@ -1,38 +1,70 @@
-"""The ``cmux`` command: ``serve``, ``call METHOD [JSON|-]``, ``ping``, ``events`` and
-thin wrappers over the socket methods. Every command takes ``--json``; errors
-print ``code: message`` and exit non-zero.
+"""The ``cmux`` command: ``serve``, ``call METHOD [JSON|-]``, ``ping``, ``events``, ``api``,
+``tree``, ``capabilities``, and one group module per command group under it.
+
+Every command takes ``--json``. Errors the server answers print ``code: message`` and exit
+1; a wrong command line or configuration prints ``cmux: <what is wrong>`` and exits 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from cmux_core.client import Client
-from cmux_core.config import Settings, parse_size, socket_path
+from cmux_core.cli.agent import add_agent_commands
+from cmux_core.cli.common import (
+    Command,
+    Result,
+    add_command,
+    add_common,
+    arg,
+    client,
+    outline,
+    print_json,
+    size_arg,
+    star,
+)
+from cmux_core.cli.layout import add_layout_commands
+from cmux_core.cli.manifests import add_explain_command, add_manifest_commands
+from cmux_core.cli.pane import add_pane_commands
+from cmux_core.cli.plugin import add_plugin_commands
+from cmux_core.cli.server import add_server_commands
+from cmux_core.cli.session import add_session_commands
+from cmux_core.cli.sidebar import add_sidebar_commands
+from cmux_core.cli.tab import add_tab_commands
+from cmux_core.cli.window import add_window_commands
+from cmux_core.cli.workspace import add_workspace_commands
+from cmux_core.config import ConfigError, Settings, socket_path
 from cmux_core.errors import CmuxError
+from cmux_core.events import SUBSCRIBABLE
 
 Handler = Callable[[argparse.Namespace], int]
+LOG_FORMAT = "cmux %(levelname)s %(name)s: %(message)s"
+USAGE_ERROR = 2
 
 
-def _client(args: argparse.Namespace, timeout: float | None = 30.0) -> Client:
-    return Client(socket_path(args.socket, args.session), timeout=timeout)
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, ``cmux: <what is wrong>``;
+    the subcommands' parsers are of this class too."""
 
-
-def _print_json(obj: object) -> None:
-    print(json.dumps(obj, indent=2, ensure_ascii=False))
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"cmux: {message} (see: {self.prog} --help)\n")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    # The server and the method table are imported by the commands that use them: they
+    # would add a quarter of a second to every other command's start.
     from cmux_core.app import serve
 
+    if not args.quiet:
+        logging.getLogger().setLevel(logging.INFO)
     settings = Settings.load()
     if args.size:
-        settings.columns, settings.rows = parse_size(args.size)
+        settings.columns, settings.rows = args.size
     if args.emulator:
         settings.emulator = args.emulator
     if args.event_loop:
@@ -55,27 +87,25 @@ def cmd_call(args: argparse.Namespace) -> int:
         raise CmuxError("invalid_params", f"params are not valid JSON: {exc}") from None
     if not isinstance(params, dict):
         raise CmuxError("invalid_params", "params must be a JSON object")
-    with _client(args, timeout=None) as client:
-        _print_json(client.call(args.method, params))
+    with client(args, timeout=None) as c:
+        print_json(c.call(args.method, params))
     return 0
 
 
 def cmd_ping(args: argparse.Namespace) -> int:
-    with _client(args) as client:
-        result = client.call("ping")
+    with client(args) as c:
+        result = c.call("ping")
     if args.json:
-        _print_json(result)
+        print_json(result)
     else:
         print(f"pong: cmux {result.get('version')} (protocol {result.get('protocol')})")
     return 0
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    from cmux_core.events import SUBSCRIBABLE
-
     types = args.types or sorted(SUBSCRIBABLE)
-    with _client(args, timeout=None) as client:
-        for event in client.events(types):
+    with client(args, timeout=None) as c:
+        for event in c.events(types):
             print(json.dumps(event, ensure_ascii=False), flush=True)
     return 0
 
@@ -89,7 +119,7 @@ def cmd_api_schema(args: argparse.Namespace) -> int:
     register_core_methods(table)
     schema = table.schema()
     if args.json:
-        _print_json(schema)
+        print_json(schema)
     else:
         for name, entry in schema["methods"].items():
             fields = ", ".join(entry["params"].get("properties", {}))
@@ -97,38 +127,63 @@ def cmd_api_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
-    """``--socket``, ``--session``, ``--json``; accepted before or after the subcommand."""
-    keep = None if top else argparse.SUPPRESS
-    parser.add_argument("--socket", default=keep, help="socket path (default: "
-                        "$CMUX_SOCKET_PATH or the per-user default)")
-    parser.add_argument("--session", default=keep, help="named session (its own socket)")
-    parser.add_argument("--json", action="store_true", default=False if top else keep,
-                        help="print raw JSON results")
+def show_tree(r: Result) -> None:
+    for window in r["windows"]:
+        outline(0, window["ref"], star(window.get("key")))
+        for ws in window["workspaces"]:
+            outline(1, ws["ref"], ws["workspace_id"], ws.get("title"), star(ws.get("selected")))
+            for pane in ws["panes"]:
+                surface = pane["surfaces"][0] if pane["surfaces"] else {}
+                outline(2, pane["ref"], surface.get("public_pane_id"), star(pane.get("focused")),
+                        surface.get("title"))
+
+
+TOP_LEVEL = [
+    Command("tree", "system.tree", "windows, workspaces and panes as a tree",
+            (arg("--all", dest="all_windows", action="store_true", help="every window"),
+             arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
+                 help="only this workspace")), show_tree),
+    Command("capabilities", "system.capabilities", "list every method the server answers",
+            render=lambda r: print("\n".join(r["methods"]))),
+]
+
+
+def add_serve_command(sub: Any) -> None:
+    p = sub.add_parser("serve", help="run the server in the foreground",
+                       description="Run the server in the foreground until Ctrl-C, SIGTERM "
+                       "or cmux server stop. Options override ~/.config/cmux/config.toml.")
+    add_common(p)
+    p.add_argument("--size", type=size_arg, metavar="COLSxROWS",
+                   help="virtual area every tab is laid out in (default 120x40)")
+    p.add_argument("--emulator", choices=["auto", "pyte", "ghostty"],
+                   help="screen backend (default auto: ghostty when it imports, else pyte)")
+    p.add_argument("--event-loop", choices=["auto", "asyncio", "uvloop"],
+                   help="asyncio event loop (default auto: uvloop when it imports)")
+    p.add_argument("--shell", metavar="PROGRAM",
+                   help="program for new panes (default $SHELL, else /bin/sh)")
+    p.add_argument("--plugins-dir", action="append", metavar="DIR",
+                   help="load *.py plugins from DIR too (repeatable)")
+    p.add_argument("--manifests-dir", action="append", metavar="DIR",
+                   help="agent-detection manifests above all others (repeatable)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no startup banner; log warnings and errors only")
+    p.set_defaults(func=cmd_serve)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cmux", description="Headless terminal multiplexer "
-                                     "for AI coding agents.")
+    parser = Parser(prog="cmux", description="Headless terminal multiplexer for AI coding "
+                    "agents.")
     add_common(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("serve", help="run the server in the foreground")
+    add_serve_command(sub)
+    p = sub.add_parser("call", help="call any method: cmux call METHOD [JSON|-]",
+                       description="Call any socket method and print its result as JSON.")
     add_common(p)
-    p.add_argument("--size", help="virtual area COLSxROWS (default 120x40)")
-    p.add_argument("--emulator", choices=["auto", "pyte", "ghostty"])
-    p.add_argument("--event-loop", choices=["auto", "asyncio", "uvloop"],
-                   help="asyncio event loop (default auto: uvloop when it imports)")
-    p.add_argument("--shell", help="program for new panes (default $SHELL)")
-    p.add_argument("--plugins-dir", action="append", help="extra plugin directory")
-    p.add_argument("--manifests-dir", action="append", help="extra manifests directory")
-    p.add_argument("--quiet", action="store_true", help="do not print the startup banner")
-    p.set_defaults(func=cmd_serve)
-
-    p = sub.add_parser("call", help="call any method: cmux call METHOD [JSON|-]")
-    add_common(p)
-    p.add_argument("method")
-    p.add_argument("params", nargs="?", default="")
+    p.add_argument("method", help="method name, e.g. workspace.list (cmux capabilities "
+                   "lists them)")
+    p.add_argument("params", nargs="?", default="", help="params as a JSON object, or - to "
+                   "read them from standard input (default: none)")
     p.set_defaults(func=cmd_call)
 
     p = sub.add_parser("ping", help="check that the server answers")
@@ -137,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("events", help="stream events as JSON lines")
     add_common(p)
-    p.add_argument("types", nargs="*", help="dotted event names (default: all)")
+    p.add_argument("types", nargs="*", metavar="TYPE",
+                   help="dotted event names, e.g. pane.created (default: all)")
     p.set_defaults(func=cmd_events)
 
     p = sub.add_parser("api", help="describe the socket API")
@@ -146,42 +202,35 @@ def build_parser() -> argparse.ArgumentParser:
     add_common(p)
     p.set_defaults(func=cmd_api_schema)
 
-    from cmux_core.cli.commands import add_object_commands
-
-    add_object_commands(sub, add_common)
-    from cmux_core.cli.layout import add_layout_commands
-
+    for add in (add_workspace_commands, add_tab_commands, add_pane_commands,
+                add_window_commands, add_server_commands, add_session_commands):
+        add(sub, add_common)
+    for cmd in TOP_LEVEL:
+        add_command(sub, cmd, add_common)
     add_layout_commands(sub, add_common)
-    from cmux_core.cli.agent import add_agent_commands
-    from cmux_core.cli.manifests import add_manifest_commands
-
-    add_agent_commands(sub, add_common)
-    from cmux_core.cli.sidebar import add_sidebar_commands
-
+    add_explain_command(add_agent_commands(sub, add_common), add_common)
     add_sidebar_commands(sub, add_common)
-
     add_manifest_commands(sub, add_common)
-    try:
-        from cmux_core.cli.plugin import add_plugin_commands
-    except ImportError:
-        pass
-    else:
-        add_plugin_commands(sub)
+    add_plugin_commands(sub, add_common)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     parser = build_parser()
     args = parser.parse_args(argv)
     func: Handler | None = getattr(args, "func", None)
     if func is None:
         parser.print_help()
-        return 2
+        return USAGE_ERROR
     try:
         return func(args)
     except CmuxError as exc:
         print(f"{exc.code}: {exc.message}", file=sys.stderr)
         return 1
+    except ConfigError as exc:
+        print(f"cmux: {exc}", file=sys.stderr)
+        return USAGE_ERROR
     except BrokenPipeError:
         return 0
     except (ConnectionError, TimeoutError) as exc:
@@ -189,15 +238,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-
-
-def run_and_print(args: argparse.Namespace, method: str, params: dict[str, Any],
-                  render: Callable[[dict[str, Any]], None]) -> int:
-    """Call ``method``; print JSON with ``--json``, else the human ``render``."""
-    with _client(args, timeout=None) as client:
-        result = client.call(method, {k: v for k, v in params.items() if v is not None})
-    if args.json:
-        _print_json(result)
-    else:
-        render(result)
-    return 0

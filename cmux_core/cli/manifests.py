@@ -1,8 +1,12 @@
-"""Detection tools: ``cmux manifests check|test`` and ``cmux agent explain``.
+"""Detection tools: ``cmux manifests list|check|test`` and ``cmux agent explain``.
 
-``manifests check`` and ``manifests test`` work on files only and need no server.
+``manifests list``, ``check`` and ``test`` work on files only and need no server. The
+active manifests are the ones a server started now would load, read the way it reads
+them (:class:`~cmux_core.detect.registry.ManifestRegistry`): the bundled directory, the
+user's ``~/.config/cmux/manifests`` and each ``--manifests-dir``; manifests that plugins
+contribute are known only to a running server (``cmux call server.agent_manifests``).
 ``agent explain TARGET`` asks the running server (``agent.explain``); with ``--file`` it
-classifies a saved screen locally with a manifest from disk.
+classifies a saved screen locally with the active manifest for ``--agent``.
 
 Cases: next to ``<agent>.toml`` a manifest author keeps ``<agent>.cases.toml`` — an
 array ``[[cases]]`` of screens with the state they must classify as — and/or a folder
@@ -13,14 +17,16 @@ them and also names the rules that no case selects.
 from __future__ import annotations
 
 import argparse
-import json
+import asyncio
 import sys
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cmux_core.cli.common import AddCommon, print_json, run_and_print, table
+from cmux_core.config import Settings
 from cmux_core.detect.engine import (
     Classification,
     ScreenInput,
@@ -35,9 +41,8 @@ from cmux_core.detect.manifest import (
     bundled_manifests_dir,
     load_manifest,
 )
+from cmux_core.detect.registry import ManifestRegistry
 from cmux_core.errors import CmuxError
-
-AddCommon = Callable[..., None]
 
 _CASE_KEYS = frozenset({"name", "state", "rule", "skip_state_update", "visible_idle",
                         "visible_blocker", "visible_working", "title", "progress", "screen",
@@ -89,13 +94,13 @@ def cases_for(manifest_path: Path) -> list[Case] | None:
     """The cases declared next to ``manifest_path``; None when it has none. Raises
     :class:`ManifestError` for a malformed cases file."""
     stem = manifest_path.name.removesuffix(".toml")
-    table = manifest_path.with_name(f"{stem}.cases.toml")
+    case_table = manifest_path.with_name(f"{stem}.cases.toml")
     folder = manifest_path.with_name(f"{stem}.cases")
-    if not table.is_file() and not folder.is_dir():
+    if not case_table.is_file() and not folder.is_dir():
         return None
     cases: list[Case] = []
-    if table.is_file():
-        cases.extend(_load_case_table(table))
+    if case_table.is_file():
+        cases.extend(_load_case_table(case_table))
     if folder.is_dir():
         for path in sorted(folder.glob("*.txt")):
             state = path.name.split("-", 1)[0].removesuffix(".txt")
@@ -177,20 +182,63 @@ def manifest_paths(paths: Iterable[Path]) -> list[Path]:
 # cmux manifests
 
 
+def active_registry(manifests_dirs: Sequence[Path] = ()) -> ManifestRegistry:
+    """The manifests a server started now would load (plugins' aside), read once.
+
+    ``manifests_dirs`` come after the configured ones, like ``serve --manifests-dir``.
+    Raises :class:`~cmux_core.config.ConfigError` for an unusable ``config.toml``.
+    """
+    settings = Settings.load()
+    settings.manifests_dirs.extend(manifests_dirs)
+    return ManifestRegistry(settings, watch=False)
+
+
+def active_directories(registry: ManifestRegistry) -> list[Path]:
+    """The registry's manifest directories that exist, lowest precedence first; a
+    ``--manifests-dir`` that is not a directory is an error."""
+    found = []
+    for source in registry.sources:
+        if source.directory is None:
+            continue
+        if source.directory.is_dir():
+            found.append(source.directory)
+        elif source.kind == "manifests_dir":
+            raise CmuxError("invalid_params", f"manifests directory {source.directory} "
+                            "is not a directory")
+    return found
+
+
 def add_manifest_commands(subparsers: Any, add_common: AddCommon) -> None:
-    """Add ``cmux manifests check|test`` to the ``cmux`` parser's subparsers."""
-    group = subparsers.add_parser("manifests", help="validate and test agent-detection "
-                                  "manifests (offline)")
+    """Add ``cmux manifests list|check|test`` to the ``cmux`` parser's subparsers."""
+    group = subparsers.add_parser("manifests", help="list, validate and test "
+                                  "agent-detection manifests (offline)",
+                                  description="List, validate and test agent-detection "
+                                  "manifests; no server needed.")
     add_common(group)
     sub = group.add_subparsers(dest="manifests_command", metavar="ACTION", required=True)
 
-    p = sub.add_parser("check", help="validate manifest files; errors as file:line:col")
+    p = sub.add_parser("list", help="the active manifests: agent, version, rules, source",
+                       description="List the manifests a server started now would use "
+                       "for each agent: the bundled ones, ~/.config/cmux/manifests and "
+                       "each --manifests-dir, a later source above an earlier one.")
     add_common(p)
-    p.add_argument("paths", nargs="+", type=Path, metavar="PATH",
-                   help="manifest file or directory of manifests")
+    _add_manifests_dir(p)
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("check", help="validate manifest files; errors as file:line:col",
+                       description="Validate manifest files. Without PATH, every file of "
+                       "the active manifest directories: the bundled one, "
+                       "~/.config/cmux/manifests and each --manifests-dir.")
+    add_common(p)
+    p.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                   help="manifest file or directory of manifests (default: the active "
+                        "manifest directories)")
+    _add_manifests_dir(p)
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("test", help="run the cases declared next to each manifest")
+    p = sub.add_parser("test", help="run the cases declared next to each manifest",
+                       description="Run the cases declared next to each manifest "
+                       "(NAME.cases.toml, NAME.cases/) and name the rules no case selects.")
     add_common(p)
     p.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                    help="manifest files or directories (default: the bundled manifests)")
@@ -198,24 +246,65 @@ def add_manifest_commands(subparsers: Any, add_common: AddCommon) -> None:
     p.set_defaults(func=cmd_test)
 
 
+def _add_manifests_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--manifests-dir", action="append", type=Path, default=[],
+                        metavar="DIR", help="a manifests directory above the others, as "
+                        "for cmux serve (repeatable)")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    registry = active_registry(args.manifests_dir)
+    active_directories(registry)
+    asyncio.run(registry.reload("cli"))
+    rows: list[dict[str, Any]] = []
+    for label in registry.labels():
+        entry = registry.entry(label)
+        assert entry is not None and entry.manifest is not None
+        m = entry.manifest
+        rows.append({"agent": label, "id": m.id, "aliases": list(m.aliases),
+                     "process_names": list(m.process_names), "version": m.version,
+                     "updated_at": m.updated_at, "min_engine_version": m.min_engine_version,
+                     "rules": len(m.rules), "source_kind": entry.source.kind,
+                     "path": str(entry.path), "warning": registry.warning(label)})
+    invalid = [{"path": f["file"], "error": f["error"]}
+               for f in registry.status()["files"] if not f["valid"]]
+    if args.json:
+        print_json({"type": "manifest_list", "manifests": rows, "invalid": invalid})
+        return 0
+    table(rows, [
+        ("AGENT", lambda r: r["agent"]),
+        ("VERSION", lambda r: r["version"] or "-"),
+        ("RULES", lambda r: r["rules"]),
+        ("SOURCE", lambda r: r["source_kind"]),
+        ("PATH", lambda r: r["path"]),
+    ])
+    for row in rows:
+        if row["warning"]:
+            print(f"warning: {row['agent']}: {row['warning']}", file=sys.stderr)
+    return 0
+
+
 def cmd_check(args: argparse.Namespace) -> int:
+    if args.paths and args.manifests_dir:
+        raise CmuxError("invalid_params", "give PATHs or --manifests-dir, not both")
+    paths = args.paths or active_directories(active_registry(args.manifests_dir))
     results: list[dict[str, Any]] = []
-    for path in manifest_paths(args.paths):
+    for path in manifest_paths(paths):
         try:
             manifest = load_manifest(path)
         except ManifestError as exc:
             results.append({"path": str(path), "ok": False, "error": exc.to_dict()})
-            if not getattr(args, "json", False):
+            if not args.json:
                 print(f"error: {exc}", file=sys.stderr)
             continue
         results.append({"path": str(path), "ok": True, "id": manifest.id,
                         "rules": len(manifest.rules)})
-        if not getattr(args, "json", False):
+        if not args.json:
             print(f"ok: {path} ({manifest.id}, {len(manifest.rules)} rules)")
     if not results:
         raise CmuxError("invalid_params", "no manifest files found")
-    if getattr(args, "json", False):
-        print(json.dumps(results, indent=2, ensure_ascii=False))
+    if args.json:
+        print_json(results)
     return 0 if all(r["ok"] for r in results) else 1
 
 
@@ -227,8 +316,8 @@ def cmd_test(args: argparse.Namespace) -> int:
     for path in paths:
         report.append(_test_one(path))
     failed = any(not entry["ok"] for entry in report)
-    if getattr(args, "json", False):
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+    if args.json:
+        print_json(report)
         return 1 if failed else 0
     for entry in report:
         if "error" in entry:
@@ -299,8 +388,6 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.file is None:
         if not args.target:
             raise CmuxError("invalid_params", "give a TARGET, or --file with --agent")
-        from cmux_core.cli.main import run_and_print
-
         return run_and_print(args, "agent.explain", {"target": args.target},
                              lambda result: _render_explain(result.get("explain", result),
                                                             args.verbose))
@@ -321,34 +408,19 @@ def cmd_explain(args: argparse.Namespace) -> int:
         result = explain_unknown_agent(args.agent)
     else:
         result = explain(manifest, ScreenInput(screen, args.title, args.progress))
-    if getattr(args, "json", False):
-        print(json.dumps({"type": "agent_explain", "explain": result}, indent=2,
-                         ensure_ascii=False))
+    if args.json:
+        print_json({"type": "agent_explain", "explain": result})
     else:
         _render_explain(result, args.verbose)
     return 0
 
 
 def find_manifest(label: str) -> Manifest | None:
-    """The manifest for ``label`` from the user directory, else the bundled one.
-
-    Matches id, aliases and process names case-insensitively; an invalid file is
-    skipped with a warning on stderr.
-    """
-    from cmux_core.config import config_dir
-
-    wanted = label.strip().lower()
-    for directory in (config_dir() / "manifests", bundled_manifests_dir()):
-        for path in manifest_paths([directory]) if directory.is_dir() else []:
-            try:
-                manifest = load_manifest(path)
-            except ManifestError as exc:
-                print(f"warning: {exc}", file=sys.stderr)
-                continue
-            names = {*manifest.labels, *(n.lower() for n in manifest.process_names)}
-            if wanted in names:
-                return manifest
-    return None
+    """The active manifest for ``label`` (an agent id, alias or process name), as a
+    server started now would pick it; None when no manifest names it."""
+    registry = active_registry()
+    asyncio.run(registry.reload("cli"))
+    return registry.get(label)
 
 
 def _render_explain(result: dict[str, Any], verbose: bool) -> None:

@@ -7,47 +7,47 @@ distribution skeleton to disk and needs no server.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import textwrap
 from pathlib import Path
 from typing import Any
 
+from cmux_core.cli.common import AddCommon, client, print_json
 from cmux_core.errors import CmuxError, InvalidParams
 
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 
 
-def add_plugin_commands(subparsers: Any) -> None:
+def add_plugin_commands(subparsers: Any, add_common: AddCommon) -> None:
     """Add the ``plugin`` command group to the ``cmux`` parser's subparsers."""
-    from cmux_core.cli.main import add_common
-
     group = subparsers.add_parser("plugin", help="list, enable, disable, link and scaffold "
-                                  "plugins")
+                                  "plugins", description="List, enable, disable, link and "
+                                  "scaffold plugins.")
     add_common(group)
     sub = group.add_subparsers(dest="plugin_command", metavar="ACTION", required=True)
 
     p = sub.add_parser("list", help="every plugin: status, version, source, hooks, errors")
     add_common(p)
-    p.add_argument("plugin_id", nargs="?", help="show only this plugin")
+    p.add_argument("plugin_id", nargs="?", metavar="PLUGIN", help="show only this plugin")
     p.set_defaults(func=cmd_list)
 
     for action, text in (("enable", "load a plugin and keep it enabled"),
                          ("disable", "unload a plugin and keep it disabled")):
         p = sub.add_parser(action, help=text)
         add_common(p)
-        p.add_argument("plugin_id")
+        p.add_argument("plugin_id", metavar="PLUGIN", help="the plugin's id (cmux plugin list)")
         p.set_defaults(func=cmd_set_enabled, action=action)
 
     p = sub.add_parser("link", help="load a plugin directory or .py file now and on restart")
     add_common(p)
-    p.add_argument("path")
+    p.add_argument("path", help="a plugin distribution directory, a .py file or a "
+                   "directory of .py files")
     p.add_argument("--disabled", action="store_true", help="link without enabling")
     p.set_defaults(func=cmd_link)
 
     p = sub.add_parser("unlink", help="forget a linked plugin")
     add_common(p)
-    p.add_argument("plugin_id")
+    p.add_argument("plugin_id", metavar="PLUGIN", help="the linked plugin's id")
     p.set_defaults(func=cmd_unlink)
 
     p = sub.add_parser("new", help="scaffold a distributable plugin in ./NAME")
@@ -58,16 +58,13 @@ def add_plugin_commands(subparsers: Any) -> None:
 
 
 def _call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    from cmux_core.client import Client
-    from cmux_core.config import socket_path
-
-    with Client(socket_path(args.socket, args.session), timeout=None) as client:
-        return client.call(method, params)
+    with client(args, timeout=None) as c:
+        return c.call(method, params)
 
 
 def _emit(args: argparse.Namespace, result: dict[str, Any], human: list[str]) -> int:
     if args.json:
-        print(json.dumps(result, indent=2, ensure_ascii=False))
+        print_json(result)
     else:
         for line in human:
             print(line)

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from cmux_core.cli.common import AddCommon
 from cmux_core.client import AsyncClient, Client
 from cmux_core.config import socket_path
 from cmux_core.errors import CmuxError
@@ -451,11 +452,14 @@ def _visible_width(text: str) -> int:
 # -- the commands -----------------------------------------------------------------------------
 
 
-def add_sidebar_commands(sub: Any, add_common: Callable[[argparse.ArgumentParser], None]
-                         ) -> None:
+def add_sidebar_commands(sub: Any, add_common: AddCommon) -> None:
     """Add ``cmux agents`` to the ``cmux`` subcommands."""
     p = sub.add_parser("agents", help="the agent list through your view (--watch: live)",
-                       description=__doc__.split("\n\n")[0] if __doc__ else None)
+                       description="The agent list through a view, once or live (--watch). "
+                       "The view is the one --filter and --sort set for this command, else "
+                       f"the view of client --client (default {DEFAULT_CLIENT}). With "
+                       "--watch: j/k or arrows move, Enter focuses the agent's pane, q, Esc "
+                       "or Ctrl-C quit.")
     add_common(p)
     p.add_argument("-w", "--watch", action="store_true",
                    help="keep the list on screen, redrawn as agents change")
@@ -471,7 +475,9 @@ def add_sidebar_commands(sub: Any, add_common: Callable[[argparse.ArgumentParser
     p.add_argument("--columns", default=DEFAULT_COLUMNS,
                    help=f"comma-separated: {', '.join(COLUMNS)}, $TOKEN "
                         f"(default {DEFAULT_COLUMNS})")
-    p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                   help="colour the list: auto (when printing to a terminal and NO_COLOR is "
+                        "unset), always or never")
     p.set_defaults(func=cmd_agents)
 
 

@@ -1,0 +1,270 @@
+"""What every ``cmux`` command group shares: the common options, the client, the command
+table and the renderers.
+
+The modules of ``cmux_core.cli`` import as a tree: :mod:`~cmux_core.cli.main` builds the
+parser from the group modules (``workspace``, ``tab``, ``pane``, ``layout``, ``window``,
+``server``, ``session``, ``agent``, ``sidebar``, ``manifests``, ``plugin``); each group
+module imports only this one; this one imports nothing from ``cmux_core.cli``.
+
+A group made of socket methods is a list of :class:`Command` rows: the method a
+subcommand calls, its arguments and how the result is shown. An argument's ``dest`` is
+the method's param name, so most rows need no code of their own; rows that shape params
+differently (stdin text, timeouts in seconds, sizes) name a ``params`` function.
+
+Commands that create something print the new id alone, so ``p=$(cmux pane split)``
+works; actions that only answer ``ok`` print nothing; ``--json`` prints the raw
+result everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cmux_core.client import Client
+from cmux_core.config import parse_size, socket_path, valid_session_name
+
+Result = dict[str, Any]
+Render = Callable[[Result], None]
+Arg = tuple[tuple[str, ...], dict[str, Any], str | None]
+AddCommon = Callable[[argparse.ArgumentParser], None]
+"""Adds the common options to a subcommand's parser (:func:`add_common`)."""
+
+
+# -- options every command takes ---------------------------------------------------------
+
+
+def session_name(text: str) -> str:
+    """``--session``'s type: a name the socket path can be made from."""
+    if not valid_session_name(text):
+        raise argparse.ArgumentTypeError(f"invalid session name {text!r}: use 1-64 of "
+                                         "A-Z a-z 0-9 . _ -")
+    return text
+
+
+def add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """``--socket``, ``--session``, ``--json``; accepted before or after the subcommand.
+
+    Only the ``top`` parser sets defaults, so an option given before the subcommand is
+    not reset by the subcommand's parser.
+    """
+    keep = None if top else argparse.SUPPRESS
+    parser.add_argument("--socket", default=keep, metavar="PATH", help="socket path "
+                        "(default: $CMUX_SOCKET_PATH, else the session's or the per-user "
+                        "default)")
+    parser.add_argument("--session", default=keep, type=session_name, metavar="NAME",
+                        help="named session with its own socket (default: $CMUX_SESSION)")
+    parser.add_argument("--json", action="store_true", default=False if top else keep,
+                        help="print raw JSON results")
+
+
+def client(args: argparse.Namespace, timeout: float | None = 30.0) -> Client:
+    """A client for the server ``--socket``/``--session`` name (not yet connected)."""
+    return Client(socket_path(args.socket, args.session), timeout=timeout)
+
+
+def print_json(obj: object) -> None:
+    print(json.dumps(obj, indent=2, ensure_ascii=False))
+
+
+def run_and_print(args: argparse.Namespace, method: str, params: Result,
+                  render: Render) -> int:
+    """Call ``method`` (params that are None left out); print JSON with ``--json``, else
+    the human ``render``. Returns the exit code."""
+    with client(args, timeout=None) as c:
+        result = c.call(method, {k: v for k, v in params.items() if v is not None})
+    if args.json:
+        print_json(result)
+    else:
+        render(result)
+    return 0
+
+
+# -- argument types and params ---------------------------------------------------------------
+
+
+def arg(*flags: str, param: str | None = None, **kwargs: Any) -> Arg:
+    """An ``add_argument`` call; its value is sent as ``param``, by default its dest."""
+    return flags, kwargs, param
+
+
+class EnvAction(argparse.Action):
+    """Collects repeated ``--env K=V`` into one dict."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: str | Sequence[Any] | None, option_string: str | None = None
+                 ) -> None:
+        key, sep, value = str(values).partition("=")
+        if not sep or not key:
+            parser.error(f"{option_string} wants KEY=VALUE, not {values!r}")
+        env = dict(getattr(namespace, self.dest) or {})
+        env[key] = value
+        setattr(namespace, self.dest, env)
+
+
+def size_arg(text: str) -> tuple[int, int]:
+    """``COLSxROWS`` as an argument type, so a bad size is a usage error."""
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def text_arg(value: str) -> str:
+    """``-`` means standard input, read whole."""
+    return sys.stdin.read() if value == "-" else value
+
+
+def seconds_to_ms(seconds: float | None) -> int | None:
+    return None if seconds is None else round(seconds * 1000)
+
+
+CWD = arg("--cwd", metavar="DIR", help="working directory of the new pane")
+FOCUS = arg("--focus", action="store_true", help="focus what is created")
+ENV = arg("--env", action=EnvAction, metavar="KEY=VALUE", help="environment (repeatable)")
+ARGV = arg("argv", param="command", nargs="*", metavar="-- ARGV",
+           help="program to run instead of the shell")
+LABEL = arg("label", help="new label (empty restores the default)")
+IN_WORKSPACE = arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
+                   help="only this workspace")
+
+
+def source_arg(default: str) -> Arg:
+    """``--source``: which text a read or wait looks at."""
+    return arg("--source", choices=["visible", "recent", "recent_unwrapped", "detection"],
+               help="visible: the screen; recent: the screen and its scrollback; "
+                    "recent_unwrapped: the same with wrapped lines joined; detection: "
+                    f"what agent detection reads (default: {default})")
+
+
+LINES = arg("--lines", type=int, help="how many of the last rows, at most 1000 (default: "
+            "the whole screen; 80 for recent)")
+TIMEOUT = arg("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS, "
+              "exiting 1 (default: wait forever)")
+
+
+# -- rendering ------------------------------------------------------------------------------
+
+
+def table(rows: list[Result], columns: list[tuple[str, Callable[[Result], object]]]) -> None:
+    """Print ``rows`` as left-aligned columns under upper-case headers."""
+    cells = [[h for h, _ in columns]]
+    cells += [["" if (v := get(row)) is None else str(v) for _, get in columns] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    for line in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
+
+
+def fields(obj: Result) -> None:
+    """Print an object as aligned ``key  value`` lines; non-strings as JSON."""
+    width = max((len(k) for k in obj), default=0)
+    for key, value in obj.items():
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        print(f"{key.ljust(width)}  {shown}".rstrip())
+
+
+def star(flag: object) -> str:
+    return "*" if flag else ""
+
+
+def outline(depth: int, *parts: object) -> None:
+    """One indented line of a tree; empty parts are left out."""
+    print("  " * depth + "  ".join(str(p) for p in parts if p not in (None, "")))
+
+
+def pane_title(p: Result) -> object:
+    return p.get("label") or p.get("terminal_title_stripped") or p.get("terminal_title")
+
+
+def show_text(r: Result) -> None:
+    text: str = r["read"]["text"]
+    sys.stdout.write(text if not text or text.endswith("\n") else text + "\n")
+
+
+def show_key(*path: str) -> Render:
+    """Print the value at ``path`` in the result (the new object's id, for creations)."""
+    def render(r: Result) -> None:
+        value: Any = r
+        for key in path:
+            value = value[key]
+        print(value)
+    return render
+
+
+def show_object(key: str) -> Render:
+    return lambda r: fields(r[key])
+
+
+def show_nothing(r: Result) -> None:
+    pass
+
+
+def show_list(key: str, id_key: str) -> Render:
+    """Print the id of each item of ``key``, one a line (a new order, for moves)."""
+    return lambda r: print("\n".join(str(item[id_key]) for item in r[key]))
+
+
+# -- the command table ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    method: str
+    help: str
+    args: tuple[Arg, ...] = ()
+    render: Render = show_nothing
+    params: Callable[[argparse.Namespace], Result] | None = None
+    """Builds the params; None sends every argument by its dest, empty lists left out."""
+    pane_default: bool = False
+    """An omitted ``pane_id`` becomes ``$CMUX_PANE_ID``, else the focused pane."""
+
+
+def default_pane(ns: argparse.Namespace) -> str:
+    """``$CMUX_PANE_ID`` (set inside panes), else the server's focused pane."""
+    env = os.environ.get("CMUX_PANE_ID")
+    if env:
+        return env
+    with client(ns) as c:
+        pane_id: str = c.call("pane.current")["pane"]["pane_id"]
+    return pane_id
+
+
+def runner(cmd: Command, dests: dict[str, str]) -> Callable[[argparse.Namespace], int]:
+    """The handler for ``cmd``; ``dests`` maps each param name to its argument's dest."""
+    def run(ns: argparse.Namespace) -> int:
+        if cmd.pane_default and ns.pane_id is None:
+            ns.pane_id = default_pane(ns)
+        if cmd.params is not None:
+            params = cmd.params(ns)
+        else:
+            params = {name: v for name, d in dests.items() if (v := getattr(ns, d)) != []}
+        return run_and_print(ns, cmd.method, params, cmd.render)
+    return run
+
+
+def add_command(sub: Any, cmd: Command, add_common: AddCommon) -> None:
+    """Add ``cmd`` to the subparsers ``sub``."""
+    parser: argparse.ArgumentParser = sub.add_parser(cmd.name, help=cmd.help,
+                                                     description=cmd.help)
+    dests = {}
+    for flags, kwargs, param in cmd.args:
+        dest = parser.add_argument(*flags, **kwargs).dest
+        dests[param or dest] = dest
+    add_common(parser)
+    parser.set_defaults(func=runner(cmd, dests))
+
+
+def add_group(sub: Any, name: str, help: str, commands: Sequence[Command],
+              add_common: AddCommon) -> Any:
+    """Add the group ``name`` made of ``commands`` to ``sub``; returns its subparsers."""
+    parser = sub.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".")
+    inner = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for cmd in commands:
+        add_command(inner, cmd, add_common)
+    return inner
