@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cmux_core.detect.manifest import bundled_manifests_dir
-from cmux_core.testing import start_server, wait_until
+from cmux_core.testing import ServerProcess, start_server, wait_until
 
 BOT = 'id = "bot"\nversion = "1.2"\n[[rules]]\nid = "busy"\nstate = "working"\n' \
       'contains = ["busy"]\n'
@@ -217,3 +217,42 @@ def test_manifests_check_refuses_a_missing_manifests_dir(config: Path,
     assert proc.returncode == 1
     assert proc.stderr == f"invalid_params: manifests directory {tmp_path / 'nope'} is not " \
                           "a directory\n"
+
+
+# -- a program the server cannot find ----------------------------------------------------------
+
+
+def test_a_missing_program_names_the_servers_path(cmux_server: ServerProcess) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "cmux_core", "pane", "split", "--socket",
+         str(cmux_server.socket_path), "--", "no-such-program-here"], capture_output=True,
+        text=True, timeout=30, env={**cmux_server.env, "PATH": "/elsewhere"})
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        "pane_split_failed: cannot start no-such-program-here: not found on the server's "
+        "PATH (the server looks programs up, not your shell; give a full path or start the "
+        f"server with it on PATH): {cmux_server.env['PATH']}\n")
+
+
+def test_a_long_server_path_is_cut(tmp_path: Path) -> None:
+    long_path = ":".join(["/usr/bin", "/bin", *(f"/opt/tool-{i}/bin" for i in range(60))])
+    server = start_server(env={"PATH": long_path})
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "cmux_core", "pane", "split", "--socket",
+             str(server.socket_path), "--", "no-such-program-here"], capture_output=True,
+            text=True, timeout=30, env=server.env)
+    finally:
+        server.stop()
+    assert proc.returncode == 1
+    assert proc.stderr.endswith(f"on PATH): {long_path[:400]}... ({len(long_path)} "
+                                "characters)\n"), proc.stderr
+
+
+def test_a_missing_program_with_a_path_is_not_looked_up(cmux_server: ServerProcess) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "cmux_core", "tab", "create", "--socket",
+         str(cmux_server.socket_path), "--", "/no/such/program"], capture_output=True,
+        text=True, timeout=30, env=cmux_server.env)
+    assert proc.returncode == 1
+    assert proc.stderr == "tab_create_failed: cannot start /no/such/program: no such program\n"

@@ -762,6 +762,22 @@ def require(obj: T | None, kind: str, text: str | None) -> T:
     return obj
 
 
-def spawn_error(exc: CmuxError, code: str) -> CmuxError:
-    """Re-label a spawn failure with the method-specific code (e.g. pane_split_failed)."""
-    return CmuxError(code, exc.message) if exc.code == "spawn_failed" else exc
+def spawn_error(exc: CmuxError, code: str, *, path_shown: int = 400) -> CmuxError:
+    """Re-label a spawn failure with the method-specific code (e.g. pane_split_failed).
+
+    A program named without a slash that was not found gets the server's ``PATH`` in the
+    message (cut after ``path_shown`` characters): the server looked it up, not the
+    caller's shell, whose PATH may differ.
+    """
+    if exc.code != "spawn_failed":
+        return exc
+    head, _, tail = exc.message.partition(": ")
+    program = head.removeprefix("cannot start ")
+    if tail != "no such program" or program == head or "/" in program:
+        return CmuxError(code, exc.message)
+    path = os.environ.get("PATH", os.defpath)
+    if len(path) > path_shown:
+        path = f"{path[:path_shown]}... ({len(path)} characters)"
+    return CmuxError(code, f"cannot start {program}: not found on the server's PATH "
+                     f"(the server looks programs up, not your shell; give a full path or "
+                     f"start the server with it on PATH): {path}")
