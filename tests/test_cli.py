@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import argparse
+import ast
 import json
 import re
 import select
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cmux_core.cli.main import build_parser
 from cmux_core.testing import ServerProcess, wait_until
 
 
@@ -214,3 +219,58 @@ def test_events_streams_pane_created(cmux_server: ServerProcess) -> None:
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+# -- the parser ---------------------------------------------------------------------------------
+
+
+def subparsers(parser: argparse.ArgumentParser, path: str = "cmux"
+               ) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from subparsers(sub, f"{path} {name}")
+
+
+def test_every_argument_has_plain_help() -> None:
+    missing, markup = [], []
+    for path, parser in subparsers(build_parser()):
+        for action in parser._actions:
+            if not isinstance(action, argparse._SubParsersAction | argparse._HelpAction) \
+                    and not action.help:
+                missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+        if "``" in parser.format_help() or ":func:" in parser.format_help():
+            markup.append(path)
+    assert not missing, f"arguments without help: {missing}"
+    assert not markup, f"help with reStructuredText markup: {markup}"
+
+
+def test_help_runs_as_a_command() -> None:
+    proc = subprocess.run([sys.executable, "-m", "cmux_core", "agents", "--help"],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout.startswith("usage: cmux agents") and "`" not in proc.stdout
+
+
+def test_cli_modules_import_as_a_tree() -> None:
+    """main imports the group modules, they import common, common none of them; no
+    import of ours hides inside a function."""
+    cli = Path(__file__).resolve().parents[1] / "cmux_core" / "cli"
+    imports: dict[str, set[str]] = {}
+    for path in sorted(cli.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        found = {node.module.removeprefix("cmux_core.cli.") for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module
+                 and node.module.startswith("cmux_core.cli.")}
+        top = {node.module.removeprefix("cmux_core.cli.") for node in tree.body
+               if isinstance(node, ast.ImportFrom) and node.module
+               and node.module.startswith("cmux_core.cli.")}
+        assert found == top, f"{path.name} imports {found - top} inside a function"
+        imports[path.stem] = found
+    groups = set(imports) - {"main", "common", "__init__"}
+    assert imports["common"] == set()
+    assert imports["__init__"] == set()
+    for group in groups:
+        assert imports[group] == {"common"}, f"{group} imports {imports[group]}"
+    assert imports["main"] == groups | {"common"}
