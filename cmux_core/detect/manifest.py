@@ -18,6 +18,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -191,13 +192,23 @@ class Manifest:
         return tuple(dict.fromkeys(rule.region for rule in self.rules))
 
 
+BUNDLED_PACKAGE = "cmux_core._manifests"
+"""The package holding the bundled manifests: the repository's top-level ``manifests/``,
+mapped to this name in pyproject.toml and installed inside the wheel."""
+
+
 def bundled_manifests_dir() -> Path:
-    """The directory of manifests shipped with cmux (``manifests/`` at the repository root,
-    or the copy installed next to the package)."""
-    root = Path(__file__).resolve().parents[2] / "manifests"
-    if root.is_dir():
-        return root
-    return Path(__file__).resolve().parent / "manifests"
+    """The directory of the manifests shipped with cmux, found as :data:`BUNDLED_PACKAGE`
+    (so one lookup serves a source checkout, an editable install and an installed wheel).
+
+    Never raises: when the package is missing (an install that predates it) this returns
+    the path it would have inside the wheel, which does not exist; the registry then
+    logs that it found no bundled manifests there.
+    """
+    try:
+        return Path(str(resources.files(BUNDLED_PACKAGE)))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parents[1] / BUNDLED_PACKAGE.rpartition(".")[2]
 
 
 def load_manifest(path: Path, *, source: str | None = None) -> Manifest:

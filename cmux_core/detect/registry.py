@@ -202,6 +202,11 @@ class ManifestRegistry:
     async def start(self) -> ReloadReport:
         """Load every source and start watching the directories."""
         report = await self.reload("startup")
+        bundled = next(s for s in self.sources if s.kind == "bundled")
+        if not any(f.source == bundled for f in self.files.values()):
+            log.error("no bundled agent manifests in %s: agents are detected only from plugin "
+                      "and user manifests (is cmux_core installed with its package data?)",
+                      bundled.directory, extra={"cmux_manifests_dir": str(bundled.directory)})
         self.loaded.set()
         if self.plugins is not None:
             self.plugins.add_change_listener(self._on_plugins_changed)
