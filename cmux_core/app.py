@@ -9,6 +9,7 @@ here. :func:`serve` runs an app in the foreground for ``cmux serve``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import signal
 import sys
@@ -19,16 +20,18 @@ from typing import Any
 
 from cmux_core import __version__
 from cmux_core.agents.scheduler import DetectionRuntime
-from cmux_core.agents.tracker import declarations_from
+from cmux_core.agents.tracker import AgentTracker, declarations_from
 from cmux_core.agents.views import ViewBook
+from cmux_core.api import wire
 from cmux_core.api.context import Call, ServerInfo, Services
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.methods import register_core_methods
 from cmux_core.api.server import Server, ServerAlreadyRunning
 from cmux_core.config import Settings
 from cmux_core.detect.registry import ManifestRegistry
-from cmux_core.events import EventHub
+from cmux_core.events import Event, EventHub
 from cmux_core.model.mux import Mux
+from cmux_core.plugin_host.events import PluginUnloaded
 from cmux_core.plugin_host.host import PluginHost
 
 log = logging.getLogger(__name__)
@@ -46,17 +49,19 @@ class App:
         self.socket_path = socket_path
         self.events = EventHub()
         self.mux = Mux(settings, self.events, str(socket_path))
-        self.agents = self.mux.agents
+        self.agents = AgentTracker(self.mux, self.events)
+        self.events.project = functools.partial(wire.project, self.mux, self.agents)
         self.methods = MethodTable()
         register_core_methods(self.methods)
         self.plugins = PluginHost(settings, methods=self.methods, publish=self.events.publish,
                                   api=self.request, socket_path=socket_path)
-        self.events.observe(self.plugins.on_event)
+        self.events.observe_wire(self.plugins.on_event)
         self.agents.declarations = lambda: declarations_from(
             self.plugins.integrations().values())
         self.registry = ManifestRegistry(settings, self.plugins)
         self.detection = DetectionRuntime(self.mux, self.agents, self.registry, self.events)
         self.views = ViewBook(self.events)
+        self.events.observe(self._on_event)
         self.loop_monitor = LoopMonitor()
         self.info = ServerInfo(__version__, socket_path, session,
                                loop_lag=self.loop_monitor.summary,
@@ -66,6 +71,11 @@ class App:
         self.server = Server(self.services, self.methods, socket_path)
         self.info.connection_count = self.server.connection_count
         self.server.close_listeners.append(self.views.connection_closed)
+
+    def _on_event(self, event: Event) -> None:
+        """What one part does about another's events, where neither may import the other."""
+        if isinstance(event, PluginUnloaded):
+            self.views.plugin_unloaded(event.plugin.plugin_id, event.reason)
 
     async def request(self, method: str, params: Mapping[str, Any],
                       connection: Any = None) -> dict[str, Any]:

@@ -1,10 +1,22 @@
 """Typed events and the hub that fans them out.
 
-An event is a snake_case ``kind`` (``pane_created``) with a ``data`` dict whose
-``type`` repeats the kind; clients subscribe with the dotted name
-(``pane.created``). :meth:`EventHub.publish` never awaits and never blocks: each
-subscriber has a bounded queue, and one that falls behind is dropped with a
-final ``subscription_overflow`` line instead of slowing anyone down.
+An event is a frozen dataclass deriving from :class:`Event`, made where the change
+happens and carrying the domain objects and values it is about: the model's events are in
+``cmux_core.model.events``, the agents' in ``cmux_core.agents.events`` (and
+``cmux_core.agents.views``), the plugin host's in ``cmux_core.plugin_host.events``. Its
+``kind`` is the snake_case wire name (``pane_created``); clients subscribe with the dotted
+name (``pane.created``).
+
+JSON exists only at the API edge. The composition root gives the hub one
+:data:`Projection` (``cmux_core.api.wire``), which turns an event into its wire ``data``;
+the hub calls it once per event, at publish time, so every subscriber's line and every
+wire observer (plugins' ``cmux_on_event``) reports the state as it was when the event
+happened, and later changes never alter it. ``data["type"]`` repeats the kind.
+Observers inside the server get the typed event itself.
+
+:meth:`EventHub.publish` never awaits and never blocks: each subscriber has a bounded
+queue, and one that falls behind is dropped with a final ``subscription_overflow`` line
+instead of slowing anyone down.
 """
 
 from __future__ import annotations
@@ -14,7 +26,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +55,36 @@ def dotted(kind: str) -> str:
 SUBSCRIBABLE = {dotted(k): k for k in EVENT_KINDS}
 
 
-@dataclass(slots=True)
 class Event:
+    """Base of every typed event: subclasses are frozen dataclasses setting ``kind``
+    (one of :data:`EVENT_KINDS`)."""
+
+    __slots__ = ()
+    kind: ClassVar[str]
+
+
+Projection = Callable[[Event], dict[str, Any]]
+"""An event's wire ``data`` (without ``type``), built from the state at the call."""
+
+WireObserver = Callable[[str, dict[str, Any]], None]
+"""Called with ``(kind, data)``: the event's wire form, ``data`` including ``type``."""
+
+
+@dataclass(slots=True)
+class Published:
+    """One event as subscribers receive it: its number, kind and wire data."""
+
     seq: int
     kind: str
     data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """An event whose wire data was fixed by :meth:`EventHub.prepare`, to publish later."""
+
+    event: Event
+    data: dict[str, Any] | None
 
 
 @dataclass(eq=False)
@@ -60,15 +97,17 @@ class Subscriber:
 
     wanted: set[str] | None
     limit: int = SUBSCRIBER_QUEUE_LIMIT
-    queue: deque[Event] = field(default_factory=deque)
+    queue: deque[Published] = field(default_factory=deque)
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     overflowed: bool = False
     closed: bool = False
 
-    def offer(self, event: Event) -> None:
-        if self.closed or self.overflowed:
-            return
-        if self.wanted is not None and event.kind not in self.wanted:
+    def wants(self, kind: str) -> bool:
+        return not (self.closed or self.overflowed) and (
+            self.wanted is None or kind in self.wanted)
+
+    def offer(self, event: Published) -> None:
+        if not self.wants(event.kind):
             return
         if len(self.queue) >= self.limit:
             self.overflowed = True
@@ -77,7 +116,7 @@ class Subscriber:
             self.queue.append(event)
         self.wakeup.set()
 
-    async def next_batch(self) -> list[Event]:
+    async def next_batch(self) -> list[Published]:
         """Wait until something is queued (or overflow); return and clear the queue."""
         while not self.queue and not self.overflowed and not self.closed:
             self.wakeup.clear()
@@ -87,30 +126,67 @@ class Subscriber:
         return batch
 
 
-class EventHub:
-    """Publishes events to subscribers and to synchronous observers (plugins, agents)."""
+@dataclass(frozen=True, slots=True)
+class _Observer:
+    call: Callable[..., None]
+    wire: bool
 
-    def __init__(self) -> None:
+
+class EventHub:
+    """Publishes typed events to subscribers (as wire lines) and to synchronous observers.
+
+    ``project`` builds an event's wire data; the composition root sets it before anything
+    is published. Without it, subscribers and wire observers receive nothing.
+    """
+
+    def __init__(self, project: Projection | None = None) -> None:
+        self.project = project
         self._seq = 0
         self._subscribers: set[Subscriber] = set()
-        self._observers: list[Callable[[str, dict[str, Any]], None]] = []
+        self._observers: list[_Observer] = []
 
     @property
     def seq(self) -> int:
         return self._seq
 
-    def publish(self, kind: str, data: dict[str, Any]) -> None:
-        """Deliver an event now. ``data`` gains ``type``; it must not be mutated later."""
+    def prepare(self, event: Event) -> Prepared:
+        """Fix ``event``'s wire data now, for a publisher that reports the state before the
+        rest of a change (a closing workspace as it was before its panes closed)."""
+        return Prepared(event, self._wire(event))
+
+    def publish(self, event: Event | Prepared) -> None:
+        """Deliver an event now: its wire data (built here unless prepared, and only when
+        someone receives it) to subscribers, then every observer in the order they came."""
+        data = None
+        if isinstance(event, Prepared):
+            data = event.data
+            event = event.event
         self._seq += 1
-        data.setdefault("type", kind)
-        event = Event(self._seq, kind, data)
-        for sub in list(self._subscribers):
-            sub.offer(event)
+        kind = event.kind
+        receivers = [sub for sub in self._subscribers if sub.wants(kind)]
+        if data is None and (receivers or any(o.wire for o in self._observers)):
+            data = self._wire(event)
+        if data is not None:
+            published = Published(self._seq, kind, data)
+            for sub in receivers:
+                sub.offer(published)
         for observer in list(self._observers):
+            if observer.wire and data is None:
+                continue
             try:
-                observer(kind, data)
+                if observer.wire:
+                    observer.call(kind, data)
+                else:
+                    observer.call(event)
             except Exception:
                 log.exception("event observer failed on %s", kind)
+
+    def _wire(self, event: Event) -> dict[str, Any] | None:
+        if self.project is None:
+            return None
+        data = self.project(event)
+        data.setdefault("type", event.kind)
+        return data
 
     def subscribe(self, kinds: set[str] | None, limit: int = SUBSCRIBER_QUEUE_LIMIT) -> Subscriber:
         sub = Subscriber(kinds, limit)
@@ -122,9 +198,14 @@ class EventHub:
         sub.wakeup.set()
         self._subscribers.discard(sub)
 
-    def observe(self, observer: Callable[[str, dict[str, Any]], None]) -> None:
-        """Call ``observer(kind, data)`` synchronously for every event; it must not block."""
-        self._observers.append(observer)
+    def observe(self, observer: Callable[[Event], None]) -> None:
+        """Call ``observer(event)`` synchronously for every typed event; it must not block."""
+        self._observers.append(_Observer(observer, wire=False))
+
+    def observe_wire(self, observer: WireObserver) -> None:
+        """Call ``observer(kind, data)`` synchronously with every event's wire form; it must
+        not block and must not change ``data``."""
+        self._observers.append(_Observer(observer, wire=True))
 
     def subscriber_count(self) -> int:
         return len(self._subscribers)

@@ -8,10 +8,12 @@ source declarations are set the way the server sets them from plugin integration
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from cmux_core.agents.tracker import AgentTracker, ScreenReport, SourceDeclaration
+from cmux_core.api import wire
 from cmux_core.config import Settings
 from cmux_core.events import EventHub
 from cmux_core.model.mux import Mux
@@ -25,11 +27,12 @@ def run(body: Callable[[Mux, AgentTracker, Pane, list[tuple[str, dict[str, Any]]
     async def main() -> None:
         events = EventHub()
         seen: list[tuple[str, dict[str, Any]]] = []
-        events.observe(lambda kind, data: seen.append((kind, data)))
+        events.observe_wire(lambda kind, data: seen.append((kind, data)))
         mux = Mux(Settings(shell="/bin/sh"), events, "/nonexistent.sock")
+        tracker = AgentTracker(mux, events)
+        events.project = functools.partial(wire.project, mux, tracker)
         mux.create_window()
         _ws, _tab, pane = mux.create_workspace(command=["cat"], focus=True)
-        tracker = mux.agents
         tracker.canonical_agent = lambda label: KNOWN.get(label.lower())
         tracker.declarations = lambda: [
             SourceDeclaration("plug:claude", "claude", "session"),
@@ -52,8 +55,8 @@ def test_session_source_keeps_only_the_session() -> None:
         assert t.report_agent(pane, source="plug:claude", agent="claude", state="idle",
                               session=ref)
         assert t.status(pane) == "working"
-        assert t.pane_fields(pane)["agent_session"] == ref.to_wire()
-        info = t.agent_info(pane)
+        assert wire.pane_agent_fields(t, pane)["agent_session"] == ref.to_wire()
+        info = wire.agent_info(mux, t, pane)
         assert (info["status_source"], info["status_source_detail"]) == ("screen", "busy")
     run(body)
 
@@ -67,7 +70,7 @@ def test_lifecycle_source_owns_state_only_with_its_process() -> None:
         assert t.screen_detection_skipped(pane)
         t.publish_screen(pane, ScreenReport("blocked", visible_blocker=True))
         assert t.status(pane) == "working", "a screen never overrides a lifecycle hook"
-        assert t.agent_info(pane)["screen_detection_skipped"] is True
+        assert wire.agent_info(mux, t, pane)["screen_detection_skipped"] is True
         t.clear_authority(pane)
         assert t.status(pane) == "blocked", "the screen decides again"
         assert not t.report_agent(pane, source="plug:codex", agent="codex", state="idle")
@@ -83,10 +86,10 @@ def test_visible_blocker_beats_a_custom_report_of_the_same_agent() -> None:
         t.publish_screen(pane, ScreenReport("blocked", visible_blocker=True,
                                             matched_rule="permission"))
         assert t.status(pane) == "blocked"
-        assert t.agent_info(pane)["status_source"] == "screen"
+        assert wire.agent_info(mux, t, pane)["status_source"] == "screen"
         t.publish_screen(pane, ScreenReport("working"))
         assert t.status(pane) == "working"
-        assert t.agent_info(pane)["status_source"] == "hook"
+        assert wire.agent_info(mux, t, pane)["status_source"] == "hook"
         assert not t.report_agent(pane, source="custom:other", agent="codex", state="idle"), \
             "a known label conflicting with the detected process is ignored"
     run(body)
@@ -109,7 +112,7 @@ def test_agent_change_drops_the_hook_and_exit_releases() -> None:
                               "released": True, "final_status": "idle", "agent": "codex",
                               "type": "pane_agent_detected"}]
         assert t.effective_agent(pane) is None
-        assert t.agent_info(pane)["status_source"] == "process_exit"
+        assert wire.agent_info(mux, t, pane)["status_source"] == "process_exit"
         t.set_detected(pane, None)
         assert t.status(pane) == "unknown"
     run(body)

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import pytest
 
 from cmux_core import hookspecs
+from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.methods import plugin as plugin_methods
@@ -72,7 +73,8 @@ def make_host(tmp_path: Path, *dirs: Path, events: list[tuple[str, dict[str, Any
     if methods is None:
         methods = MethodTable()
         methods.merge(plugin_methods.methods)
-    publish = (lambda kind, data: events.append((kind, data))) if events is not None else None
+    publish = ((lambda event: events.append((event.kind, wire.plugin_event(event))))
+               if events is not None else None)
     return PluginHost(settings, methods=methods, publish=publish, entry_points=False, **kw)
 
 

@@ -298,8 +298,8 @@ def test_limits_are_inclusive_and_labels_are_cleaned() -> None:
 def test_connection_views_end_with_the_connection_named_views_stay() -> None:
     async def scenario() -> None:
         events = EventHub()
-        published: list[tuple[str, dict[str, Any]]] = []
-        events.observe(lambda kind, data: published.append((kind, data)))
+        published: list[Any] = []
+        events.observe(published.append)
         book = ViewBook(events)
         # Any object can key a connection's view; the socket server passes its connection.
         first, second = object(), object()
@@ -313,13 +313,13 @@ def test_connection_views_end_with_the_connection_named_views_stay() -> None:
         assert book.get(second) is None
         assert book.get("sidebar") is not None
         # only named clients are announced; a plugin being disabled ends the views it owns
-        assert [(k, d["client_id"], d["active"]) for k, d in published] == [
+        assert [(e.kind, e.client_id, e.view is not None) for e in published] == [
             ("agent_view_changed", "sidebar", True)]
-        events.publish("plugin_unloaded", {"plugin_id": "p", "reason": "replaced"})
+        book.plugin_unloaded("p", "replaced")
         assert book.get("sidebar") is not None
-        events.publish("plugin_unloaded", {"plugin_id": "p", "reason": "disabled"})
+        book.plugin_unloaded("p", "disabled")
         assert book.get("sidebar") is None
-        assert published[-1][0] == "agent_view_changed" and not published[-1][1]["active"]
+        assert published[-1].client_id == "sidebar" and published[-1].view is None
 
     asyncio.run(scenario())
 

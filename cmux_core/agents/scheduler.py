@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cmux_core.agents.events import ServerManifestsReloaded
 from cmux_core.agents.tracker import ScreenReport
 from cmux_core.detect.engine import ScreenInput, classify, explain
 from cmux_core.detect.identify import Identity, identify_group
@@ -380,10 +381,7 @@ class DetectionRuntime:
 
     def _on_manifests(self, report: ReloadReport) -> None:
         """Manifests changed: every pane is re-identified and re-classified (no grace)."""
-        self.events.publish("server_manifests_reloaded", {
-            "trigger": report.trigger, "files": [r.to_wire() for r in report.files
-                                                 if r.status != "unchanged"],
-            "manifests": self.registry.infos()})
+        self.events.publish(ServerManifestsReloaded(report, self.registry))
         if not self._running:
             return
         for pane in list(self.mux.panes.values()):

@@ -41,10 +41,14 @@ Readiness of a managed launch (a terminal ``agent.start`` named, :class:`Launch`
   its deadline passes while still pending (``agent.start`` ``timeout_ms``, default 30 s;
   never before the settle of an identified agent).
 
-Events: ``pane_agent_detected`` (effective agent changed, or a release),
-``pane_agent_status_changed`` (status or presentation changed), ``pane_updated``
-(tokens, name, revision or launch readiness changed) and ``workspace_metadata_updated``.
-All methods run on the event loop.
+Events (typed, :mod:`cmux_core.agents.events`): ``pane_agent_detected`` (effective agent
+changed, or a release), ``pane_agent_status_changed`` (status or presentation changed),
+``pane_updated`` (tokens, name, revision or launch readiness changed) and
+``workspace_metadata_updated``. The tracker follows the model through its events (a closed
+pane is forgotten, an exited one released, a closed workspace's metadata dropped) and its
+``view_listeners`` (a tab the user looks at is seen). The wire forms of panes and agents
+(PaneInfo's agent fields, AgentInfo) are built from the tracker at the API edge
+(``cmux_core.api.wire``). All methods run on the event loop.
 """
 
 from __future__ import annotations
@@ -52,8 +56,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from cmux_core.agents.events import (
+    PaneAgentDetected,
+    PaneAgentStatusChanged,
+    WorkspaceMetadataUpdated,
+)
 from cmux_core.agents.metadata import (
     MAX_SEQUENCED_TOKEN_SOURCES,
     MAX_TOKENS,
@@ -67,11 +76,10 @@ from cmux_core.agents.metadata import (
     effective_presentation,
 )
 from cmux_core.errors import CmuxError
-
-if TYPE_CHECKING:
-    from cmux_core.events import EventHub
-    from cmux_core.model.mux import Mux
-    from cmux_core.model.tree import Pane, Tab, Workspace
+from cmux_core.events import Event, EventHub
+from cmux_core.model.events import PaneClosed, PaneExited, PaneUpdated, WorkspaceClosed
+from cmux_core.model.mux import Mux
+from cmux_core.model.tree import Pane, Tab, Workspace
 
 __all__ = [
     "ATTENTION", "LAUNCH_SETTLE_S", "LAUNCH_TIMEOUT_S", "MAX_SEQUENCED_TOKEN_SOURCES",
@@ -253,6 +261,7 @@ class AgentTracker:
         self._timers = ExpiryTimers(self._expire)
         self._launch_timers = ExpiryTimers(self._launch_due)
         events.observe(self._on_event)
+        mux.view_listeners.append(self.mark_tab_seen)
 
     def record(self, pane: Pane) -> AgentRecord:
         rec = self.records.get(pane.key)
@@ -483,8 +492,7 @@ class AgentTracker:
         if seq is not None:
             store.seqs[source] = seq
         if store.patch_tokens(source, seq, tokens, deadline_after(ttl_s)):
-            self.events.publish("workspace_metadata_updated",
-                                {"workspace": self.mux.workspace_info(ws)})
+            self.events.publish(WorkspaceMetadataUpdated(ws))
         self._schedule(ws.id)
         return True
 
@@ -561,78 +569,21 @@ class AgentTracker:
             out["state_labels"] = labels
         return out
 
-    def pane_fields(self, pane: Pane) -> dict[str, Any]:
-        """Agent and metadata fields of PaneInfo (omitted when empty).
-
-        ``revision`` replaces the pane's title revision with title + token revisions.
-        """
+    def session(self, pane: Pane) -> SessionRef | None:
+        """The agent's native session reference: its authority's, else the stored one."""
         rec = self.records.get(pane.key)
-        out: dict[str, Any] = {"agent_status": self.status(pane),
-                               "revision": pane.title_revision}
-        if rec is None:
-            return out
-        out["revision"] += rec.metadata.revision
-        agent = self.effective_agent(pane)
-        if agent is not None:
-            out["agent"] = agent
-        out.update(self.presentation(pane))
-        tokens = rec.metadata.token_values()
-        if tokens:
-            out["tokens"] = tokens
-        session = self._session(rec)
-        if session is not None:
-            out["agent_session"] = session.to_wire()
-        if self.is_agent(pane):
-            out.update(self._provenance(pane, rec))
-        return out
+        return self._session(rec) if rec is not None else None
 
-    def workspace_fields(self, ws: Workspace) -> dict[str, Any]:
-        """WorkspaceInfo ``tokens`` (omitted when empty)."""
+    def workspace_tokens(self, ws: Workspace) -> dict[str, str]:
         store = self.workspace_metadata.get(ws.id)
-        tokens = store.token_values() if store is not None else {}
-        return {"tokens": tokens} if tokens else {}
+        return store.token_values() if store is not None else {}
 
-    def agent_info(self, pane: Pane) -> dict[str, Any]:
-        """AgentInfo of ``pane`` plus the provenance extension fields.
-
-        ``launch_pending`` and ``interactive_ready`` are present only when true, and only
-        for a managed launch (see the module docstring). Extensions: ``seen``,
-        ``status_source`` (``hook``/``screen``/``process_exit``/``release``/``none``),
-        ``status_source_detail`` (the hook source or matched rule), ``status_changed_at``
-        (unix seconds), ``custom_status``, ``message``.
-        """
-        info = self.mux.pane_info(pane)
-        out: dict[str, Any] = {"terminal_id": info["terminal_id"]}
-        rec = self.record(pane)
-        if rec.name is not None:
-            out["name"] = rec.name
-        for key in ("agent", "title", "terminal_title", "terminal_title_stripped",
-                    "display_agent"):
-            if key in info:
-                out[key] = info[key]
-        out["agent_status"] = info["agent_status"]
-        if self.screen_detection_skipped(pane):
-            out["screen_detection_skipped"] = True
-        for key in ("state_labels", "tokens", "agent_session"):
-            if key in info:
-                out[key] = info[key]
-        out.update({"workspace_id": info["workspace_id"], "tab_id": info["tab_id"],
-                    "pane_id": info["pane_id"], "focused": info["focused"]})
-        if rec.launch is not None and rec.launch.pending:
-            out["launch_pending"] = True
-        if rec.launch is not None and rec.launch.ready:
-            out["interactive_ready"] = True
-        out["state_change_seq"] = rec.state_change_seq
-        for key in ("cwd", "foreground_cwd"):
-            if key in info:
-                out[key] = info[key]
-        out["revision"] = info["revision"]
-        if "custom_status" in info:
-            out["custom_status"] = info["custom_status"]
-        out.update(self._provenance(pane, rec))
-        if rec.authority is not None and rec.authority.message:
-            out["message"] = rec.authority.message
-        return out
+    def status_event(self, pane: Pane) -> PaneAgentStatusChanged:
+        """``pane_agent_status_changed`` for the pane as it is now."""
+        pres = self.presentation(pane)
+        return PaneAgentStatusChanged(pane, self.status(pane), self.effective_agent(pane),
+                                      pres.get("title"), pres.get("display_agent"),
+                                      pres.get("state_labels"))
 
     def agent_panes(self) -> list[Pane]:
         """Every agent terminal's pane, in workspace, tab and layout order."""
@@ -773,14 +724,6 @@ class AgentTracker:
         if entry.empty():
             del rec.presentation[patch.source]
 
-    def _provenance(self, pane: Pane, rec: AgentRecord) -> dict[str, Any]:
-        out: dict[str, Any] = {"seen": rec.seen, "status_source": rec.status_source}
-        if rec.status_source_detail is not None:
-            out["status_source_detail"] = rec.status_source_detail
-        if rec.status_changed_at:
-            out["status_changed_at"] = rec.status_changed_at
-        return out
-
     def _candidate(self, pane: Pane) -> dict[str, Any]:
         return {"terminal_id": pane.terminal.id, "pane_id": pane.id,
                 "workspace_id": pane.tab.workspace.id, "tab_id": pane.tab.id,
@@ -803,41 +746,28 @@ class AgentTracker:
         """Publish what changed since ``before``: detection, status, pane updates."""
         self._settle_launch(pane, rec)
         after = self._snapshot(pane, rec)
-        ws_id = pane.tab.workspace.id
         if released is not None:
-            data: dict[str, Any] = {"pane_id": pane.id, "workspace_id": ws_id,
-                                    "released": True, "final_status": final_status}
-            if released:
-                data["agent"] = released
-            self.events.publish("pane_agent_detected", data)
+            self.events.publish(PaneAgentDetected(pane, released or None, released=True,
+                                                  final_status=final_status))
         elif after.agent != before.agent:
-            data = {"pane_id": pane.id, "workspace_id": ws_id}
-            if after.agent is not None:
-                data["agent"] = after.agent
-            self.events.publish("pane_agent_detected", data)
+            self.events.publish(PaneAgentDetected(pane, after.agent))
         if (after.status, after.presentation, after.agent) != (
                 before.status, before.presentation, before.agent):
-            status: dict[str, Any] = {"pane_id": pane.id, "workspace_id": ws_id,
-                                      "agent_status": after.status}
-            if after.agent is not None:
-                status["agent"] = after.agent
-            pres = self.presentation(pane)
-            for key in ("title", "display_agent", "state_labels"):
-                if key in pres:
-                    status[key] = pres[key]
-            self.events.publish("pane_agent_status_changed", status)
+            self.events.publish(self.status_event(pane))
         if force_update or (after.revision, after.name, after.launch) != (
                 before.revision, before.name, before.launch):
-            self.events.publish("pane_updated", {"pane": self.mux.pane_info(pane)})
+            self.events.publish(PaneUpdated(pane))
 
-    def _on_event(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "pane_exited":
-            pane = self.mux.find_pane(str(data.get("pane_id", "")))
-            rec = self.records.get(pane.key) if pane is not None else None
-            if pane is not None and rec is not None and rec.exited_agent is None:
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, PaneExited):
+            pane = event.pane
+            rec = self.records.get(pane.key)
+            if pane.key in self.mux.panes and rec is not None and rec.exited_agent is None:
                 self._agent_exited(pane, rec)
-        elif kind == "workspace_closed":
-            ws_id = str(data.get("workspace_id", ""))
+        elif isinstance(event, PaneClosed):
+            self.forget(event.pane)
+        elif isinstance(event, WorkspaceClosed):
+            ws_id = event.workspace.id
             self.workspace_metadata.pop(ws_id, None)
             self._timers.cancel(ws_id)
 
@@ -919,6 +849,5 @@ class AgentTracker:
         if store is not None and store.expire(now):
             ws = next((w for w in self.mux.workspaces() if w.id == key), None)
             if ws is not None:
-                self.events.publish("workspace_metadata_updated",
-                                    {"workspace": self.mux.workspace_info(ws)})
+                self.events.publish(WorkspaceMetadataUpdated(ws))
         self._schedule(key)

@@ -25,14 +25,12 @@ import re
 import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, ClassVar, Final, Protocol
 
 from cmux_core.agents.tracker import ATTENTION
 from cmux_core.errors import CmuxError
-
-if TYPE_CHECKING:
-    from cmux_core.events import EventHub
-    from cmux_core.model.mux import Mux
+from cmux_core.events import Event, EventHub
+from cmux_core.model.mux import Mux
 
 MAX_DEPTH = 8
 MAX_NODES = 64
@@ -655,6 +653,15 @@ def context_of(mux: Mux) -> ViewContext:
 VIEW_CHANGED = "agent_view_changed"
 """Event published when a named client's view is set, cleared or ended."""
 
+
+@dataclass(frozen=True, slots=True)
+class AgentViewChanged(Event):
+    """A named client's view is now ``view`` (None: the client has none)."""
+
+    kind: ClassVar[str] = VIEW_CHANGED
+    client_id: str
+    view: AgentView | None
+
 ClientKey = str | object
 """A named ``client_id`` string, or the connection object itself."""
 
@@ -667,14 +674,14 @@ class ViewBook:
 
     A view keyed by a connection is dropped when that connection closes; a view keyed by a
     named ``client_id`` stays until cleared. Views owned by a plugin (``plugin:<id>``) are
-    dropped when the server reports that plugin disabled, unlinked or blocked. Every change
-    to a named client's view is published as ``agent_view_changed``.
+    dropped when the server reports that plugin disabled, unlinked or blocked
+    (:meth:`plugin_unloaded`). Every change to a named client's view is published as
+    ``agent_view_changed``.
     """
 
     def __init__(self, events: EventHub) -> None:
         self._views: dict[ClientKey, AgentView] = {}
         self._events = events
-        events.observe(self._on_event)
 
     def client(self, connection: object | None, client_id: str | None) -> ClientKey:
         """The client a call speaks for: ``client_id`` when given, else its connection."""
@@ -710,10 +717,12 @@ class ViewBook:
         """Drop the view keyed by ``connection``, which has closed."""
         self._views.pop(connection, None)
 
-    def _on_event(self, kind: str, data: dict[str, Any]) -> None:
-        if kind != "plugin_unloaded" or data.get("reason") == "replaced":
+    def plugin_unloaded(self, plugin_id: str, reason: str) -> None:
+        """The host unloaded ``plugin_id``: end the views it owns, unless it is only being
+        replaced by its next version (``reason`` ``replaced``)."""
+        if reason == "replaced":
             return
-        source = f"plugin:{data.get('plugin_id')}"
+        source = f"plugin:{plugin_id}"
         for client in [c for c, v in self._views.items() if v.source == source]:
             del self._views[client]
             self._announce(client, None)
@@ -722,9 +731,7 @@ class ViewBook:
         """Publish ``agent_view_changed`` for a named client, so its front ends redraw."""
         if not isinstance(client, str) or client == _INTERNAL:
             return
-        data = view.to_wire() if view is not None else inactive()
-        data.update(type=VIEW_CHANGED, client_id=client)
-        self._events.publish(VIEW_CHANGED, data)
+        self._events.publish(AgentViewChanged(client, view))
 
 
 async def project_for(book: ViewBook, connection: object | None, rows: Sequence[Row],

@@ -6,8 +6,9 @@ objects: the method handlers in ``cmux_core.api.methods.layout`` resolve ids and
 the not-found errors first. A function either raises before changing anything or
 finishes the whole change; it then sizes every terminal of the tabs it touched to
 its rect (``Mux.apply_sizes``), publishes its events in the documented order and
-returns the wire-shaped result object. No-ops return ``changed: False`` with a
-``reason`` and publish nothing.
+returns its result: a typed record that ``cmux_core.api.wire`` projects, or the portable
+LayoutDescription (:func:`describe`). No-ops return a ``reason`` (``changed: False`` on
+the wire) and publish nothing.
 
 Focus events (``workspace_focused``, ``tab_focused``, ``pane_focused``) always come
 last, after the layout and structure events of the same change, except for
@@ -24,6 +25,19 @@ from typing import Any, Literal
 from cmux_core import ids
 from cmux_core.errors import CmuxError
 from cmux_core.model import layout
+from cmux_core.model.events import (
+    LayoutUpdated,
+    PaneClosed,
+    PaneCreated,
+    PaneMoved,
+    TabClosed,
+    TabCreated,
+    TabMoved,
+    WorkspaceClosed,
+    WorkspaceCreated,
+    WorkspaceMoved,
+    WorkspaceReordered,
+)
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane, Tab, Window, Workspace
 from cmux_core.terminal import procfs
@@ -50,7 +64,7 @@ def _focused_id(mux: Mux, tab: Tab) -> str:
 
 
 def _publish_layout(mux: Mux, tab: Tab) -> None:
-    mux.events.publish("layout_updated", {"layout": mux.layout_snapshot(tab)})
+    mux.events.publish(LayoutUpdated(tab))
 
 
 def _active_tab(mux: Mux) -> Tab:
@@ -79,39 +93,56 @@ def current_cwd(mux: Mux, pane: Pane) -> str | None:
 # -- reads ----------------------------------------------------------------------------
 
 
-def neighbor(mux: Mux, pane: Pane, direction: layout.PaneDirection) -> Result:
-    tab = pane.tab
-    other = layout.neighbor(tab.tree, mux.area, pane.key, direction)
-    return {"pane_id": pane.id, "direction": direction,
-            "neighbor_pane_id": mux.panes[other].id if other else None,
-            "layout": mux.layout_snapshot(tab)}
+@dataclass(frozen=True, slots=True)
+class Neighbor:
+    """The pane nearest to ``pane`` in ``direction`` (None at the edge)."""
+
+    pane: Pane
+    direction: layout.PaneDirection
+    neighbor: Pane | None
 
 
-def edges(mux: Mux, pane: Pane) -> Result:
-    touching = layout.edges(pane.tab.tree, mux.area, pane.key)
-    return {"pane_id": pane.id, **touching, "layout": mux.layout_snapshot(pane.tab)}
+def neighbor(mux: Mux, pane: Pane, direction: layout.PaneDirection) -> Neighbor:
+    other = layout.neighbor(pane.tab.tree, mux.area, pane.key, direction)
+    return Neighbor(pane, direction, mux.panes[other] if other else None)
+
+
+@dataclass(frozen=True, slots=True)
+class Edges:
+    """Which sides of the area ``pane`` touches: keys left, right, up, down."""
+
+    pane: Pane
+    touching: dict[str, bool]
+
+
+def edges(mux: Mux, pane: Pane) -> Edges:
+    return Edges(pane, layout.edges(pane.tab.tree, mux.area, pane.key))
 
 
 # -- swap -----------------------------------------------------------------------------
 
 
-def _swap_result(mux: Mux, tab: Tab, reason: str | None, source: str,
-                 target: str | None) -> Result:
-    return {"changed": reason is None, "reason": reason, "source_pane_id": source,
-            "target_pane_id": target, "focused_pane_id": _focused_id(mux, tab),
-            "layout": mux.layout_snapshot(tab)}
+@dataclass(frozen=True, slots=True)
+class Swap:
+    """A swap in ``tab`` (``reason`` None) or why none happened; the pane ids are as the
+    request named them when a handle did not resolve."""
+
+    tab: Tab
+    reason: str | None
+    source_pane_id: str
+    target_pane_id: str | None
 
 
-def swap_direction(mux: Mux, source: Pane, direction: layout.PaneDirection) -> Result:
+def swap_direction(mux: Mux, source: Pane, direction: layout.PaneDirection) -> Swap:
     """Swap ``source`` with its nearest neighbour in ``direction`` (reason ``no_neighbor``)."""
     tab = source.tab
     other = layout.neighbor(tab.tree, mux.area, source.key, direction)
     if other is None:
-        return _swap_result(mux, tab, "no_neighbor", source.id, None)
+        return Swap(tab, "no_neighbor", source.id, None)
     return _swap(mux, source, mux.panes[other])
 
 
-def swap_panes(mux: Mux, source_text: str, target_text: str) -> Result:
+def swap_panes(mux: Mux, source_text: str, target_text: str) -> Swap:
     """Swap two panes named by handles.
 
     Unresolvable handles give reason ``not_found`` (echoing the raw text), one pane
@@ -122,16 +153,16 @@ def swap_panes(mux: Mux, source_text: str, target_text: str) -> Result:
     if source is None or target is None:
         known = source or target
         tab = known.tab if known is not None else _active_tab(mux)
-        return _swap_result(mux, tab, "not_found", source.id if source else source_text,
-                            target.id if target else target_text)
+        return Swap(tab, "not_found", source.id if source else source_text,
+                    target.id if target else target_text)
     if source is target:
-        return _swap_result(mux, source.tab, "same_pane", source.id, target.id)
+        return Swap(source.tab, "same_pane", source.id, target.id)
     if source.tab is not target.tab:
-        return _swap_result(mux, source.tab, "cross_tab", source.id, target.id)
+        return Swap(source.tab, "cross_tab", source.id, target.id)
     return _swap(mux, source, target)
 
 
-def _swap(mux: Mux, source: Pane, target: Pane) -> Result:
+def _swap(mux: Mux, source: Pane, target: Pane) -> Swap:
     """Exchange the two leaves and focus ``source`` (now where ``target`` was)."""
     tab = source.tab
     before = mux._focus_key()
@@ -140,29 +171,43 @@ def _swap(mux: Mux, source: Pane, target: Pane) -> Result:
     mux.apply_sizes(tab)
     _publish_layout(mux, tab)
     mux._emit_focus_if_changed(before)
-    return _swap_result(mux, tab, None, source.id, target.id)
+    return Swap(tab, None, source.id, target.id)
 
 
 # -- focus, zoom, resize, ratios --------------------------------------------------------
 
 
-def focus_direction(mux: Mux, source: Pane, direction: layout.PaneDirection) -> Result:
+@dataclass(frozen=True, slots=True)
+class FocusMove:
+    """Focus moved from ``source`` to its neighbour (``changed``), or had nowhere to go."""
+
+    source: Pane
+    changed: bool
+
+
+def focus_direction(mux: Mux, source: Pane, direction: layout.PaneDirection) -> FocusMove:
     """Focus the nearest pane in ``direction``; ``no_neighbor`` leaves focus alone."""
     tab = source.tab
     other = layout.neighbor(tab.tree, mux.area, source.key, direction)
     if other is None:
-        return {"changed": False, "reason": "no_neighbor", "source_pane_id": source.id,
-                "focused_pane_id": _focused_id(mux, tab), "layout": mux.layout_snapshot(tab)}
+        return FocusMove(source, False)
     before = mux._focus_key()
     _focus(mux, mux.panes[other])
     mux.apply_sizes(tab)
     _publish_layout(mux, tab)
     mux._emit_focus_if_changed(before)
-    return {"changed": True, "reason": None, "source_pane_id": source.id,
-            "focused_pane_id": _focused_id(mux, tab), "layout": mux.layout_snapshot(tab)}
+    return FocusMove(source, True)
 
 
-def zoom(mux: Mux, pane: Pane, mode: ZoomMode) -> Result:
+@dataclass(frozen=True, slots=True)
+class Zoom:
+    pane: Pane
+    zoom_changed: bool
+    focus_changed: bool
+    reason: str | None
+
+
+def zoom(mux: Mux, pane: Pane, mode: ZoomMode) -> Zoom:
     """Focus ``pane`` (switching workspace and tab), then zoom its tab in or out.
 
     ``changed`` is ``zoom_changed or focus_changed``. Zoom needs two panes or more
@@ -192,13 +237,16 @@ def zoom(mux: Mux, pane: Pane, mode: ZoomMode) -> Result:
     mux._emit_focus_if_changed(before)
     if zoom_changed or focus_changed:
         _publish_layout(mux, tab)
-    return {"changed": zoom_changed or focus_changed, "zoom_changed": zoom_changed,
-            "focus_changed": focus_changed, "reason": reason, "pane_id": pane.id,
-            "focused_pane_id": _focused_id(mux, tab), "zoomed": tab.zoomed,
-            "layout": mux.layout_snapshot(tab)}
+    return Zoom(pane, zoom_changed, focus_changed, reason)
 
 
-def resize(mux: Mux, pane: Pane, direction: layout.PaneDirection, amount: float) -> Result:
+@dataclass(frozen=True, slots=True)
+class Resize:
+    pane: Pane
+    changed: bool
+
+
+def resize(mux: Mux, pane: Pane, direction: layout.PaneDirection, amount: float) -> Resize:
     """Move the divider beside ``pane`` (digest §k.6); ``unchanged`` when no ratio moved."""
     tab = pane.tab
     tree = layout.resize(tab.tree, mux.area, pane.key, direction, amount)
@@ -207,8 +255,7 @@ def resize(mux: Mux, pane: Pane, direction: layout.PaneDirection, amount: float)
         tab.tree = tree
         mux.apply_sizes(tab)
         _publish_layout(mux, tab)
-    return {"changed": changed, "reason": None if changed else "unchanged", "pane_id": pane.id,
-            "focused_pane_id": _focused_id(mux, tab), "layout": mux.layout_snapshot(tab)}
+    return Resize(pane, changed)
 
 
 def set_split_ratio(mux: Mux, tab: Tab, path: Sequence[bool], ratio: float) -> Result:
@@ -313,14 +360,14 @@ def apply(mux: Mux, ws: Workspace, root: object, *, replace: Tab | None = None,
     if focus:
         mux._select_workspace(ws)
     mux.apply_sizes(tab)
-    mux.events.publish("tab_created", {"tab": mux.tab_info(tab)})
+    mux.events.publish(TabCreated(tab))
     for step in steps:
-        mux.events.publish("pane_created", {"pane": mux.pane_info(created[step.leaf])})
+        mux.events.publish(PaneCreated(created[step.leaf]))
     _publish_layout(mux, tab)
     if replace is not None:
         for pane in mux.tab_panes(replace):
             mux._discard_pane(pane)
-            mux.events.publish("pane_closed", {"pane_id": pane.id, "workspace_id": ws.id})
+            mux.events.publish(PaneClosed(pane))
         mux._remove_tab(replace)
     mux._emit_focus_if_changed(before)
     return describe(mux, tab)
@@ -413,8 +460,19 @@ class ToNewWorkspace:
 Destination = ToTab | ToNewTab | ToNewWorkspace
 
 
-def move(mux: Mux, pane: Pane, dest: Destination, *, focus: bool = False) -> Result:
-    """Move ``pane`` with its running terminal to ``dest``; returns a PaneMoveResult.
+@dataclass(frozen=True, slots=True)
+class MoveResult:
+    """A PaneMoveResult: the move (for a no-op, the pane where it stays), or the ``reason``
+    nothing moved; ``source_tab`` is None when the move closed it."""
+
+    moved: PaneMoved
+    reason: str | None
+    source_tab: Tab | None
+    target_tab: Tab
+
+
+def move(mux: Mux, pane: Pane, dest: Destination, *, focus: bool = False) -> MoveResult:
+    """Move ``pane`` with its running terminal to ``dest``.
 
     No-ops: the pane's own tab as destination (``same_tab``); a zoomed source or
     destination tab (``zoomed_tab``). Crossing workspaces gives the pane a new number
@@ -427,8 +485,7 @@ def move(mux: Mux, pane: Pane, dest: Destination, *, focus: bool = False) -> Res
     """
     src_tab = pane.tab
     src_ws = src_tab.workspace
-    previous = {"previous_pane_id": pane.id, "previous_workspace_id": src_ws.id,
-                "previous_tab_id": src_tab.id}
+    previous = (pane.id, src_ws.id, src_tab.id)
     reason = None
     if isinstance(dest, ToTab) and dest.tab is src_tab:
         reason = "same_tab"
@@ -436,11 +493,7 @@ def move(mux: Mux, pane: Pane, dest: Destination, *, focus: bool = False) -> Res
         reason = "zoomed_tab"
     if reason is not None:
         shown = dest.tab if isinstance(dest, ToTab) else src_tab
-        return {"changed": False, "reason": reason, **previous, "pane": mux.pane_info(pane),
-                "source_layout": mux.layout_snapshot(src_tab),
-                "target_layout": mux.layout_snapshot(shown), "created_workspace": None,
-                "created_tab": None, "closed_workspace_id": None, "closed_tab_id": None,
-                "focused_pane_id": _focused_id(mux, shown)}
+        return MoveResult(PaneMoved(pane, *previous), reason, src_tab, shown)
 
     before = mux._focus_key()
     cwd = current_cwd(mux, pane) or src_ws.cwd
@@ -491,27 +544,21 @@ def move(mux: Mux, pane: Pane, dest: Destination, *, focus: bool = False) -> Res
     mux.apply_sizes(dest_tab)
 
     if closed_tab_id is not None:
-        mux.events.publish("tab_closed", {"tab_id": closed_tab_id, "workspace_id": src_ws.id})
+        mux.events.publish(TabClosed(src_tab))
     if closed_ws_id is not None:
-        mux.events.publish("workspace_closed", {"workspace_id": closed_ws_id})
-    ws_info = mux.workspace_info(created_ws) if created_ws is not None else None
-    tab_info = mux.tab_info(created_tab) if created_tab is not None else None
-    if ws_info is not None:
-        mux.events.publish("workspace_created", {"workspace": ws_info})
-    if tab_info is not None:
-        mux.events.publish("tab_created", {"tab": tab_info})
-    moved = {**previous, "pane": mux.pane_info(pane), "created_workspace": ws_info,
-             "created_tab": tab_info, "closed_workspace_id": closed_ws_id,
-             "closed_tab_id": closed_tab_id}
-    mux.events.publish("pane_moved", {k: v for k, v in moved.items() if v is not None})
-    source_layout = mux.layout_snapshot(src_tab) if remaining is not None else None
-    if source_layout is not None:
-        mux.events.publish("layout_updated", {"layout": source_layout})
-    target_layout = mux.layout_snapshot(dest_tab)
-    mux.events.publish("layout_updated", {"layout": target_layout})
+        mux.events.publish(WorkspaceClosed(src_ws, snapshot=False))
+    if created_ws is not None:
+        mux.events.publish(WorkspaceCreated(created_ws))
+    if created_tab is not None:
+        mux.events.publish(TabCreated(created_tab))
+    moved = PaneMoved(pane, *previous, created_workspace=created_ws, created_tab=created_tab,
+                      closed_workspace_id=closed_ws_id, closed_tab_id=closed_tab_id)
+    mux.events.publish(moved)
+    if remaining is not None:
+        mux.events.publish(LayoutUpdated(src_tab))
+    mux.events.publish(LayoutUpdated(dest_tab))
     mux._emit_focus_if_changed(before)
-    return {"changed": True, "reason": None, **moved, "source_layout": source_layout,
-            "target_layout": target_layout, "focused_pane_id": _focused_id(mux, dest_tab)}
+    return MoveResult(moved, None, src_tab if remaining is not None else None, dest_tab)
 
 
 # -- tab and workspace order ------------------------------------------------------------
@@ -539,9 +586,7 @@ def move_tab(mux: Mux, tab: Tab, insert_index: int) -> bool:
                         f"insert_index {insert_index} is past the end ({len(ws.tabs)})")
     if not _reinsert(ws.tabs, tab, insert_index):
         return False
-    mux.events.publish("tab_moved", {"tab_id": tab.id, "workspace_id": ws.id,
-                                     "insert_index": insert_index,
-                                     "tabs": [mux.tab_info(t) for t in ws.tabs]})
+    mux.events.publish(TabMoved(tab, insert_index))
     return True
 
 
@@ -556,9 +601,7 @@ def move_workspace(mux: Mux, ws: Workspace, insert_index: int) -> bool:
                         f"insert_index {insert_index} is past the end ({len(order)})")
     if not _reinsert(order, ws, insert_index):
         return False
-    mux.events.publish("workspace_moved", {
-        "workspace_id": ws.id, "insert_index": insert_index,
-        "workspaces": [mux.workspace_info(w) for w in mux.workspaces()]})
+    mux.events.publish(WorkspaceMoved(ws, insert_index))
     return True
 
 
@@ -587,9 +630,5 @@ def move_workspace_block(mux: Mux, block: Sequence[Workspace],
     if order == window.workspaces:
         return False
     window.workspaces[:] = order
-    data: dict[str, Any] = {"workspace_ids": [ws.id for ws in block],
-                            "workspaces": [mux.workspace_info(w) for w in mux.workspaces()]}
-    if before is not None:
-        data["before_workspace_id"] = before.id
-    mux.events.publish("workspace_reordered", data)
+    mux.events.publish(WorkspaceReordered(tuple(block), before))
     return True

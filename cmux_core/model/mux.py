@@ -1,10 +1,10 @@
 """The object model: windows → workspaces → tabs → split trees of panes → surfaces.
 
 The objects themselves are in :mod:`cmux_core.model.tree`. :class:`Mux` is the root and the
-only thing that changes the model; it spawns
-and closes terminals, keeps focus, sizes every PTY to its pane's rectangle and
-publishes an event for every change. Handlers in ``cmux_core.api.methods`` resolve
-ids through it and shape results from its ``*_info`` builders.
+only thing that changes the model; it spawns and closes terminals, keeps focus, sizes every
+PTY to its pane's rectangle and publishes a typed event (:mod:`cmux_core.model.events`)
+for every change. Handlers in ``cmux_core.api.methods`` resolve ids through it; their
+results and the events' wire data are built at the API edge (``cmux_core.api.wire``).
 
 Focus: an active window; per window a selected workspace; per workspace an
 active tab; per tab a focused pane. Creating anything moves focus only when
@@ -18,14 +18,32 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from cmux_core import ids
-from cmux_core.agents.tracker import AgentTracker
 from cmux_core.config import Settings
 from cmux_core.errors import CmuxError, NotFound
-from cmux_core.events import EventHub
+from cmux_core.events import EventHub, Prepared
 from cmux_core.model import layout
+from cmux_core.model.events import (
+    LayoutUpdated,
+    PaneClosed,
+    PaneCreated,
+    PaneCwdChanged,
+    PaneExited,
+    PaneFocused,
+    PaneNotification,
+    PaneProgressChanged,
+    PaneUpdated,
+    TabClosed,
+    TabCreated,
+    TabFocused,
+    TabRenamed,
+    WorkspaceClosed,
+    WorkspaceCreated,
+    WorkspaceFocused,
+    WorkspaceRenamed,
+)
 from cmux_core.model.tree import Pane, Surface, Tab, Window, Workspace, auto_label
 from cmux_core.terminal import procfs
 from cmux_core.terminal.emulator import TerminalSignal, strip_title
@@ -63,7 +81,8 @@ class Mux:
         """Closed terminals whose process has not exited yet (dropped when it has)."""
         self._output_events: dict[str, asyncio.Event] = {}
         self.output_listeners: list[Callable[[Pane], None]] = []
-        self.agents = AgentTracker(self, events)
+        self.view_listeners: list[Callable[[Tab], None]] = []
+        """Called when a focus method shows a tab to the user, even when focus stayed."""
 
     # -- construction --------------------------------------------------------------
 
@@ -115,10 +134,10 @@ class Mux:
         window.workspaces.append(ws)
         if focus or window.selected is None:
             self._select_workspace(ws)
-        self.events.publish("workspace_created", {"workspace": self.workspace_info(ws)})
-        self.events.publish("tab_created", {"tab": self.tab_info(tab)})
-        self.events.publish("pane_created", {"pane": self.pane_info(pane)})
-        self.events.publish("layout_updated", {"layout": self.layout_snapshot(tab)})
+        self.events.publish(WorkspaceCreated(ws))
+        self.events.publish(TabCreated(tab))
+        self.events.publish(PaneCreated(pane))
+        self.events.publish(LayoutUpdated(tab))
         self._emit_focus_if_changed(before)
         return ws, tab, pane
 
@@ -212,33 +231,25 @@ class Mux:
         pane = surface.pane
         if pane.key not in self.panes:
             return
-        ws_id = pane.tab.workspace.id
         if sig.kind == "title":
             stripped = strip_title(sig.value)
             if stripped != pane.last_title_stripped:
                 pane.last_title_stripped = stripped
                 pane.title_revision += 1
-                self.events.publish("pane_updated", {"pane": self.pane_info(pane)})
+                self.events.publish(PaneUpdated(pane))
         elif sig.kind == "cwd":
             pane.cwd = sig.value
-            self.events.publish("pane_cwd_changed",
-                                {"pane_id": pane.id, "workspace_id": ws_id, "cwd": sig.value})
+            self.events.publish(PaneCwdChanged(pane, sig.value))
         elif sig.kind == "progress":
-            self.events.publish("pane_progress_changed",
-                                {"pane_id": pane.id, "workspace_id": ws_id, "progress": sig.value})
+            self.events.publish(PaneProgressChanged(pane, sig.value))
         elif sig.kind == "notification":
-            data: dict[str, Any] = {"pane_id": pane.id, "workspace_id": ws_id, "body": sig.value}
-            if sig.title:
-                data["title"] = sig.title
-            self.events.publish("pane_notification", data)
+            self.events.publish(PaneNotification(pane, sig.value, sig.title))
 
     def _on_exit(self, surface: Surface) -> None:
         pane = surface.pane
         self._wake(pane)
         if pane.key in self.panes and pane.selected is surface:
-            self.events.publish("pane_exited",
-                                {"pane_id": pane.id, "workspace_id": pane.tab.workspace.id,
-                                 "exit_code": surface.terminal.exit_code})
+            self.events.publish(PaneExited(pane, surface.terminal.exit_code))
 
     # -- lookups --------------------------------------------------------------------
 
@@ -405,12 +416,11 @@ class Mux:
         pane = self.focused_pane()
         if ws is None:
             return
-        self.events.publish("workspace_focused", {"workspace_id": ws.id})
+        self.events.publish(WorkspaceFocused(ws))
         if ws.active_tab is not None:
-            self.events.publish("tab_focused",
-                                {"tab_id": ws.active_tab.id, "workspace_id": ws.id})
+            self.events.publish(TabFocused(ws.active_tab))
         if pane is not None:
-            self.events.publish("pane_focused", {"pane_id": pane.id, "workspace_id": ws.id})
+            self.events.publish(PaneFocused(pane))
 
     def _select_workspace(self, ws: Workspace) -> None:
         window = ws.window
@@ -424,14 +434,14 @@ class Mux:
         self._select_workspace(ws)
         self._emit_focus_if_changed(before)
         if ws.active_tab is not None:
-            self.agents.mark_tab_seen(ws.active_tab)
+            self._viewed(ws.active_tab)
 
     def focus_tab(self, tab: Tab) -> None:
         before = self._focus_key()
         tab.workspace.active_tab = tab
         self._select_workspace(tab.workspace)
         self._emit_focus_if_changed(before)
-        self.agents.mark_tab_seen(tab)
+        self._viewed(tab)
 
     def focus_pane(self, pane: Pane) -> None:
         before = self._focus_key()
@@ -442,9 +452,13 @@ class Mux:
         tab.workspace.active_tab = tab
         self._select_workspace(tab.workspace)
         self._emit_focus_if_changed(before)
-        self.agents.mark_tab_seen(tab)
+        self._viewed(tab)
         if tab.zoomed:
             self.apply_sizes(tab)
+
+    def _viewed(self, tab: Tab) -> None:
+        for listener in self.view_listeners:
+            listener(tab)
 
     # -- structure changes ------------------------------------------------------------
 
@@ -457,9 +471,9 @@ class Mux:
         if focus:
             ws.active_tab = tab
             self._select_workspace(ws)
-        self.events.publish("tab_created", {"tab": self.tab_info(tab)})
-        self.events.publish("pane_created", {"pane": self.pane_info(pane)})
-        self.events.publish("layout_updated", {"layout": self.layout_snapshot(tab)})
+        self.events.publish(TabCreated(tab))
+        self.events.publish(PaneCreated(pane))
+        self.events.publish(LayoutUpdated(tab))
         self._emit_focus_if_changed(before)
         return tab, pane
 
@@ -492,19 +506,18 @@ class Mux:
             tab.workspace.active_tab = tab
             self._select_workspace(tab.workspace)
         self.apply_sizes(tab)
-        self.events.publish("pane_created", {"pane": self.pane_info(pane)})
-        self.events.publish("layout_updated", {"layout": self.layout_snapshot(tab)})
+        self.events.publish(PaneCreated(pane))
+        self.events.publish(LayoutUpdated(tab))
         self._emit_focus_if_changed(before)
         return pane
 
     def close_pane(self, pane: Pane) -> None:
         """Close ``pane``'s terminals; the tab (and workspace) close with their last pane."""
         tab = pane.tab
-        ws = tab.workspace
         before = self._focus_key()
         remaining = layout.remove(tab.tree, pane.key)
         self._discard_pane(pane)
-        self.events.publish("pane_closed", {"pane_id": pane.id, "workspace_id": ws.id})
+        self.events.publish(PaneClosed(pane))
         if remaining is None:
             self._remove_tab(tab)
         else:
@@ -518,13 +531,12 @@ class Mux:
             if len(layout.panes(remaining)) < 2:
                 tab.zoomed = False
             self.apply_sizes(tab)
-            self.events.publish("layout_updated", {"layout": self.layout_snapshot(tab)})
+            self.events.publish(LayoutUpdated(tab))
         self._emit_focus_if_changed(before)
 
     def _discard_pane(self, pane: Pane) -> None:
         del self.panes[pane.key]
         self._wake(pane)
-        self.agents.forget(pane)
         self._forget(pane.key, pane.ref)
         for alias, key in list(self.aliases.items()):
             if key == pane.key:
@@ -549,7 +561,7 @@ class Mux:
         idx = ws.tabs.index(tab)
         ws.tabs.remove(tab)
         self._by_uuid.pop(tab.uuid, None)
-        self.events.publish("tab_closed", {"tab_id": tab.id, "workspace_id": ws.id})
+        self.events.publish(TabClosed(tab))
         if not ws.tabs:
             self._remove_workspace(ws)
         elif ws.active_tab is tab:
@@ -559,30 +571,30 @@ class Mux:
         before = self._focus_key()
         for pane in self.tab_panes(tab):
             self._discard_pane(pane)
-            self.events.publish("pane_closed",
-                                {"pane_id": pane.id, "workspace_id": tab.workspace.id})
+            self.events.publish(PaneClosed(pane))
         self._remove_tab(tab)
         self._emit_focus_if_changed(before)
 
     def close_workspace(self, ws: Workspace) -> None:
         before = self._focus_key()
-        final = self.workspace_info(ws)
+        # The closed event shows the workspace as it was before its panes closed.
+        closed = self.events.prepare(WorkspaceClosed(ws))
         for tab in list(ws.tabs):
             for pane in self.tab_panes(tab):
                 self._discard_pane(pane)
-                self.events.publish("pane_closed", {"pane_id": pane.id, "workspace_id": ws.id})
+                self.events.publish(PaneClosed(pane))
             ws.tabs.remove(tab)
             self._by_uuid.pop(tab.uuid, None)
-            self.events.publish("tab_closed", {"tab_id": tab.id, "workspace_id": ws.id})
-        self._remove_workspace(ws, final)
+            self.events.publish(TabClosed(tab))
+        self._remove_workspace(ws, closed)
         self._emit_focus_if_changed(before)
 
-    def _remove_workspace(self, ws: Workspace, final: dict[str, Any] | None = None) -> None:
+    def _remove_workspace(self, ws: Workspace, closed: Prepared | None = None) -> None:
         window = ws.window
         idx = window.workspaces.index(ws)
-        if final is None:
+        if closed is None:
             ws.tabs = []
-            final = self.workspace_info(ws)
+            closed = self.events.prepare(WorkspaceClosed(ws))
         window.workspaces.remove(ws)
         self._forget(ws.uuid, ws.ref)
         if window.previous is ws:
@@ -594,17 +606,15 @@ class Mux:
                 window.previous = None
             elif window.workspaces:
                 window.selected = window.workspaces[min(idx, len(window.workspaces) - 1)]
-        self.events.publish("workspace_closed", {"workspace_id": ws.id, "workspace": final})
+        self.events.publish(closed)
 
     def rename_workspace(self, ws: Workspace, label: str | None) -> None:
         ws.label = label or None
-        self.events.publish("workspace_renamed",
-                            {"workspace_id": ws.id, "label": self.workspace_label(ws)})
+        self.events.publish(WorkspaceRenamed(ws))
 
     def rename_tab(self, tab: Tab, label: str | None) -> None:
         tab.label = label or None
-        self.events.publish("tab_renamed", {"tab_id": tab.id, "workspace_id": tab.workspace.id,
-                                            "label": self.tab_label(tab)})
+        self.events.publish(TabRenamed(tab))
 
     # -- geometry -------------------------------------------------------------------
 
@@ -628,45 +638,15 @@ class Mux:
         self.area = layout.Rect(0, 0, columns, rows)
         for tab in self.all_tabs():
             self.apply_sizes(tab)
-            self.events.publish("layout_updated", {"layout": self.layout_snapshot(tab)})
+            self.events.publish(LayoutUpdated(tab))
 
-    # -- info builders ----------------------------------------------------------------
+    # -- labels and directories ---------------------------------------------------------
 
     def workspace_label(self, ws: Workspace) -> str:
         return ws.label or auto_label(ws.cwd)
 
     def tab_label(self, tab: Tab) -> str:
         return tab.label or str(tab.workspace.tabs.index(tab) + 1)
-
-    def workspace_info(self, ws: Workspace) -> dict[str, Any]:
-        active = ws.active_tab
-        return {
-            "workspace_id": ws.id,
-            "number": self.workspace_position(ws) if ws in ws.window.workspaces else 0,
-            "label": self.workspace_label(ws),
-            "focused": self.active_workspace() is ws,
-            "pane_count": sum(len(layout.panes(t.tree)) for t in ws.tabs),
-            "tab_count": len(ws.tabs),
-            "active_tab_id": active.id if active else "",
-            "agent_status": self.agents.rollup(self.workspace_panes(ws)),
-            **self.agents.workspace_fields(ws),
-            "cwd": ws.cwd,
-            "uuid": ws.uuid,
-            "ref": ws.ref,
-        }
-
-    def tab_info(self, tab: Tab) -> dict[str, Any]:
-        ws = tab.workspace
-        return {
-            "tab_id": tab.id,
-            "workspace_id": ws.id,
-            "number": tab.number,
-            "label": self.tab_label(tab),
-            "focused": self.active_workspace() is ws and ws.active_tab is tab,
-            "pane_count": len(layout.panes(tab.tree)),
-            "agent_status": self.agents.rollup(self.tab_panes(tab)),
-            "zoomed": tab.zoomed,
-        }
 
     def pane_cwd(self, pane: Pane) -> str | None:
         return pane.cwd or pane.surface.launch_cwd
@@ -676,71 +656,6 @@ class Mux:
         if pgid is None:
             return None
         return procfs.cwd(pgid)
-
-    def pane_info(self, pane: Pane) -> dict[str, Any]:
-        term = pane.terminal
-        ws = pane.tab.workspace
-        info: dict[str, Any] = {
-            "pane_id": pane.id,
-            "terminal_id": term.id,
-            "workspace_id": ws.id,
-            "tab_id": pane.tab.id,
-            "focused": self.is_focused(pane),
-            "revision": pane.title_revision,
-            **self.agents.pane_fields(pane),
-        }
-        cwd = self.pane_cwd(pane)
-        if cwd:
-            info["cwd"] = cwd
-        fg_cwd = self.foreground_cwd(pane) if not term.exited else None
-        if fg_cwd:
-            info["foreground_cwd"] = fg_cwd
-        if pane.label:
-            info["label"] = pane.label
-        title = term.emulator.title
-        if title:
-            info["terminal_title"] = title
-            stripped = strip_title(title)
-            if stripped:
-                info["terminal_title_stripped"] = stripped
-        info.update({
-            "number": pane.number,
-            "uuid": pane.key,
-            "ref": pane.ref,
-            "surface_id": pane.surface.uuid,
-            "surface_ref": pane.surface.ref,
-            "emulator": term.emulator.backend,
-            "columns": term.columns,
-            "rows": term.rows,
-            "pid": term.pid,
-        })
-        if term.exited:
-            info["exited"] = True
-            info["exit_code"] = term.exit_code
-        return info
-
-    def layout_snapshot(self, tab: Tab) -> dict[str, Any]:
-        rects = layout.rects(tab.tree, self.area)
-        panes = []
-        for key in layout.panes(tab.tree):
-            r = rects[key]
-            panes.append({"pane_id": self.panes[key].id, "focused": key == tab.focused,
-                          "rect": {"x": r.x, "y": r.y, "width": r.width, "height": r.height}})
-        splits = [{"id": s.id, "direction": s.direction, "ratio": s.ratio,
-                   "rect": {"x": s.rect.x, "y": s.rect.y, "width": s.rect.width,
-                            "height": s.rect.height}}
-                  for s in layout.split_rects(tab.tree, self.area)]
-        focused = self.panes.get(tab.focused)
-        return {
-            "workspace_id": tab.workspace.id,
-            "tab_id": tab.id,
-            "zoomed": tab.zoomed,
-            "area": {"x": self.area.x, "y": self.area.y, "width": self.area.width,
-                     "height": self.area.height},
-            "focused_pane_id": focused.id if focused else "",
-            "panes": panes,
-            "splits": splits,
-        }
 
     # -- shutdown ---------------------------------------------------------------------
 
@@ -762,22 +677,9 @@ def require(obj: T | None, kind: str, text: str | None) -> T:
     return obj
 
 
-def spawn_error(exc: CmuxError, code: str, *, path_shown: int = 400) -> CmuxError:
-    """Re-label a spawn failure with the method-specific code (e.g. pane_split_failed).
-
-    A program named without a slash that was not found gets the server's ``PATH`` in the
-    message (cut after ``path_shown`` characters): the server looked it up, not the
-    caller's shell, whose PATH may differ.
-    """
+def spawn_error(exc: CmuxError, code: str) -> CmuxError:
+    """Re-label a spawn failure with the method-specific code (e.g. pane_split_failed),
+    keeping its message and data; any other error is returned as it is."""
     if exc.code != "spawn_failed":
         return exc
-    head, _, tail = exc.message.partition(": ")
-    program = head.removeprefix("cannot start ")
-    if tail != "no such program" or program == head or "/" in program:
-        return CmuxError(code, exc.message)
-    path = os.environ.get("PATH", os.defpath)
-    if len(path) > path_shown:
-        path = f"{path[:path_shown]}... ({len(path)} characters)"
-    return CmuxError(code, f"cannot start {program}: not found on the server's PATH "
-                     f"(the server looks programs up, not your shell; give a full path or "
-                     f"start the server with it on PATH): {path}")
+    return CmuxError(code, exc.message, exc.data)

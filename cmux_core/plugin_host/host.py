@@ -41,6 +41,7 @@ from pydantic import ConfigDict
 from cmux_core import hookspecs
 from cmux_core.detect.registry import ManifestContribution
 from cmux_core.errors import CmuxError, InternalError, InvalidParams, NotFound
+from cmux_core.plugin_host.events import PluginError, PluginEvent, PluginLoaded, PluginUnloaded
 from cmux_core.plugin_host.loader import (
     ENTRY_POINT_GROUP,
     STATE_FILE,
@@ -90,7 +91,7 @@ OBSERVER_QUEUE_LIMIT = 1000
 
 _PLUGIN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
-Publish = Callable[[str, dict[str, Any]], None]
+Publish = Callable[[PluginEvent], None]
 
 InProcessApi = Callable[[str, Mapping[str, Any], Any], Awaitable[dict[str, Any]]]
 """``api(method, params, connection)``: answer one socket API call in-process, as the client
@@ -168,10 +169,11 @@ class PluginHost:
     """Owns every plugin of one server: the pluggy manager, records, workers and watchers.
 
     ``methods`` is the server's method table (plugin methods are added to it with
-    ``owner=<plugin_id>``); ``publish(kind, data)`` sends ``plugin_loaded``,
-    ``plugin_unloaded`` and ``plugin_error`` events. Time limits are in seconds: a hook call
-    longer than ``slow_after`` is warned about, one longer than ``budget`` is abandoned and
-    counts as a failure; ``max_failures`` consecutive failures block the plugin.
+    ``owner=<plugin_id>``); ``publish(event)`` sends the ``plugin_loaded``,
+    ``plugin_unloaded`` and ``plugin_error`` events (:mod:`cmux_core.plugin_host.events`).
+    Time limits are in seconds: a hook call longer than ``slow_after`` is warned about, one
+    longer than ``budget`` is abandoned and counts as a failure; ``max_failures``
+    consecutive failures block the plugin.
     ``entry_points=False`` skips installed distributions (tests); ``watch=False`` disables hot
     reload. Must be started and stopped on the loop that serves requests.
     """
@@ -555,8 +557,7 @@ class PluginHost:
                  extra={"cmux_plugin": plugin.plugin_id})
         if self._started:
             await self._startup(plugin)
-        self._emit("plugin_loaded", {"plugin_id": plugin.plugin_id, "reloaded": reloading,
-                                     "plugin": plugin.to_wire()})
+        self._emit(PluginLoaded(plugin, reloading))
         return True
 
     def _check_impls(self, module: object) -> str | None:
@@ -643,8 +644,7 @@ class PluginHost:
         log.info("plugin %s unloaded (%s)", plugin.plugin_id, reason,
                  extra={"cmux_plugin": plugin.plugin_id})
         if publish:
-            self._emit("plugin_unloaded", {"plugin_id": plugin.plugin_id, "reason": reason,
-                                           "plugin": plugin.to_wire()})
+            self._emit(PluginUnloaded(plugin, reason))
 
     def _reject(self, plugin: Plugin, label: str, message: str,
                 exc: BaseException | None) -> None:
@@ -778,8 +778,7 @@ class PluginHost:
         log.warning("plugin %s: %s: %s", plugin.plugin_id, hook, message,
                     exc_info=exc if exc is not None and not isinstance(exc, CmuxError) else None,
                     extra={"cmux_plugin": plugin.plugin_id, "cmux_hook": hook})
-        self._emit("plugin_error", {"plugin_id": plugin.plugin_id, "hook": hook,
-                                    "message": message, "blocked": blocked})
+        self._emit(PluginError(plugin, hook, message, blocked))
         if count:
             plugin.failures += 1
             if plugin.failures >= self.max_failures and plugin.status == "loaded":
@@ -792,13 +791,13 @@ class PluginHost:
         log.warning("plugin %s: %s", plugin.plugin_id, message,
                     extra={"cmux_plugin": plugin.plugin_id})
 
-    def _emit(self, kind: str, data: dict[str, Any]) -> None:
+    def _emit(self, event: PluginEvent) -> None:
         if self._publish is None:
             return
         try:
-            self._publish(kind, data)
+            self._publish(event)
         except Exception:
-            log.exception("publishing %s failed", kind)
+            log.exception("publishing %s failed", event.kind)
 
     def _changed(self, plugin: Plugin, kinds: set[str]) -> None:
         if not kinds:

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cmux_core.agents.tracker import LAUNCH_TIMEOUT_S, AgentStatus, AgentTracker
 from cmux_core.agents.views import project_for
+from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result, validation_error
 from cmux_core.api.methods.pane import (
@@ -37,9 +38,9 @@ from cmux_core.api.methods.pane import (
     read_result,
 )
 from cmux_core.errors import CmuxError, InvalidParams, NotFound, WaitTimeout
-from cmux_core.events import Event, EventHub, Subscriber
+from cmux_core.events import EventHub, Published, Subscriber
 from cmux_core.hookspecs import Params
-from cmux_core.model.mux import Mux
+from cmux_core.model.mux import Mux, spawn_error
 from cmux_core.model.tree import Pane
 from cmux_core.terminal.keys import encode_key, encode_keys, parse_key
 from cmux_core.terminal.process import validate_env
@@ -86,7 +87,7 @@ async def agent_list(call: Call, p: AgentListParams) -> Result:
     """Every agent terminal, in workspace, tab and layout order; with ``view``, projected
     through the caller's agent view (true) or that ``client_id``'s (a string)."""
     tracker = tracker_of(call)
-    rows = [tracker.agent_info(x) for x in tracker.agent_panes()]
+    rows = [wire.agent_info(call.ctx.mux, tracker, x) for x in tracker.agent_panes()]
     return {"type": "agent_list", "agents": await project_for(
         call.ctx.views, call.connection, rows, p.view, call.ctx.mux, call.ctx.plugins)}
 
@@ -94,8 +95,8 @@ async def agent_list(call: Call, p: AgentListParams) -> Result:
 @methods.method("agent.get", AgentTarget)
 async def agent_get(call: Call, p: AgentTarget) -> Result:
     tracker = tracker_of(call)
-    return {"type": "agent_info", "agent": tracker.agent_info(tracker.resolve_agent_target(
-        p.target))}
+    pane = tracker.resolve_agent_target(p.target)
+    return {"type": "agent_info", "agent": wire.agent_info(call.ctx.mux, tracker, pane)}
 
 
 @methods.method("agent.focus", AgentTarget)
@@ -104,7 +105,7 @@ async def agent_focus(call: Call, p: AgentTarget) -> Result:
     tracker = tracker_of(call)
     pane = tracker.resolve_agent_target(p.target)
     call.ctx.mux.focus_pane(pane)
-    return {"type": "agent_info", "agent": tracker.agent_info(pane)}
+    return {"type": "agent_info", "agent": wire.agent_info(call.ctx.mux, tracker, pane)}
 
 
 class AgentReadParams(Params):
@@ -147,7 +148,7 @@ async def agent_rename(call: Call, p: AgentRenameParams) -> Result:
             raise CmuxError("agent_name_taken", f"agent name {name} is already taken")
     pane.label = name
     tracker.set_name(pane, name)
-    return {"type": "agent_info", "agent": tracker.agent_info(pane)}
+    return {"type": "agent_info", "agent": wire.agent_info(call.ctx.mux, tracker, pane)}
 
 
 async def ready_agent(call: Call, target: str, timeout_ms: int | None) -> Pane:
@@ -286,7 +287,7 @@ async def agent_start(call: Call, p: AgentStartParams) -> Result:
                          else p.timeout_ms / 1000)
     if p.focus:
         mux.focus_pane(pane)
-    return {"type": "agent_started", "agent": tracker.agent_info(pane), "argv": argv}
+    return {"type": "agent_started", "agent": wire.agent_info(mux, tracker, pane), "argv": argv}
 
 
 def place_agent(mux: Mux, p: AgentStartParams, argv: list[str], env: dict[str, str],
@@ -315,9 +316,7 @@ def place_agent(mux: Mux, p: AgentStartParams, argv: list[str], env: dict[str, s
         source = mux.panes.get(tab.focused) or mux.tab_panes(tab)[0]
         return mux.split_pane(source, p.split, cwd=cwd, env=env, command=argv, focus=p.focus)
     except CmuxError as exc:
-        if exc.code == "spawn_failed":
-            raise CmuxError("agent_start_failed", exc.message) from None
-        raise
+        raise spawn_error(exc, "agent_start_failed") from None
 
 
 def type_into_shell(mux: Mux, tracker: AgentTracker, pane_id: str, argv: list[str]) -> Pane:
@@ -352,7 +351,7 @@ def watching(events: EventHub) -> Iterator[Subscriber]:
         events.unsubscribe(sub)
 
 
-async def next_batch(sub: Subscriber, deadline: float | None) -> list[Event]:
+async def next_batch(sub: Subscriber, deadline: float | None) -> list[Published]:
     """The next queued events; TimeoutError at ``deadline`` (monotonic seconds)."""
     remaining = None if deadline is None else deadline - time.monotonic()
     if remaining is not None and remaining <= 0:
@@ -412,7 +411,7 @@ class Pinned:
             return agent is None and name is not None
         return True
 
-    def concerns(self, mux: Mux, event: Event) -> bool:
+    def concerns(self, mux: Mux, event: Published) -> bool:
         data = event.data
         if event.kind == "pane_moved":
             return bool(data.get("previous_pane_id") == self.pane.id
@@ -436,13 +435,13 @@ async def wait_for_status(call: Call, pin: Pinned, until: set[str], deadline: fl
         while True:
             pin.check(mux, tracker)
             if tracker.status(pin.pane) in until:
-                return tracker.agent_info(pin.pane)
+                return wire.agent_info(mux, tracker, pin.pane)
             try:
                 batch = await next_batch(sub, deadline)
             except TimeoutError:
                 pin.check(mux, tracker)
                 if tracker.status(pin.pane) in until:
-                    return tracker.agent_info(pin.pane)
+                    return wire.agent_info(mux, tracker, pin.pane)
                 raise WaitTimeout(message="timed out waiting for agent status") from None
             for event in batch:
                 if not pin.concerns(mux, event):
@@ -454,13 +453,14 @@ async def wait_for_status(call: Call, pin: Pinned, until: set[str], deadline: fl
                 if kind == "pane_agent_detected" and data.get("released"):
                     final = data.get("final_status")
                     if final in until:
-                        return {**tracker.agent_info(pin.pane), "agent_status": final}
+                        return {**wire.agent_info(mux, tracker, pin.pane), "agent_status": final}
                     raise CmuxError("agent_not_running",
                                     "agent is no longer running in the target pane")
                 if transient and kind == "pane_agent_status_changed" \
                         and data.get("agent_status") in until:
                     pin.check(mux, tracker)
-                    return {**tracker.agent_info(pin.pane), "agent_status": data["agent_status"]}
+                    return {**wire.agent_info(mux, tracker, pin.pane),
+                            "agent_status": data["agent_status"]}
 
 
 class AgentWaitParams(Params):
@@ -519,7 +519,7 @@ async def agent_prompt(call: Call, p: AgentPromptParams) -> Result:
         raise CmuxError("agent_prompt_failed", exc.message) from None
     asyncio.get_running_loop().call_later(PROMPT_ENTER_DELAY_S, submit, term, enter)
     if p.wait is None:
-        return {"type": "agent_prompted", "agent": tracker.agent_info(pane)}
+        return {"type": "agent_prompted", "agent": wire.agent_info(call.ctx.mux, tracker, pane)}
     until: set[str] = set(p.wait.until or DEFAULT_UNTIL)
     info = await served(call, prompt_wait(call, pin, before_seq, until, p.wait.timeout_ms))
     return {"type": "agent_prompted", "agent": info}
@@ -562,7 +562,7 @@ async def prompt_wait(call: Call, pin: Pinned, before_seq: int, until: set[str],
                 rec = tracker.record(pin.pane)
         pin.check(mux, tracker)
         if tracker.status(pin.pane) in until:
-            return tracker.agent_info(pin.pane)
+            return wire.agent_info(mux, tracker, pin.pane)
     return await wait_for_status(call, pin, until, deadline, transient=False)
 
 
@@ -576,16 +576,7 @@ class EventsWaitParams(Params):
 
 def status_event(tracker: AgentTracker, pane: Pane) -> dict[str, Any]:
     """``pane_agent_status_changed`` data for the pane as it is now (no ``type``)."""
-    data: dict[str, Any] = {"pane_id": pane.id, "workspace_id": pane.tab.workspace.id,
-                            "agent_status": tracker.status(pane)}
-    agent = tracker.effective_agent(pane)
-    if agent is not None:
-        data["agent"] = agent
-    pres = tracker.presentation(pane)
-    for key in ("title", "display_agent", "state_labels"):
-        if key in pres:
-            data[key] = pres[key]
-    return data
+    return wire.agent_status(tracker.status_event(pane))
 
 
 @methods.method("events.wait", EventsWaitParams)
@@ -709,7 +700,7 @@ def status_stream(call: Call, tracker: AgentTracker, pane: Pane,
     async def run(out: Subscriber) -> None:
         with watching(events) as sub:
             if wanted is not None and tracker.status(pane) == wanted:
-                out.offer(Event(events.seq, "pane.agent_status_changed",
+                out.offer(Published(events.seq, "pane.agent_status_changed",
                                 status_event(tracker, pane)))
             while not out.closed:
                 for event in await sub.next_batch():
@@ -719,7 +710,7 @@ def status_stream(call: Call, tracker: AgentTracker, pane: Pane,
                     if wanted is not None and event.data.get("agent_status") != wanted:
                         continue
                     data = {k: v for k, v in event.data.items() if k != "type"}
-                    out.offer(Event(event.seq, "pane.agent_status_changed", data))
+                    out.offer(Published(event.seq, "pane.agent_status_changed", data))
     return run
 
 
@@ -738,7 +729,7 @@ def output_stream(mux: Mux, pane: Pane, matcher: LineFinder, source: ReadSource,
                 armed = True
             elif armed:
                 armed = False
-                out.offer(Event(0, "pane.output_matched",
+                out.offer(Published(0, "pane.output_matched",
                                 {"pane_id": pane.id, "matched_line": line, "read": read}))
             burst = await next_output(changed, time.monotonic(), burst)
     return run

@@ -2,7 +2,7 @@
 split ratios, portable layouts, and tab/workspace order.
 
 Handlers resolve ids (raising the not-found errors) and leave every change to
-:mod:`cmux_core.model.arrange`, which returns the inner result objects.
+:mod:`cmux_core.model.arrange`; :mod:`cmux_core.api.wire` projects its typed results.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from cmux_core.agents.tracker import AgentTracker
+from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.workspace import workspace_row
@@ -37,30 +39,30 @@ class DirectionParams(Params):
 async def pane_layout(call: Call, p: OptionalPane) -> Result:
     """The snapshot (rects and split ids) of the tab holding the pane."""
     mux = call.ctx.mux
-    return {"type": "pane_layout", "layout": mux.layout_snapshot(mux.pane(p.pane_id).tab)}
+    return {"type": "pane_layout", "layout": wire.layout_snapshot(mux, mux.pane(p.pane_id).tab)}
 
 
 @methods.method("pane.neighbor", DirectionParams)
 async def pane_neighbor(call: Call, p: DirectionParams) -> Result:
     """The nearest pane of the same tab in a direction (null when none)."""
     mux = call.ctx.mux
-    return {"type": "pane_neighbor",
-            "neighbor": arrange.neighbor(mux, mux.pane(p.pane_id), p.direction)}
+    found = arrange.neighbor(mux, mux.pane(p.pane_id), p.direction)
+    return {"type": "pane_neighbor", "neighbor": wire.neighbor(mux, found)}
 
 
 @methods.method("pane.edges", OptionalPane)
 async def pane_edges(call: Call, p: OptionalPane) -> Result:
     """Which sides of the area the pane touches."""
     mux = call.ctx.mux
-    return {"type": "pane_edges", "edges": arrange.edges(mux, mux.pane(p.pane_id))}
+    return {"type": "pane_edges", "edges": wire.edges(mux, arrange.edges(mux, mux.pane(p.pane_id)))}
 
 
 @methods.method("pane.focus_direction", DirectionParams)
 async def pane_focus_direction(call: Call, p: DirectionParams) -> Result:
     """Focus the nearest pane in a direction; ``no_neighbor`` when there is none."""
     mux = call.ctx.mux
-    return {"type": "pane_focus_direction",
-            "focus": arrange.focus_direction(mux, mux.pane(p.pane_id), p.direction)}
+    done = arrange.focus_direction(mux, mux.pane(p.pane_id), p.direction)
+    return {"type": "pane_focus_direction", "focus": wire.focus_move(mux, done)}
 
 
 class ResizeParams(DirectionParams):
@@ -71,8 +73,8 @@ class ResizeParams(DirectionParams):
 async def pane_resize(call: Call, p: ResizeParams) -> Result:
     """Move the divider beside the pane by ``amount`` of its split."""
     mux = call.ctx.mux
-    return {"type": "pane_resize",
-            "resize": arrange.resize(mux, mux.pane(p.pane_id), p.direction, p.amount)}
+    done = arrange.resize(mux, mux.pane(p.pane_id), p.direction, p.amount)
+    return {"type": "pane_resize", "resize": wire.resize(mux, done)}
 
 
 class SwapParams(Params):
@@ -99,7 +101,7 @@ async def pane_swap(call: Call, p: SwapParams) -> Result:
         raise CmuxError("invalid_pane_swap", SWAP_FORMS)
     else:
         swap = arrange.swap_panes(mux, p.source_pane_id, p.target_pane_id)
-    return {"type": "pane_swap", "swap": swap}
+    return {"type": "pane_swap", "swap": wire.swap(mux, swap)}
 
 
 class ToTabDestination(Params):
@@ -156,7 +158,8 @@ async def pane_move(call: Call, p: MoveParams) -> Result:
     mux = call.ctx.mux
     pane = mux.pane(p.pane_id)
     dest = _destination(mux, p.destination, pane.tab.workspace)
-    return {"type": "pane_move", "move_result": arrange.move(mux, pane, dest, focus=p.focus)}
+    done = arrange.move(mux, pane, dest, focus=p.focus)
+    return {"type": "pane_move", "move_result": wire.move_result(mux, call.ctx.agents, done)}
 
 
 class ZoomParams(Params):
@@ -168,7 +171,8 @@ class ZoomParams(Params):
 async def pane_zoom(call: Call, p: ZoomParams) -> Result:
     """Focus the pane, then zoom its tab in or out."""
     mux = call.ctx.mux
-    return {"type": "pane_zoom", "zoom": arrange.zoom(mux, mux.pane(p.pane_id), p.mode)}
+    done = arrange.zoom(mux, mux.pane(p.pane_id), p.mode)
+    return {"type": "pane_zoom", "zoom": wire.zoom(mux, done)}
 
 
 # -- portable layouts -------------------------------------------------------------------
@@ -263,7 +267,8 @@ async def tab_move(call: Call, p: TabMoveParams) -> Result:
     mux = call.ctx.mux
     tab = mux.tab(p.tab_id)
     arrange.move_tab(mux, tab, p.insert_index)
-    return {"type": "tab_list", "tabs": [mux.tab_info(t) for t in tab.workspace.tabs]}
+    agents = call.ctx.agents
+    return {"type": "tab_list", "tabs": [wire.tab_info(mux, agents, t) for t in tab.workspace.tabs]}
 
 
 class WorkspaceMoveParams(Params):
@@ -271,9 +276,9 @@ class WorkspaceMoveParams(Params):
     insert_index: int = Field(ge=0)
 
 
-def _workspace_list(mux: Mux) -> Result:
+def _workspace_list(mux: Mux, agents: AgentTracker) -> Result:
     return {"type": "workspace_list",
-            "workspaces": [workspace_row(mux, ws) for ws in mux.workspaces()]}
+            "workspaces": [workspace_row(mux, agents, ws) for ws in mux.workspaces()]}
 
 
 @methods.method("workspace.move", WorkspaceMoveParams)
@@ -281,7 +286,7 @@ async def workspace_move(call: Call, p: WorkspaceMoveParams) -> Result:
     """Move a workspace to gap ``insert_index`` (0..number of workspaces) of its window."""
     mux = call.ctx.mux
     arrange.move_workspace(mux, mux.workspace(p.workspace_id), p.insert_index)
-    return _workspace_list(mux)
+    return _workspace_list(mux, call.ctx.agents)
 
 
 class MoveBlockParams(Params):
@@ -296,4 +301,4 @@ async def workspace_move_block(call: Call, p: MoveBlockParams) -> Result:
     block = [mux.workspace(text) for text in p.workspace_ids]
     before = mux.workspace(p.before_workspace_id) if p.before_workspace_id else None
     arrange.move_workspace_block(mux, block, before)
-    return _workspace_list(mux)
+    return _workspace_list(mux, call.ctx.agents)

@@ -10,6 +10,8 @@ from typing import Any, Literal
 import regex
 from pydantic import Field, field_validator
 
+from cmux_core.agents.tracker import AgentTracker
+from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.workspace import command_argv, resolve_cwd, workspace_keys
@@ -38,9 +40,9 @@ WAIT_BURST = 8
 ReadSource = Literal["visible", "recent", "recent_unwrapped", "detection"]
 
 
-def pane_row(mux: Mux, pane: Pane, index: int) -> dict[str, Any]:
+def pane_row(mux: Mux, agents: AgentTracker, pane: Pane, index: int) -> dict[str, Any]:
     """PaneInfo plus the cmux family's pane row keys."""
-    info = mux.pane_info(pane)
+    info = wire.pane_info(mux, agents, pane)
     info.update({
         "id": pane.key,
         "index": index,
@@ -98,7 +100,7 @@ async def pane_split(call: Call, p: PaneSplitParams) -> Result:
                               command=command, focus=p.focus)
     except CmuxError as exc:
         raise spawn_error(exc, "pane_split_failed") from None
-    return {"type": "pane_info", "pane": mux.pane_info(pane)}
+    return {"type": "pane_info", "pane": wire.pane_info(mux, call.ctx.agents, pane)}
 
 
 class PaneListParams(Params):
@@ -118,7 +120,8 @@ async def pane_list(call: Call, p: PaneListParams) -> Result:
         active = mux.active_workspace()
         extra = workspace_keys(active) if active else {}
     extra["container_frame"] = {"width": mux.area.width, "height": mux.area.height}
-    return {"type": "pane_list", "panes": [pane_row(mux, x, i) for i, x in enumerate(panes)],
+    return {"type": "pane_list", "panes": [pane_row(mux, call.ctx.agents, x, i)
+                                          for i, x in enumerate(panes)],
             **extra}
 
 
@@ -133,7 +136,7 @@ class OptionalPaneTarget(Params):
 @methods.method("pane.get", PaneTarget)
 async def pane_get(call: Call, p: PaneTarget) -> Result:
     mux = call.ctx.mux
-    return {"type": "pane_info", "pane": mux.pane_info(mux.pane(p.pane_id))}
+    return {"type": "pane_info", "pane": wire.pane_info(mux, call.ctx.agents, mux.pane(p.pane_id))}
 
 
 class PaneCurrentParams(Params):
@@ -147,7 +150,7 @@ async def pane_current(call: Call, p: PaneCurrentParams) -> Result:
     pane = mux.find_pane(p.caller_pane_id) if p.caller_pane_id else mux.focused_pane()
     if pane is None:
         raise NotFound("pane", message="pane not found")
-    return {"type": "pane_current", "pane": mux.pane_info(pane)}
+    return {"type": "pane_current", "pane": wire.pane_info(mux, call.ctx.agents, pane)}
 
 
 @methods.method("pane.focus", PaneTarget)
@@ -156,7 +159,8 @@ async def pane_focus(call: Call, p: PaneTarget) -> Result:
     mux = call.ctx.mux
     pane = mux.pane(p.pane_id)
     mux.focus_pane(pane)
-    return {"type": "pane_info", "pane": mux.pane_info(pane), **pane_keys(pane)}
+    return {"type": "pane_info", "pane": wire.pane_info(mux, call.ctx.agents, pane),
+            **pane_keys(pane)}
 
 
 class PaneRenameParams(Params):
@@ -170,7 +174,7 @@ async def pane_rename(call: Call, p: PaneRenameParams) -> Result:
     mux = call.ctx.mux
     pane = mux.pane(p.pane_id)
     pane.label = (p.label or "").strip() or None
-    return {"type": "pane_info", "pane": mux.pane_info(pane)}
+    return {"type": "pane_info", "pane": wire.pane_info(mux, call.ctx.agents, pane)}
 
 
 @methods.method("pane.close", PaneTarget)

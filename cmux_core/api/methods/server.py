@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
+from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.agent import is_parameterised, prepare_subscription
@@ -78,15 +79,16 @@ async def server_set_area(call: Call, p: SetAreaParams) -> Result:
 async def session_snapshot(call: Call, p: Empty) -> Result:
     """Everything a client needs to bootstrap, in workspace, tab and layout order."""
     mux = call.ctx.mux
+    agents = call.ctx.agents
     ws = mux.active_workspace()
     pane = mux.focused_pane()
     snapshot: dict[str, Any] = {
         "version": call.ctx.info.version,
         "protocol": PROTOCOL_VERSION,
-        "workspaces": [mux.workspace_info(w) for w in mux.workspaces()],
-        "tabs": [mux.tab_info(t) for t in mux.all_tabs()],
-        "panes": [mux.pane_info(x) for x in mux.all_panes()],
-        "layouts": [mux.layout_snapshot(t) for t in mux.all_tabs()],
+        "workspaces": [wire.workspace_info(mux, agents, w) for w in mux.workspaces()],
+        "tabs": [wire.tab_info(mux, agents, t) for t in mux.all_tabs()],
+        "panes": [wire.pane_info(mux, agents, x) for x in mux.all_panes()],
+        "layouts": [wire.layout_snapshot(mux, t) for t in mux.all_tabs()],
         "agents": [],
     }
     if ws is not None:

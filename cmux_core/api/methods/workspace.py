@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from cmux_core.agents.tracker import AgentTracker
+from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.errors import CmuxError, InvalidParams
@@ -24,9 +26,9 @@ from cmux_core.terminal.process import validate_env
 methods = MethodTable()
 
 
-def workspace_row(mux: Mux, ws: Workspace) -> dict[str, Any]:
+def workspace_row(mux: Mux, agents: AgentTracker, ws: Workspace) -> dict[str, Any]:
     """A workspace as both families list it."""
-    info = mux.workspace_info(ws)
+    info = wire.workspace_info(mux, agents, ws)
     info.update({
         "id": ws.uuid,
         "ref": ws.ref,
@@ -124,8 +126,10 @@ async def workspace_create(call: Call, p: WorkspaceCreateParams) -> Result:
         ws.description = p.description
     if p.initial_input:
         pane.terminal.write(p.initial_input.encode())
-    return {"type": "workspace_created", "workspace": mux.workspace_info(ws),
-            "tab": mux.tab_info(tab), "root_pane": mux.pane_info(pane), **workspace_keys(ws),
+    agents = call.ctx.agents
+    return {"type": "workspace_created", "workspace": wire.workspace_info(mux, agents, ws),
+            "tab": wire.tab_info(mux, agents, tab), "root_pane": wire.pane_info(mux, agents, pane),
+            **workspace_keys(ws),
             "pane_id": pane.key, "pane_ref": pane.ref,
             "surface_id": pane.surface.uuid, "surface_ref": pane.surface.ref}
 
@@ -138,7 +142,7 @@ class WorkspaceListParams(Params):
 async def workspace_list(call: Call, p: WorkspaceListParams) -> Result:
     """Every workspace in display order (one window unless ``window_id`` picks another)."""
     mux = call.ctx.mux
-    rows = [workspace_row(mux, ws) for ws in mux.workspaces()
+    rows = [workspace_row(mux, call.ctx.agents, ws) for ws in mux.workspaces()
             if p.window_id is None or ws.window is mux.window(p.window_id)]
     result: dict[str, Any] = {"type": "workspace_list", "workspaces": rows}
     window = mux.window(p.window_id) if p.window_id else mux.active_window
@@ -155,7 +159,7 @@ class WorkspaceTarget(Params):
 async def workspace_get(call: Call, p: WorkspaceTarget) -> Result:
     mux = call.ctx.mux
     ws = mux.workspace(p.workspace_id)
-    return {"type": "workspace_info", "workspace": workspace_row(mux, ws)}
+    return {"type": "workspace_info", "workspace": workspace_row(mux, call.ctx.agents, ws)}
 
 
 @methods.method("workspace.focus", WorkspaceTarget)
@@ -164,7 +168,8 @@ async def workspace_focus(call: Call, p: WorkspaceTarget) -> Result:
     mux = call.ctx.mux
     ws = mux.workspace(p.workspace_id)
     mux.focus_workspace(ws)
-    return {"type": "workspace_info", "workspace": workspace_row(mux, ws), **workspace_keys(ws)}
+    return {"type": "workspace_info", "workspace": workspace_row(mux, call.ctx.agents, ws),
+            **workspace_keys(ws)}
 
 
 @methods.method("workspace.select", WorkspaceTarget)
@@ -179,7 +184,8 @@ async def workspace_current(call: Call, p: Empty) -> Result:
     ws = mux.active_workspace()
     if ws is None:
         raise CmuxError("not_found", "No workspace selected")
-    return {"type": "workspace_info", "workspace": workspace_row(mux, ws), **workspace_keys(ws)}
+    return {"type": "workspace_info", "workspace": workspace_row(mux, call.ctx.agents, ws),
+            **workspace_keys(ws)}
 
 
 class WorkspaceRenameParams(Params):
@@ -201,7 +207,7 @@ async def workspace_rename(call: Call, p: WorkspaceRenameParams) -> Result:
         raise InvalidParams("label", "field required")
     ws = mux.workspace(p.workspace_id)
     mux.rename_workspace(ws, p.label if p.label is not None else p.title)
-    return {"type": "workspace_info", "workspace": workspace_row(mux, ws),
+    return {"type": "workspace_info", "workspace": workspace_row(mux, call.ctx.agents, ws),
             "title": mux.workspace_label(ws), **workspace_keys(ws)}
 
 
@@ -246,7 +252,8 @@ async def tab_create(call: Call, p: TabCreateParams) -> Result:
                                    command=command, focus=p.focus)
     except CmuxError as exc:
         raise spawn_error(exc, "tab_create_failed") from None
-    return {"type": "tab_created", "tab": mux.tab_info(tab), "root_pane": mux.pane_info(pane)}
+    return {"type": "tab_created", "tab": wire.tab_info(mux, call.ctx.agents, tab),
+            "root_pane": wire.pane_info(mux, call.ctx.agents, pane)}
 
 
 class TabListParams(Params):
@@ -260,7 +267,7 @@ async def tab_list(call: Call, p: TabListParams) -> Result:
         tabs = mux.workspace(p.workspace_id).tabs
     else:
         tabs = list(mux.all_tabs())
-    return {"type": "tab_list", "tabs": [mux.tab_info(t) for t in tabs]}
+    return {"type": "tab_list", "tabs": [wire.tab_info(mux, call.ctx.agents, t) for t in tabs]}
 
 
 class TabTarget(Params):
@@ -270,7 +277,7 @@ class TabTarget(Params):
 @methods.method("tab.get", TabTarget)
 async def tab_get(call: Call, p: TabTarget) -> Result:
     mux = call.ctx.mux
-    return {"type": "tab_info", "tab": mux.tab_info(mux.tab(p.tab_id))}
+    return {"type": "tab_info", "tab": wire.tab_info(mux, call.ctx.agents, mux.tab(p.tab_id))}
 
 
 @methods.method("tab.focus", TabTarget)
@@ -278,7 +285,7 @@ async def tab_focus(call: Call, p: TabTarget) -> Result:
     mux = call.ctx.mux
     tab = mux.tab(p.tab_id)
     mux.focus_tab(tab)
-    return {"type": "tab_info", "tab": mux.tab_info(tab)}
+    return {"type": "tab_info", "tab": wire.tab_info(mux, call.ctx.agents, tab)}
 
 
 class TabRenameParams(Params):
@@ -292,7 +299,7 @@ async def tab_rename(call: Call, p: TabRenameParams) -> Result:
     mux = call.ctx.mux
     tab = mux.tab(p.tab_id)
     mux.rename_tab(tab, p.label.strip())
-    return {"type": "tab_info", "tab": mux.tab_info(tab)}
+    return {"type": "tab_info", "tab": wire.tab_info(mux, call.ctx.agents, tab)}
 
 
 @methods.method("tab.close", TabTarget)

@@ -1,0 +1,61 @@
+"""The events the agent parts publish: detection, status, workspace metadata, manifests.
+
+Values that describe the change (the status, the agent, the presentation) are taken when
+the event is made; ids and snapshots are read from the objects when it is published
+(``cmux_core.api.wire`` projects it then). ``agent_view_changed`` is
+:class:`cmux_core.agents.views.AgentViewChanged`, beside the views it reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+from cmux_core.detect.registry import ManifestRegistry, ReloadReport
+from cmux_core.events import Event
+from cmux_core.model.tree import Pane, Workspace
+
+__all__ = ["PaneAgentDetected", "PaneAgentStatusChanged", "ServerManifestsReloaded",
+           "WorkspaceMetadataUpdated"]
+
+
+@dataclass(frozen=True, slots=True)
+class PaneAgentDetected(Event):
+    """The pane's effective agent changed to ``agent`` (None: none), or, with ``released``,
+    its agent (``agent``, when known) let go of it in ``final_status``."""
+
+    kind: ClassVar[str] = "pane_agent_detected"
+    pane: Pane
+    agent: str | None
+    released: bool = False
+    final_status: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PaneAgentStatusChanged(Event):
+    """The pane's public status or presentation changed; the presentation fields are
+    those in effect (absent ones None)."""
+
+    kind: ClassVar[str] = "pane_agent_status_changed"
+    pane: Pane
+    agent_status: str
+    agent: str | None = None
+    title: str | None = None
+    display_agent: str | None = None
+    state_labels: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceMetadataUpdated(Event):
+    kind: ClassVar[str] = "workspace_metadata_updated"
+    workspace: Workspace
+
+
+@dataclass(frozen=True, slots=True)
+class ServerManifestsReloaded(Event):
+    """The manifests changed (``report``); the data lists ``registry``'s manifests."""
+
+    kind: ClassVar[str] = "server_manifests_reloaded"
+    report: ReloadReport
+    registry: ManifestRegistry
