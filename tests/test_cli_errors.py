@@ -229,9 +229,21 @@ def test_a_missing_program_names_the_servers_path(cmux_server: ServerProcess) ->
         text=True, timeout=30, env={**cmux_server.env, "PATH": "/elsewhere"})
     assert proc.returncode == 1
     assert proc.stderr == (
-        "pane_split_failed: cannot start no-such-program-here: not found on the server's "
-        "PATH (the server looks programs up, not your shell; give a full path or start the "
-        f"server with it on PATH): {cmux_server.env['PATH']}\n")
+        "pane_split_failed: cannot start no-such-program-here: not found on the PATH the "
+        "server searched (the server looks programs up, not your shell; give a full path "
+        f"or start the server with it on PATH): {cmux_server.env['PATH']}\n")
+
+
+def test_agent_start_names_the_path_the_server_searched(cmux_server: ServerProcess) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "cmux_core", "agent", "start", "bob", "--socket",
+         str(cmux_server.socket_path), "--", "no-such-program-here"], capture_output=True,
+        text=True, timeout=30, env={**cmux_server.env, "PATH": "/elsewhere"})
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(
+        "agent_start_failed: cannot start no-such-program-here: not found on the PATH the "
+        "server searched"), proc.stderr
+    assert proc.stderr.endswith(f": {cmux_server.env['PATH']}\n")
 
 
 def test_a_long_server_path_is_cut(tmp_path: Path) -> None:

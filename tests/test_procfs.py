@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from cmux_core.terminal import procfs
+from cmux_core.testing import wait_until
 
 
 @pytest.fixture
@@ -25,9 +26,20 @@ def sleeper(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     env = {**os.environ, "CMUX_AGENT": "sleepy", "EMPTY": ""}
     p = subprocess.Popen(["/bin/sh", "-c", "sleep 30; true"], cwd=tmp_path, env=env,
                          process_group=0)
+    # Under load the kernel may not show the new program's cmdline the instant Popen returns.
+    wait_until(lambda: _cmdline(p.pid) == b"/bin/sh\0-c\0sleep 30; true\0",
+               message="sh running")
     yield p
     p.kill()
     p.wait()
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
 
 
 def _fake_process(root: Path, pid: int, stat: bytes, *, cmdline: bytes = b"x\0",

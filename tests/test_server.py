@@ -240,6 +240,7 @@ def test_event_loop_choice(tmp_path: Path) -> None:
         [sys.executable, "-m", "cmux_core", "serve", "--socket", str(tmp_path / "s.sock")],
         env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")},
         capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1
-    assert "event_loop must be auto, asyncio or uvloop, not 'trio'" in done.stderr
+    assert done.returncode == 2
+    assert done.stderr == f"cmux: {config / 'config.toml'}: [server] event_loop must be one of " \
+                          "auto, asyncio, uvloop, not 'trio'\n"
     assert not (tmp_path / "s.sock").exists()

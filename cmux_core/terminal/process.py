@@ -81,6 +81,24 @@ def _set_winsize(fd: int, rows: int, cols: int) -> None:
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
 
+
+PATH_SHOWN = 400
+"""Characters of a searched ``PATH`` quoted in a spawn error."""
+
+
+def not_on_path(program: str, path: str) -> CmuxError:
+    """``spawn_failed`` for a bare program name that ``path`` does not hold.
+
+    The message quotes the ``PATH`` searched (cut after :data:`PATH_SHOWN` characters), since
+    the server looked it up, not the caller's shell; ``data`` has it whole.
+    """
+    shown = path if len(path) <= PATH_SHOWN else \
+        f"{path[:PATH_SHOWN]}... ({len(path)} characters)"
+    return CmuxError("spawn_failed", f"cannot start {program}: not found on the PATH the server "
+                     "searched (the server looks programs up, not your shell; give a full path "
+                     f"or start the server with it on PATH): {shown}",
+                     {"program": program, "path": path})
+
 class Terminal:
     """A process on a PTY plus its screen. Created by :meth:`spawn`; owned by one pane.
 
@@ -136,9 +154,12 @@ class Terminal:
             raise CmuxError("spawn_failed", "command must not be empty")
         if not Path(cwd).is_dir():
             raise CmuxError("spawn_failed", f"working directory {cwd} does not exist")
-        program = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
-        if program is None or not os.access(Path(cwd, program), os.X_OK):
-            raise CmuxError("spawn_failed", f"cannot start {argv[0]}: no such program")
+        if "/" in argv[0]:
+            if not os.access(Path(cwd, argv[0]), os.X_OK):
+                raise CmuxError("spawn_failed", f"cannot start {argv[0]}: no such program",
+                                {"program": argv[0]})
+        elif shutil.which(argv[0], path=env.get("PATH", os.defpath)) is None:
+            raise not_on_path(argv[0], env.get("PATH", os.defpath))
         screen = make_emulator(emulator, columns, rows, scrollback_lines=scrollback_lines)
         term = cls(terminal_id, list(argv), cwd, columns, rows, screen)
         master, slave = os.openpty()
