@@ -36,8 +36,17 @@ from cmux_core.plugin_host.host import PluginHost
 
 log = logging.getLogger(__name__)
 
-__all__ = ["App", "LoopMonitor", "ServerAlreadyRunning", "loop_factory", "serve"]
+__all__ = [
+    "App", "LoopMonitor", "ServerAlreadyRunning", "loop_factory", "method_schema", "serve",
+]
 
+
+
+def method_schema() -> dict[str, Any]:
+    """JSON Schema of every core method's params (``cmux api schema``), no server needed."""
+    table = MethodTable()
+    register_core_methods(table)
+    return table.schema()
 
 class App:
     """One server's object graph. Build on any thread; :meth:`start` and :meth:`stop` on the
@@ -218,7 +227,6 @@ def loop_factory(choice: str) -> LoopFactory | None:
 def serve(settings: Settings, socket_path: Path, *, session: str | None = None,
           announce: bool = True) -> int:
     """Serve in the foreground; returns the process exit code."""
-    logging.basicConfig(level=logging.INFO, format="cmux %(levelname)s %(name)s: %(message)s")
     try:
         factory = loop_factory(settings.event_loop)
     except ValueError as exc:

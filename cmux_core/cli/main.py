@@ -112,12 +112,9 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 def cmd_api_schema(args: argparse.Namespace) -> int:
     """Print every method's params schema, generated from the params models."""
-    from cmux_core.api.dispatch import MethodTable
-    from cmux_core.api.methods import register_core_methods
+    from cmux_core.app import method_schema
 
-    table = MethodTable()
-    register_core_methods(table)
-    schema = table.schema()
+    schema = method_schema()
     if args.json:
         print_json(schema)
     else:
