@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cmux_core import __version__
-from cmux_core.agents.scheduler import DetectionRuntime
+from cmux_core.agents.scheduler import DetectionScheduler
 from cmux_core.agents.tracker import AgentTracker, declarations_from
 from cmux_core.agents.views import ViewBook
 from cmux_core.api import wire
@@ -68,7 +68,7 @@ class App:
         self.agents.declarations = lambda: declarations_from(
             self.plugins.integrations().values())
         self.registry = ManifestRegistry(settings, self.plugins)
-        self.detection = DetectionRuntime(self.mux, self.agents, self.registry, self.events)
+        self.detection = DetectionScheduler(self.mux, self.agents, self.registry, self.events)
         self.views = ViewBook(self.events)
         self.events.observe(self._on_event)
         self.loop_monitor = LoopMonitor()

@@ -114,7 +114,7 @@ class PaneDetection:
         self.next_probe.cancel()
 
 
-class DetectionRuntime:
+class DetectionScheduler:
     """Runs agent detection for every pane of ``mux``, reporting to ``tracker`` with the
     manifests of ``registry``; all methods run on the loop."""
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from cmux_core.agents.scheduler import DetectionRuntime
+from cmux_core.agents.scheduler import DetectionScheduler
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.agents.views import ViewBook
 from cmux_core.config import Settings
@@ -53,7 +53,7 @@ class Services:
     events: EventHub
     mux: Mux
     agents: AgentTracker
-    detection: DetectionRuntime
+    detection: DetectionScheduler
     plugins: PluginHost
     views: ViewBook
 

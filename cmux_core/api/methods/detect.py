@@ -18,12 +18,12 @@ from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.hookspecs import Params
 
 if TYPE_CHECKING:
-    from cmux_core.agents.scheduler import DetectionRuntime
+    from cmux_core.agents.scheduler import DetectionScheduler
 
 methods = MethodTable()
 
 
-async def _runtime(call: Call) -> DetectionRuntime:
+async def _runtime(call: Call) -> DetectionScheduler:
     """The server's detection runtime once its manifests are loaded."""
     runtime = call.ctx.detection
     await runtime.registry.loaded.wait()
