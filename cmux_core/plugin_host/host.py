@@ -15,6 +15,11 @@ loses another's result (see :mod:`cmux_core.hookspecs` for the calling rules). A
 unloading and reloading runs under one lock on the server loop; a reload builds the new
 version's registrations completely before the old version is withdrawn, so readers see
 either the old set or the new one.
+
+Plugin code never runs on the loop unless it is a coroutine: each loaded version of a plugin
+gets a worker thread of its own, which imports it (within ``import_budget``) and then runs its
+synchronous hookimpls. Python cannot stop a thread, so a worker stuck in a call the host gave
+up on is abandoned (and counted in ``plugin.list``) when its version is replaced or unloaded.
 """
 
 from __future__ import annotations
@@ -49,12 +54,14 @@ from cmux_core.plugin_host.loader import (
     PluginState,
     SourceKind,
     SourceWatcher,
+    WatchRoot,
     allowlist_from_env,
     discover,
     import_source,
     loose_dirs,
     loose_files,
     plugin_dirs,
+    release_abandoned,
     release_modules,
     release_rejected,
     sources_at,
@@ -88,6 +95,10 @@ trace_log = logging.getLogger(__name__ + ".trace")
 OBSERVER_HOOKS = ("cmux_on_report_agent", "cmux_on_report_metadata", "cmux_on_event")
 OBSERVER_QUEUE_LIMIT = 1000
 """Observer calls one plugin may have waiting before new ones are dropped."""
+
+IMPORT_BUDGET = 10.0
+"""Seconds a plugin's import may take before it is blocked, unless ``CMUX_PLUGIN_IMPORT_BUDGET``
+or the host's ``import_budget`` says otherwise."""
 
 _PLUGIN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
@@ -173,7 +184,9 @@ class PluginHost:
     ``plugin_unloaded`` and ``plugin_error`` events (:mod:`cmux_core.plugin_host.events`).
     Time limits are in seconds: a hook call longer than ``slow_after`` is warned about, one
     longer than ``budget`` is abandoned and counts as a failure; ``max_failures``
-    consecutive failures block the plugin.
+    consecutive failures block the plugin. An import longer than ``import_budget`` (default:
+    ``CMUX_PLUGIN_IMPORT_BUDGET``, else :data:`IMPORT_BUDGET`) is abandoned: a first load
+    blocks the plugin, a reload keeps the serving version.
     ``entry_points=False`` skips installed distributions (tests); ``watch=False`` disables hot
     reload. Must be started and stopped on the loop that serves requests.
     """
@@ -182,6 +195,7 @@ class PluginHost:
                  publish: Publish | None = None, api: InProcessApi | None = None,
                  socket_path: str | Path | None = None,
                  slow_after: float = 1.0, budget: float = 10.0, max_failures: int = 5,
+                 import_budget: float | None = None,
                  entry_points: bool = True, watch: bool = True,
                  watch_debounce_ms: int = 300) -> None:
         self.settings = settings
@@ -192,6 +206,8 @@ class PluginHost:
         self.slow_after = slow_after
         self.budget = budget
         self.max_failures = max_failures
+        self.import_budget = import_budget if import_budget is not None \
+            else _import_budget_from_env()
         self.load_entry_points = entry_points
         self.watch = watch
         self.watch_debounce_ms = watch_debounce_ms
@@ -504,41 +520,63 @@ class PluginHost:
         """Import (or re-import) ``plugin`` and swap it in atomically; caller holds the lock.
 
         Returns False when the new version was rejected: a first load leaves the plugin
-        blocked; a reload keeps the previous version serving.
+        blocked; a reload keeps the previous version serving. The import and the
+        contribution hooks run on the new version's own worker thread, so the loop keeps
+        serving; an import that outlasts ``import_budget`` is abandoned on that thread.
         """
         reloading = plugin.status == "loaded"
         label = "reload" if reloading else "load"
+        worker = PluginWorker(f"cmux-plugin-{plugin.plugin_id}")
+        job = worker.submit(functools.partial(
+            import_source, plugin.source, plugin.module, plugin.source_digest))
         try:
-            module, digest = import_source(plugin.source, plugin.module, plugin.source_digest)
+            module, digest = await asyncio.wait_for(job, self.import_budget)
+        except asyncio.CancelledError:
+            worker.close()
+            raise
         except Exception as exc:
-            self._reject(plugin, label, f"import failed: {_describe(exc)}", exc)
+            if job.cancelled():  # the budget ran out, not the plugin's own TimeoutError
+                release_abandoned(plugin.source, plugin.module)
+                self._retire(plugin, worker)
+                self._reject(plugin, label, f"import timed out after {self.import_budget:g}s "
+                             "(its thread was abandoned)", None)
+            else:
+                worker.close()
+                self._reject(plugin, label, f"import failed: {_describe(exc)}", exc)
             return False
         if module is plugin.module:
+            worker.close()
             return True
         plugin.generation += 1
         name = f"{plugin.plugin_id}#{plugin.generation}"
         try:
             self.pm.register(module, name=name)
         except Exception as exc:
+            worker.close()
             self._reject(plugin, label, _describe(exc), exc)
             return False
         problem = self._check_impls(module)
         if problem:
             self.pm.unregister(module)
+            worker.close()
             self._reject(plugin, label, problem, None)
             return False
         staged = Registrations()
         self._by_module[id(module)] = plugin
-        failed = await self._contribute(plugin, module, staged)
+        failed = await self._contribute(plugin, module, staged, worker)
         if reloading and failed:
             self.pm.unregister(module)
             self._by_module.pop(id(module), None)
             release_rejected(plugin.source, plugin.module, module)
+            self._retire(plugin, worker)
             self._reject(plugin, label, f"{failed} raised; keeping the previous version", None)
             return False
         old = plugin.registrations
         if reloading:
             await self._withdraw(plugin, reason="reloaded")
+        elif plugin.worker is not None:
+            self._retire(plugin, plugin.worker)
+        plugin.worker = worker
         plugin.module = module
         plugin.source_digest = digest
         plugin.registrations = staged
@@ -571,15 +609,17 @@ class PluginHost:
             return str(exc)
         return None
 
-    async def _contribute(self, plugin: Plugin, module: object, staged: Registrations
-                          ) -> str | None:
-        """Run the plugin's contribution hooks into ``staged``; the first failed hook's name."""
+    async def _contribute(self, plugin: Plugin, module: object, staged: Registrations,
+                          worker: PluginWorker) -> str | None:
+        """Run the contribution hooks of ``module`` (sync ones on ``worker``) into ``staged``;
+        the first failed hook's name."""
         failed: str | None = None
         holder = functools.partial(self._holder, plugin.plugin_id)
         for hook in CONTRIBUTION_HOOKS:
             for impl in self._impls(module, hook):
                 registrar = Registrar(plugin.plugin_id, hook, staged, holder, self.methods)
-                ok, _ = await self._invoke(plugin, hook, impl, {"register": registrar.register})
+                ok, _ = await self._invoke(plugin, hook, impl, {"register": registrar.register},
+                                           worker=worker)
                 registrar.closed = True
                 if ok:
                     staged.update(registrar.bucket)
@@ -614,8 +654,14 @@ class PluginHost:
         module = plugin.module
         if module is None:
             return
+        worker = plugin.worker
         if plugin.started:
             for impl in self._impls(module, "cmux_shutdown"):
+                if worker is not None and worker.stuck \
+                        and not inspect.iscoroutinefunction(impl.function):
+                    self._warn(plugin, "cmux_shutdown not called: its thread is stuck in an "
+                                       "earlier call")
+                    continue
                 await self._invoke(plugin, "cmux_shutdown", impl,
                                    {"plugin_id": plugin.plugin_id})
         plugin.started = False
@@ -623,8 +669,8 @@ class PluginHost:
             plugin.drain.cancel()
         plugin.drain = None
         plugin.inbox.clear()
-        if plugin.worker is not None and reason != "reloaded":
-            plugin.worker.close()
+        if worker is not None:
+            self._retire(plugin, worker)
             plugin.worker = None
         with contextlib.suppress(ValueError):
             self.pm.unregister(module)
@@ -635,6 +681,15 @@ class PluginHost:
         if reason != "reloaded":
             release_modules(plugin.source)
             self._changed(plugin, old.changed_kinds(plugin.registrations))
+
+    def _retire(self, plugin: Plugin, worker: PluginWorker) -> None:
+        """Let ``worker`` end after its current call; one stuck in a call the host stopped
+        waiting for is abandoned (a daemon; Python cannot stop it), logged and counted."""
+        if worker.stuck:
+            plugin.abandoned_threads += 1
+            self._warn(plugin, f"abandoned a worker thread stuck in a call past its budget "
+                               f"({plugin.abandoned_threads} so far)")
+        worker.close()
 
     async def _unload(self, plugin: Plugin, status: Status, *, reason: str,
                       publish: bool = True) -> None:
@@ -672,11 +727,13 @@ class PluginHost:
     # -- invocation -------------------------------------------------------------------------
 
     async def _invoke(self, plugin: Plugin, hook: str, impl: pluggy.HookImpl,
-                      kwargs: Mapping[str, Any]) -> tuple[bool, Any]:
+                      kwargs: Mapping[str, Any], *, worker: PluginWorker | None = None
+                      ) -> tuple[bool, Any]:
         """Call one hookimpl contained: ``(True, result)`` or ``(False, error message)``."""
         call_kwargs = {name: kwargs[name] for name in impl.argnames if name in kwargs}
         try:
-            result = await self._execute(plugin, hook, impl.function, (), call_kwargs)
+            result = await self._execute(plugin, hook, impl.function, (), call_kwargs,
+                                         worker=worker)
         except asyncio.CancelledError:
             raise
         except TimeoutError:
@@ -694,7 +751,10 @@ class PluginHost:
         return True, result
 
     async def _execute(self, plugin: Plugin, label: str, fn: Callable[..., Any],
-                       args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+                       args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
+                       worker: PluginWorker | None = None) -> Any:
+        """Run ``fn`` under the budget: a coroutine on the loop, anything else on ``worker``
+        (default: the serving version's)."""
         started = time.monotonic()
         if self.trace:
             trace_log.info("plugin %s: %s(%s)", plugin.plugin_id, label, ", ".join(kwargs),
@@ -704,7 +764,8 @@ class PluginHost:
             if inspect.iscoroutinefunction(fn):
                 result = await asyncio.wait_for(fn(*args, **kwargs), self.budget)
             else:
-                worker = plugin.worker
+                if worker is None:
+                    worker = plugin.worker
                 if worker is None:
                     worker = plugin.worker = PluginWorker(f"cmux-plugin-{plugin.plugin_id}")
                 result = await asyncio.wait_for(
@@ -810,19 +871,22 @@ class PluginHost:
 
     # -- hot reload -------------------------------------------------------------------------
 
-    def _watch_roots(self) -> list[Path]:
-        roots = [d for d, _ in loose_dirs(self.plugin_dirs(), self._state.links) if d.is_dir()]
+    def watch_roots(self) -> list[WatchRoot]:
+        """What hot reload watches: plugin dirs and linked plain dirs one level deep, a
+        linked distribution's whole source tree, a linked file and nothing beside it."""
+        roots = [WatchRoot(d) for d, _ in loose_dirs(self.plugin_dirs(), self._state.links)
+                 if d.is_dir()]
         for plugin in self._plugins.values():
-            root = plugin.source.root if plugin.source.kind == "package" else None
-            if plugin.source.kind == "file" and plugin.source.path is not None:
-                root = plugin.source.path.parent
-            if root is not None and root.is_dir() and root not in roots:
-                roots.append(root)
+            src = plugin.source
+            if src.kind == "package" and src.root is not None and src.root.is_dir():
+                roots.append(WatchRoot(src.root, recursive=True))
+            elif src.kind == "file" and src.path is not None and src.path.parent.is_dir():
+                roots.append(WatchRoot(src.path.parent, names=frozenset({src.path.name})))
         return roots
 
     def _restart_watcher(self) -> None:
         if self.watch:
-            self._watcher.restart(self._watch_roots())
+            self._watcher.restart(self.watch_roots())
 
     async def _apply_changes(self, paths: set[Path]) -> None:
         async with self._lock:
@@ -846,6 +910,21 @@ class PluginHost:
                 for source in loose_files(directory, link):
                     if source.path in paths and source.path not in known:
                         await self._admit(source)
+
+
+def _import_budget_from_env() -> float:
+    raw = os.environ.get("CMUX_PLUGIN_IMPORT_BUDGET", "").strip()
+    if not raw:
+        return IMPORT_BUDGET
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        log.warning("ignoring CMUX_PLUGIN_IMPORT_BUDGET=%r: not a positive number of seconds; "
+                    "using %gs", raw, IMPORT_BUDGET)
+        return IMPORT_BUDGET
+    return value
 
 
 def _describe(exc: BaseException) -> str:

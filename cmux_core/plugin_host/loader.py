@@ -16,8 +16,9 @@ plugins; set but empty it loads none.
 Loose files are executed as fresh module objects; linked distributions are imported from
 their source root with their earlier modules taken out of ``sys.modules`` first, so a
 reload sees the code on disk. A digest of the source tells an unchanged plugin from an
-edited one. :class:`SourceWatcher` reports ``.py`` changes under the watched roots; what a
-change means is the host's decision.
+edited one. :class:`SourceWatcher` reports ``.py`` changes under the watched roots (a whole
+tree for a linked distribution, one level for a plugin dir, one file for a linked file);
+what a change means is the host's decision.
 """
 
 from __future__ import annotations
@@ -244,10 +245,12 @@ def _exec_file(plugin_id: str, path: Path, data: bytes) -> types.ModuleType:
     try:
         exec(compile(data, str(path), "exec", dont_inherit=True), module.__dict__)
     except BaseException:
-        if previous is not None:
-            sys.modules[name] = previous
-        else:
-            sys.modules.pop(name, None)
+        # an import the host gave up on may fail long after a newer version took the name
+        if sys.modules.get(name) is module:
+            if previous is not None:
+                sys.modules[name] = previous
+            else:
+                sys.modules.pop(name, None)
         raise
     return module
 
@@ -297,6 +300,19 @@ def release_rejected(source: PluginSource, serving: object | None, rejected: obj
         release_modules(source)
 
 
+def release_abandoned(source: PluginSource, serving: object | None) -> None:
+    """Put ``serving`` (or nothing) back under a loose file's module name after its import
+    was abandoned still running. A package's import keeps the modules it has made so far
+    until it returns; the next import of that package takes them out first."""
+    if source.kind != "file":
+        return
+    name = _module_name(source.plugin_id)
+    if isinstance(serving, types.ModuleType):
+        sys.modules[name] = serving
+    else:
+        sys.modules.pop(name, None)
+
+
 def release_modules(source: PluginSource) -> None:
     """Take the modules ``source`` put in ``sys.modules`` out again."""
     if source.kind == "file":
@@ -327,13 +343,42 @@ async def end_watch(stop: asyncio.Event | None, task: asyncio.Task[Any] | None) 
             task.cancel()
 
 
+@dataclass(frozen=True, slots=True)
+class WatchRoot:
+    """A directory :class:`SourceWatcher` observes: its whole tree when ``recursive``, else
+    only the ``.py`` files directly in it, and of those only ``names`` when given."""
+
+    path: Path
+    recursive: bool = False
+    names: frozenset[str] | None = None
+
+
+def merge_roots(roots: Iterable[WatchRoot]) -> list[WatchRoot]:
+    """One root per directory, first-seen order: a recursive root covers a flat one, and a
+    flat root without ``names`` covers one with them."""
+    merged: dict[Path, WatchRoot] = {}
+    for root in roots:
+        have = merged.get(root.path)
+        if have is None:
+            merged[root.path] = root
+        elif have.recursive or root.recursive:
+            merged[root.path] = WatchRoot(root.path, recursive=True)
+        elif have.names is None or root.names is None:
+            merged[root.path] = WatchRoot(root.path)
+        else:
+            merged[root.path] = WatchRoot(root.path, names=have.names | root.names)
+    return list(merged.values())
+
+
 class SourceWatcher:
-    """Watches directories for ``.py`` changes; ``on_change(paths)`` gets each debounced batch.
+    """Watches :class:`WatchRoot` s for ``.py`` changes; ``on_change(paths)`` gets each
+    debounced batch.
 
     One watch runs at a time, as a task on the running loop: :meth:`restart` replaces it
     (the old one finishes before the new one starts watching), :meth:`stop` ends it.
-    ``ready`` is set once the running watch is observing its roots. ``on_change`` runs inside
-    the watch task; if it raises, the failure is logged and watching stops.
+    ``ready`` is set once the running watch is observing its roots; ``roots`` is what it
+    observes (empty when none runs). ``on_change`` runs inside the watch task; if it raises,
+    the failure is logged and watching stops.
     """
 
     def __init__(self, on_change: Callable[[set[Path]], Awaitable[None]], *,
@@ -341,42 +386,70 @@ class SourceWatcher:
         self.on_change = on_change
         self.debounce_ms = debounce_ms
         self.ready = asyncio.Event()
+        self.roots: list[WatchRoot] = []
         self._task: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
 
-    def restart(self, roots: list[Path]) -> None:
-        """Watch ``roots`` instead of whatever was watched; no roots stops watching."""
+    def restart(self, roots: list[WatchRoot]) -> None:
+        """Watch ``roots`` (merged) instead of whatever was watched; none stops watching."""
         old, old_stop = self._task, self._stop
         if old_stop is not None:
             old_stop.set()
         self.ready.clear()
-        if not roots:
+        self.roots = merge_roots(roots)
+        if not self.roots:
             self._task = self._stop = None
             return
         self._stop = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(
-            self._watch(roots, self._stop, old))
+            self._watch(self.roots, self._stop, old))
 
     async def stop(self) -> None:
         """End the running watch (cancelled if it does not finish within 5 s)."""
         task, self._task = self._task, None
+        self.roots = []
         await end_watch(self._stop, task)
 
-    async def _watch(self, roots: list[Path], stop: asyncio.Event,
+    async def _watch(self, roots: list[WatchRoot], stop: asyncio.Event,
                      previous: asyncio.Task[None] | None) -> None:
         import watchfiles
 
         if previous is not None:
             with contextlib.suppress(BaseException):
                 await previous
-        try:
+        flat = {r.path: r.names for r in roots if not r.recursive}
+
+        def in_tree(_change: watchfiles.Change, path: str) -> bool:
+            return path.endswith(".py")
+
+        def in_dir(_change: watchfiles.Change, path: str) -> bool:
+            where = Path(path)
+            if not path.endswith(".py") or where.parent not in flat:
+                return False
+            names = flat[where.parent]
+            return names is None or where.name in names
+
+        # notify watches a whole tree or one level, never both in one watch: two watches
+        streams = [(paths, recursive, keep) for paths, recursive, keep in (
+            ([r.path for r in roots if r.recursive], True, in_tree),
+            (list(flat), False, in_dir)) if paths]
+        waiting = set(range(len(streams)))
+
+        async def follow(index: int, paths: list[Path], recursive: bool,
+                         keep: Callable[[watchfiles.Change, str], bool]) -> None:
             async for changes in watchfiles.awatch(
-                    *roots, stop_event=stop, debounce=self.debounce_ms,
-                    rust_timeout=1000, yield_on_timeout=True,
-                    watch_filter=lambda _change, path: path.endswith(".py")):
-                self.ready.set()
+                    *paths, stop_event=stop, debounce=self.debounce_ms, recursive=recursive,
+                    rust_timeout=1000, yield_on_timeout=True, watch_filter=keep):
+                waiting.discard(index)
+                if not waiting:
+                    self.ready.set()
                 if changes:
                     await self.on_change({Path(p) for _, p in changes})
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for index, (paths, recursive, keep) in enumerate(streams):
+                    group.create_task(follow(index, paths, recursive, keep))
         except asyncio.CancelledError:
             raise
         except Exception:

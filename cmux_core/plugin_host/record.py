@@ -4,7 +4,8 @@ A :class:`Plugin` is created by :class:`~cmux_core.plugin_host.host.PluginHost` 
 admitted and is mutated only by the host, on the server loop: which version is serving,
 its status and registrations, recent faults and warnings, and the queue of observer calls
 waiting for it. ``to_wire`` is its ``plugin.list`` entry. :class:`PluginWorker` is the
-daemon thread the host runs the plugin's synchronous callables on, one at a time.
+daemon thread the host runs the plugin's synchronous callables on, one at a time; each
+loaded version of a plugin gets a worker of its own.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ class Plugin:
 
     ``module`` is the version currently serving (None when disabled, blocked, or never
     loaded). ``error`` says why a plugin is blocked; ``errors`` and ``warnings`` are the
-    recent history, newest last.
+    recent history, newest last. ``abandoned_threads`` counts the workers left behind while
+    still stuck in a call the host had stopped waiting for.
     """
 
     plugin_id: str
@@ -67,6 +69,7 @@ class Plugin:
     inbox: deque[tuple[str, dict[str, Any]]] = field(default_factory=deque)
     drain: asyncio.Task[None] | None = None
     overflowing: bool = False
+    abandoned_threads: int = 0
 
     def to_wire(self) -> dict[str, Any]:
         """The ``plugin.list`` entry."""
@@ -86,20 +89,23 @@ class Plugin:
             "error": self.error,
             "errors": [f.to_wire() for f in self.errors],
             "warnings": list(self.warnings),
+            "abandoned_threads": self.abandoned_threads,
         }
 
 
 class PluginWorker:
     """A daemon thread running one plugin's synchronous callables in order.
 
-    A callable that never returns keeps only this plugin waiting; the thread is a daemon so
-    it cannot hold the process open at exit.
+    A callable that never returns keeps only this worker waiting; Python cannot stop the
+    thread, so the host abandons such a worker (:attr:`stuck`) and starts another. The thread
+    is a daemon so it cannot hold the process open at exit.
     """
 
     def __init__(self, name: str) -> None:
         self._jobs: queue.SimpleQueue[
             tuple[Callable[[], Any], asyncio.Future[Any], asyncio.AbstractEventLoop] | None
         ] = queue.SimpleQueue()
+        self._current: asyncio.Future[Any] | None = None
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -109,7 +115,16 @@ class PluginWorker:
         self._jobs.put((fn, future, loop))
         return future
 
+    @property
+    def stuck(self) -> bool:
+        """Whether the thread is still running a call whose caller stopped waiting (its
+        future was cancelled, as ``asyncio.wait_for`` does past the budget). Read on the loop.
+        """
+        current = self._current
+        return current is not None and current.cancelled()
+
     def close(self) -> None:
+        """Let the thread end once the call it is running (if any) returns; idempotent."""
         self._jobs.put(None)
 
     def _run(self) -> None:
@@ -117,10 +132,13 @@ class PluginWorker:
             fn, future, loop = job
             if future.cancelled():
                 continue
+            self._current = future
             try:
                 outcome: tuple[bool, Any] = (True, fn())
             except BaseException as exc:
                 outcome = (False, exc)
+            finally:
+                self._current = None
             with contextlib.suppress(RuntimeError):  # the loop closed while we ran
                 loop.call_soon_threadsafe(_settle, future, outcome)
 

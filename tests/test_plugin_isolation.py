@@ -1,0 +1,291 @@
+"""Plugin code stays off the server loop: slow or hung imports, hung hooks, narrow watches.
+
+The import tests run a real ``cmux serve`` with a one-second import budget
+(``CMUX_PLUGIN_IMPORT_BUDGET``); the others run the host on a fresh event loop with real
+plugin files, real worker threads and real watchfiles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import textwrap
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, TypeVar
+
+import pytest
+
+from cmux_core.api.context import Call
+from cmux_core.api.dispatch import MethodTable
+from cmux_core.api.methods import plugin as plugin_methods
+from cmux_core.config import Settings
+from cmux_core.errors import CmuxError
+from cmux_core.plugin_host.host import PluginHost
+from cmux_core.plugin_host.loader import WatchRoot
+from cmux_core.testing import ServerProcess, async_wait_until, start_server, wait_until
+
+T = TypeVar("T")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    for name in ("CMUX_LOAD_PLUGINS", "CMUX_TRACE_PLUGINS", "CMUX_PLUGIN_IMPORT_BUDGET"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def write(directory: Path, name: str, body: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(textwrap.dedent(body).lstrip())
+    return path
+
+
+def sleeper(marker: Path, seconds: float) -> str:
+    """A plugin that marks the start of its import, then sleeps through it."""
+    return f"""
+        import pathlib, time
+        from cmux_core.hookspecs import hookimpl
+
+        pathlib.Path({str(marker)!r}).touch()
+        time.sleep({seconds})
+
+        @hookimpl
+        def cmux_register_view_sorts(register):
+            register("sleepy", lambda row: 0)
+    """
+
+
+GOOD = """
+    from cmux_core.hookspecs import hookimpl
+
+    @hookimpl
+    def cmux_register_view_sorts(register):
+        register("by-agent", lambda row: row.get("agent", ""))
+"""
+
+
+def plugins(server: ServerProcess) -> dict[str, dict[str, Any]]:
+    return {p["plugin_id"]: p for p in server.call("plugin.list")["plugins"]}
+
+
+def serve(plugin_dir: Path) -> ServerProcess:
+    return start_server(["--plugins-dir", str(plugin_dir)],
+                        env={"CMUX_PLUGIN_IMPORT_BUDGET": "1"})
+
+
+# -- imports against a real server ------------------------------------------------------------
+
+
+def test_a_slow_import_is_blocked_and_never_stalls_requests(tmp_path: Path) -> None:
+    d = tmp_path / "plugins"
+    write(d, "sleepy.py", sleeper(tmp_path / "sleepy.started", 3))
+    write(d, "good.py", GOOD)
+    server = serve(d)
+    try:
+        listed = plugins(server)
+        assert listed["good"]["status"] == "loaded"
+        assert listed["sleepy"]["status"] == "blocked"
+        assert listed["sleepy"]["error"] == "import timed out after 1s (its thread was abandoned)"
+
+        # A file dropped in while serving sleeps 4 s in its import: requests keep flowing.
+        write(d, "drowsy.py", sleeper(tmp_path / "drowsy.started", 4))
+        wait_until((tmp_path / "drowsy.started").exists, timeout=15, message="drowsy import")
+        with server.client() as client:
+            until = time.monotonic() + 1.5
+            while time.monotonic() < until:
+                asked = time.monotonic()
+                assert client.call("ping")
+                assert time.monotonic() - asked < 2.0, "ping waited for a plugin import"
+                time.sleep(0.05)
+        wait_until(lambda: plugins(server)["drowsy"]["status"] == "blocked", timeout=15,
+                   message="drowsy blocked")
+        assert "import timed out after 1s" in plugins(server)["drowsy"]["error"]
+
+        # Fixing the file loads it on a fresh thread.
+        write(d, "sleepy.py", GOOD.replace("by-agent", "fixed"))
+        wait_until(lambda: plugins(server)["sleepy"]["status"] == "loaded", timeout=15,
+                   message="sleepy fixed")
+        assert server.call("ping")
+    finally:
+        server.stop()
+
+
+def test_an_import_that_never_returns_does_not_keep_the_socket_closed(tmp_path: Path) -> None:
+    d = tmp_path / "plugins"
+    write(d, "forever.py", """
+        import threading
+        threading.Event().wait()
+    """)
+    write(d, "good.py", GOOD)
+    server = serve(d)  # raises when the socket never answers
+    try:
+        listed = plugins(server)
+        assert listed["good"]["status"] == "loaded"
+        assert listed["forever"]["status"] == "blocked"
+        assert "import timed out after 1s" in listed["forever"]["error"]
+        assert listed["forever"]["abandoned_threads"] == 1
+        assert any("abandoned a worker thread" in w for w in listed["forever"]["warnings"])
+    finally:
+        # the abandoned thread is a daemon: it does not hold the server open
+        assert server.stop() == 0
+
+
+# -- the host on its own ----------------------------------------------------------------------
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+def make_host(tmp_path: Path, *dirs: Path, **kw: Any) -> PluginHost:
+    kw.setdefault("watch", False)
+    methods = MethodTable()
+    methods.merge(plugin_methods.methods)
+    settings = Settings(plugins_dirs=list(dirs), state_dir=tmp_path / "state")
+    return PluginHost(settings, methods=methods, entry_points=False, **kw)
+
+
+async def version(host: PluginHost) -> int | None:
+    """What ``plugin.live.version`` answers, None while it fails."""
+    # The handler only needs the host; a namespace stands in for the services.
+    ctx = SimpleNamespace(plugins=host)
+    try:
+        result = await host.methods.call(Call(ctx, None, 1, "plugin.live.version"), {})  # type: ignore[arg-type]
+    except CmuxError:
+        return None
+    return int(result["version"])
+
+
+async def wait_version(host: PluginHost, wanted: int, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while await version(host) != wanted:
+        assert time.monotonic() < deadline, f"version {wanted} never answered"
+        await asyncio.sleep(0.02)
+
+
+LIVE = """
+    import threading
+    from cmux_core.hookspecs import hookimpl
+
+    @hookimpl
+    def cmux_register_methods(register):
+        def version(call, params):
+            return {{"type": "version", "version": {version}}}
+        register("version", version)
+
+    @hookimpl
+    def cmux_on_event(kind):
+        if kind == "hang" and {hangs}:
+            threading.Event().wait()
+"""
+
+
+async def ticking(during: Callable[[], Awaitable[T]]) -> tuple[T, int]:
+    """Run ``during()`` and count 10 ms loop ticks meanwhile."""
+    ticks = 0
+    done = False
+
+    async def tick() -> None:
+        nonlocal ticks
+        while not done:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    try:
+        return await during(), ticks
+    finally:
+        done = True
+        await ticker
+
+
+def test_a_reload_whose_import_outlasts_the_budget_keeps_the_old_version(tmp_path: Path) -> None:
+    d = tmp_path / "plugins"
+    path = write(d, "live.py", LIVE.format(version=1, hangs=False))
+
+    async def main() -> None:
+        host = make_host(tmp_path, d, import_budget=0.5)
+        await host.start()
+        assert await version(host) == 1
+        serving = host.get("live").module
+        path.write_text("import time\ntime.sleep(2)\n" + path.read_text())
+        started = time.monotonic()
+        reloaded, ticks = await ticking(lambda: host.reload("live"))
+        assert reloaded is False
+        assert time.monotonic() - started < 1.5
+        assert ticks >= 20  # the loop ran while the import slept
+        live = host.get("live")
+        assert live.status == "loaded" and live.module is serving
+        assert live.errors[-1].message.startswith("import timed out after 0.5s")
+        assert sys.modules["_cmux_plugin_live"] is serving
+        assert await version(host) == 1
+        await host.stop()
+
+    run(main())
+
+
+def test_a_hung_sync_hook_does_not_outlive_a_hot_reload(tmp_path: Path) -> None:
+    d = tmp_path / "plugins"
+    path = write(d, "live.py", LIVE.format(version=1, hangs=True))
+
+    async def main() -> None:
+        host = make_host(tmp_path, d, budget=1.0, watch=True, watch_debounce_ms=50)
+        await host.start()
+        await host.wait_watching()
+        assert await version(host) == 1
+        host.on_event("hang", {})
+        await async_wait_until(lambda: host.get("live").errors, message="hang timed out")
+        assert host.get("live").errors[-1].message == "timed out after 1s"
+        # The hung call holds the thread: the same version's next call times out too.
+        assert await version(host) is None
+
+        path.write_text(textwrap.dedent(LIVE.format(version=2, hangs=False)).lstrip())
+        await wait_version(host, 2)
+        started = time.monotonic()
+        assert await version(host) == 2
+        assert time.monotonic() - started < 1.0
+        live = host.get("live")
+        assert live.abandoned_threads == 1
+        assert live.to_wire()["abandoned_threads"] == 1
+        assert any("abandoned a worker thread" in w for w in live.warnings)
+        await host.stop()
+
+    run(main())
+
+
+def test_linking_one_file_watches_that_file_only(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    linked = write(project, "live.py", LIVE.format(version=1, hangs=False))
+    sibling = write(project, "sibling.py", "x = 1\n")
+    deep = write(project / "sub", "deep.py", "y = 1\n")
+
+    async def main() -> None:
+        host = make_host(tmp_path, watch=True, watch_debounce_ms=50)
+        seen: list[set[Path]] = []
+        apply = host._watcher.on_change
+
+        async def record(paths: set[Path]) -> None:
+            # wraps the host's own handler, which still runs, to see what the watcher reports
+            seen.append(paths)
+            await apply(paths)
+
+        host._watcher.on_change = record
+        await host.start()
+        await host.link(linked)
+        await host.wait_watching()
+        ours = [r for r in host.watch_roots() if r.path == project]
+        assert ours == [WatchRoot(project, recursive=False, names=frozenset({"live.py"}))]
+        assert not any(r.recursive for r in host._watcher.roots)
+
+        sibling.write_text("x = 2\n")
+        deep.write_text("y = 2\n")
+        linked.write_text(textwrap.dedent(LIVE.format(version=2, hangs=False)).lstrip())
+        await wait_version(host, 2)
+        assert seen and set().union(*seen) == {linked}
+        await host.stop()
+
+    run(main())
