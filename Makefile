@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SOCKET ?=
 PYTEST_WORKERS ?= 2
 
-.PHONY: serve test lint bench venv clean
+.PHONY: serve test lint bench soak venv clean
 
 venv: $(STAMP)
 
@@ -29,6 +29,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+soak: $(STAMP)
+	$(BIN)/python -m bench.soak $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache

@@ -23,6 +23,7 @@ from cmux_core.errors import CmuxError
 from .cmux import CmuxSide, Connection, python_argv, wait_request
 from .proc import CLOCK_TICKS, cpu_seconds, rss_bytes, steady_rss
 from .report import Row
+from .scale import case_idle, case_scale
 from .tmux import ControlClient, Tmux
 
 COLOUR_LINES = Path(__file__).with_name("colour_lines.py")
@@ -580,4 +581,6 @@ CASES: dict[str, Callable[[Context], list[Row]]] = {
     "cpu": case_cpu,
     "rss": case_rss,
     "flood": case_flood,
+    "scale": case_scale,
+    "idle": case_idle,
 }

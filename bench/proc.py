@@ -41,3 +41,38 @@ def steady_rss(pid: int, window: float = 1.0, limit: float = 10.0) -> int:
         time.sleep(0.25)
         samples.append(rss_bytes(pid))
     return samples[-1]
+
+
+def thread_wakeups(pid: int) -> dict[str, int]:
+    """Voluntary context switches of each live thread of the process, summed by thread name.
+
+    A thread makes one each time it blocks (on a timer, a poll, a lock) and is woken
+    again, so the difference of two readings counts its wake-ups. Threads that ended
+    between two readings drop out of the later one.
+    """
+    counts: dict[str, int] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                switches = next(int(line.split()[1]) for line in f
+                                if line.startswith("voluntary_ctxt_switches:"))
+        except (FileNotFoundError, ProcessLookupError, StopIteration):
+            continue
+        name = "main" if tid == str(pid) else name
+        counts[name] = counts.get(name, 0) + switches
+    return counts
+
+
+def wakeups_per_second(pid: int, seconds: float) -> tuple[float, dict[str, float]]:
+    """Wake-ups per second of the whole process over ``seconds``, and per thread name
+    (only names that woke at all)."""
+    before = thread_wakeups(pid)
+    start = time.monotonic()
+    time.sleep(seconds)
+    after = thread_wakeups(pid)
+    wall = time.monotonic() - start
+    rates = {name: (count - before.get(name, 0)) / wall for name, count in after.items()}
+    rates = {name: rate for name, rate in sorted(rates.items()) if rate > 0}
+    return sum(rates.values()), rates

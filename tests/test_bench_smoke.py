@@ -15,7 +15,7 @@ import pytest
 # bench/ sits next to tests/ and is not an installed package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import cases
+from bench import cases, scale
 from bench.cmux import CmuxSide
 from bench.report import Row, table
 
@@ -54,6 +54,15 @@ def test_flood_finishes_and_probes_do_not_fail(side: CmuxSide) -> None:
     flood = cases.flood_cmux(side, 20_000, timeout=30)
     assert flood.seconds is not None
     assert flood.failures == []
+
+
+def test_scale_and_idle_wakeups(side: CmuxSide, tmp_path: Path) -> None:
+    sizes = scale.ScaleSizes(panes=4, streaming=1, rate=10_000, settle=0.0)
+    result = scale.scale_cmux(side, sizes, 0.3, tmp_path)
+    assert result.detections and result.pings
+    assert result.failures == []
+    total, threads, cpu = scale.idle_cmux(side, 1, 0.2, settle=0.0)
+    assert total >= 0 and cpu >= 0 and "main" in threads
 
 
 def test_table_reads_ratios_by_direction() -> None:
