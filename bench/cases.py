@@ -24,6 +24,7 @@ from .cmux import CmuxSide, Connection, python_argv, wait_request
 from .proc import CLOCK_TICKS, cpu_seconds, rss_bytes, steady_rss
 from .report import Row
 from .scale import case_idle, case_scale
+from .storm import STORM_NOTIFICATIONS, STORM_SUBSCRIBERS, storm_cmux
 from .tmux import ControlClient, Tmux
 
 COLOUR_LINES = Path(__file__).with_name("colour_lines.py")
@@ -574,6 +575,46 @@ def case_flood(ctx: Context) -> list[Row]:
     ]
 
 
+def case_storm(ctx: Context) -> list[Row]:
+    """A pane's notification storm with subscribers listening (``storm.py``); cmux only."""
+    count = STORM_NOTIFICATIONS
+    with ctx.cmux() as side:
+        storm = storm_cmux(side, count, STORM_SUBSCRIBERS)
+        ctx.backends.add(side.backend)
+    mib = 1 << 20
+
+    def p(q: float) -> float | None:
+        return ms(percentile(storm.pings, q)) if storm.pings else None
+
+    per_subscriber = sum(storm.events) / len(storm.events) if storm.events else None
+    detail = {"notifications": count, "subscribers": STORM_SUBSCRIBERS,
+              "events_per_subscriber": storm.events, "overflowed": storm.overflowed,
+              "pings": len(storm.pings), "ping_max_ms": p(100),
+              "failures": storm.failures[:20], "rss_before": storm.rss_before,
+              "rss_peak": storm.rss_peak, "rss_after": storm.rss_after,
+              "server_cpu_s": storm.server_cpu, "server_loop_lag_before": storm.loop_lag_before,
+              "server_loop_lag_after": storm.loop_lag}
+    failures = f"; failed probes: {len(storm.failures)}" if storm.failures else ""
+    label = f"storm: {count:,} OSC 9 notifications, {STORM_SUBSCRIBERS} subscribers"
+    return [
+        Row("storm_s", f"{label} (s)", storm.seconds, None, "lower",
+            "time until the pane's last line is visible; tmux has no notification events, "
+            "so no tmux figure" + failures, detail),
+        Row("storm_ping_p50_ms", "storm: ping p50 on another connection (ms)", p(50), None,
+            "lower", "during the storm, in turn: a ping, then 10 ms reading the subscribers"),
+        Row("storm_ping_p99_ms", "storm: ping p99 on another connection (ms)", p(99), None,
+            "lower", "target: under 20 ms"),
+        Row("storm_events", "storm: notification events per subscriber", per_subscriber,
+            None, "lower", f"{storm.overflowed} subscriptions overflowed"),
+        Row("storm_rss_before_mib", "storm: server RSS before (MiB)", storm.rss_before / mib,
+            None, "lower"),
+        Row("storm_rss_peak_mib", "storm: server RSS peak (MiB)", storm.rss_peak / mib, None,
+            "lower", "VmHWM: the highest since the server started"),
+        Row("storm_rss_after_mib", "storm: server RSS after, subscribers gone (MiB)",
+            storm.rss_after / mib, None, "lower", "steady RSS once the pane was closed"),
+    ]
+
+
 CASES: dict[str, Callable[[Context], list[Row]]] = {
     "ingest": case_ingest,
     "roundtrip": case_roundtrip,
@@ -583,4 +624,5 @@ CASES: dict[str, Callable[[Context], list[Row]]] = {
     "flood": case_flood,
     "scale": case_scale,
     "idle": case_idle,
+    "storm": case_storm,
 }

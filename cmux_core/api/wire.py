@@ -389,6 +389,8 @@ def project(mux: Mux, agents: AgentTracker, event: Event) -> Wire:
             data = {**_at(event.pane), "body": event.body}
             if event.title:
                 data["title"] = event.title
+            if event.dropped:
+                data["dropped"] = event.dropped
             return data
         case PaneMoved():
             moved = _moved(mux, agents, event)

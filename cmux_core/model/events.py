@@ -162,10 +162,14 @@ class PaneProgressChanged(Event):
 
 @dataclass(frozen=True, slots=True)
 class PaneNotification(Event):
+    """``dropped``: notifications the pane sent since the previous event that were
+    discarded by its rate limit (:mod:`cmux_core.model.throttle`)."""
+
     kind: ClassVar[str] = "pane_notification"
     pane: Pane
     body: str
     title: str | None = None
+    dropped: int = 0
 
 
 @dataclass(frozen=True, slots=True)

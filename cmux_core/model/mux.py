@@ -44,6 +44,7 @@ from cmux_core.model.events import (
     WorkspaceFocused,
     WorkspaceRenamed,
 )
+from cmux_core.model.throttle import SignalThrottle
 from cmux_core.model.tree import Pane, Surface, Tab, Window, Workspace, auto_label
 from cmux_core.terminal import procfs
 from cmux_core.terminal.emulator import TerminalSignal, strip_title
@@ -80,6 +81,7 @@ class Mux:
         self._reaping: set[Terminal] = set()
         """Closed terminals whose process has not exited yet (dropped when it has)."""
         self._output_events: dict[str, asyncio.Event] = {}
+        self.signal_throttle = SignalThrottle(self._publish_signal)
         self.output_listeners: list[Callable[[Pane], None]] = []
         self.view_listeners: list[Callable[[Tab], None]] = []
         """Called when a focus method shows a tab to the user, even when focus stayed."""
@@ -228,22 +230,35 @@ class Mux:
     # -- terminal callbacks ---------------------------------------------------------
 
     def _on_signal(self, surface: Surface, sig: TerminalSignal) -> None:
+        """Apply an OSC announcement to the pane at once; its event goes through the
+        pane's throttle, so a storm of them costs a bounded number of events."""
         pane = surface.pane
         if pane.key not in self.panes:
             return
         if sig.kind == "title":
             stripped = strip_title(sig.value)
-            if stripped != pane.last_title_stripped:
-                pane.last_title_stripped = stripped
-                pane.title_revision += 1
-                self.events.publish(PaneUpdated(pane))
+            if stripped == pane.last_title_stripped:
+                return
+            pane.last_title_stripped = stripped
+            pane.title_revision += 1
         elif sig.kind == "cwd":
             pane.cwd = sig.value
+        self.signal_throttle.offer(pane.key, sig)
+
+    def _publish_signal(self, key: str, sig: TerminalSignal, dropped: int) -> None:
+        """The event for an announcement the throttle let through, unless its pane closed;
+        a title's event carries the pane as it is now, whatever title ``sig`` had."""
+        pane = self.panes.get(key)
+        if pane is None:
+            return
+        if sig.kind == "title":
+            self.events.publish(PaneUpdated(pane))
+        elif sig.kind == "cwd":
             self.events.publish(PaneCwdChanged(pane, sig.value))
         elif sig.kind == "progress":
             self.events.publish(PaneProgressChanged(pane, sig.value))
         elif sig.kind == "notification":
-            self.events.publish(PaneNotification(pane, sig.value, sig.title))
+            self.events.publish(PaneNotification(pane, sig.value, sig.title, dropped))
 
     def _on_exit(self, surface: Surface) -> None:
         pane = surface.pane
