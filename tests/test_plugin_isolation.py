@@ -212,7 +212,9 @@ def test_a_reload_whose_import_outlasts_the_budget_keeps_the_old_version(tmp_pat
         await host.start()
         assert await version(host) == 1
         serving = host.get("live").module
-        path.write_text("import time\ntime.sleep(2)\n" + path.read_text())
+        failed = tmp_path / "late.failed"
+        path.write_text(f"import pathlib, time\ntime.sleep(2)\npathlib.Path({str(failed)!r})"
+                        ".touch()\nraise RuntimeError('late')\n" + path.read_text())
         started = time.monotonic()
         reloaded, ticks = await ticking(lambda: host.reload("live"))
         assert reloaded is False
@@ -223,6 +225,15 @@ def test_a_reload_whose_import_outlasts_the_budget_keeps_the_old_version(tmp_pat
         assert live.errors[-1].message.startswith("import timed out after 0.5s")
         assert sys.modules["_cmux_plugin_live"] is serving
         assert await version(host) == 1
+        # A newer version loads while the abandoned import still sleeps; that import's late
+        # failure leaves the newer version's module in place.
+        path.write_text(textwrap.dedent(LIVE.format(version=2, hangs=False)).lstrip())
+        assert await host.reload("live") is True
+        newer = host.get("live").module
+        await async_wait_until(failed.exists, message="abandoned import ended")
+        await asyncio.sleep(0.1)
+        assert sys.modules["_cmux_plugin_live"] is newer
+        assert await version(host) == 2
         await host.stop()
 
     run(main())
