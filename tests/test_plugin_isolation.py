@@ -300,3 +300,16 @@ def test_linking_one_file_watches_that_file_only(tmp_path: Path) -> None:
         await host.stop()
 
     run(main())
+
+
+def test_the_import_budget_comes_from_the_environment_when_not_given(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    assert make_host(tmp_path).import_budget == 10.0
+    assert make_host(tmp_path, import_budget=0.25).import_budget == 0.25
+    monkeypatch.setenv("CMUX_PLUGIN_IMPORT_BUDGET", "2.5")
+    assert make_host(tmp_path).import_budget == 2.5
+    for bad in ("soon", "0", "-1", "nan", "inf"):
+        monkeypatch.setenv("CMUX_PLUGIN_IMPORT_BUDGET", bad)
+        caplog.clear()
+        assert make_host(tmp_path).import_budget == 10.0
+        assert f"ignoring CMUX_PLUGIN_IMPORT_BUDGET={bad!r}" in caplog.text
