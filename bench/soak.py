@@ -11,8 +11,8 @@ The load, all at once for ``--minutes`` (default 10):
 * ``--subscribers`` (20) event subscribers (pane, tab, layout, agent, plugin and manifest
   events plus an output match on one stream each); a quarter of them read 1 KiB every
   half second and are cut off by the server when their queue overflows, then come back;
-* clients that send ``pane.wait_for_output``, ``agent.wait`` or ``events.wait`` and
-  mostly hang up before the answer, from 4 threads;
+* clients that send ``pane.wait_for_output``, ``agent.wait`` or ``events.wait`` and hang
+  up after 0.05-2 s, answered or not, from 4 threads;
 * pane churn: a split every half second, closing the oldest once 6 exist, and now and
   then a tab created and closed;
 * a manifest rewritten in ``--manifests-dir`` every 3 s (every fifth time invalid) and a
@@ -165,7 +165,7 @@ def subscriber(server: ServerProcess, load: Load, pane: str, slow: bool) -> Call
 
 def waiter(server: ServerProcess, load: Load, streams: list[str],
            probes: list[str]) -> Callable[[], None]:
-    """Connect, start a long wait, mostly hang up before it answers."""
+    """Connect, start a long wait, hang up after 0.05-2 s whether it answered or not."""
     rng = random.Random()
 
     def body() -> None:
