@@ -478,8 +478,9 @@ class PluginHost:
     async def reload(self, plugin_id: str) -> bool:
         """Re-read a file or linked plugin from disk; False when the new version was rejected.
 
-        The last good version keeps serving when the new one fails to import or a
-        contribution hook raises; the failure is recorded and published.
+        The last good version keeps serving when the new one fails to import, its import
+        outlasts ``import_budget`` or a contribution hook raises; the failure is recorded and
+        published.
         """
         async with self._lock:
             plugin = self.get(plugin_id)
