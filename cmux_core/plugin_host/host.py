@@ -244,7 +244,8 @@ class PluginHost:
 
         Call before the socket accepts connections so the first request sees every plugin
         method; idempotent. Never raises for a plugin's fault: broken plugins end up
-        blocked with their error.
+        blocked with their error. Plugins are imported one at a time, each on its own thread
+        within ``import_budget``, so a hung import delays the return by at most that long.
         """
         if self._loaded:
             return
