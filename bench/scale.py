@@ -52,6 +52,10 @@ DETECT_EVERY_S = 0.25
 
 @dataclass(frozen=True)
 class ScaleSizes:
+    """Panes in all, how many of them stream and at how many bytes a second each, the
+    idle case's panes, and seconds tmux is given after its panes start (cmux gets the
+    probe's startup grace and one unmeasured change)."""
+
     panes: int = 200
     streaming: int = 50
     rate: int = 100_000
@@ -190,7 +194,6 @@ def scale_cmux(side: CmuxSide, sizes: ScaleSizes, seconds: float, workdir: Path)
     pinger = Pinger(lambda: ping_conn.call("ping", timeout=10.0))
     try:
         detect_change(side, probe, events, stamps, "blocked", 15.0)
-        time.sleep(sizes.settle / 3)
         pinger.start()
         began, cpu = time.monotonic(), cpu_seconds(side.pid)
         turn = 0

@@ -54,7 +54,7 @@ from cmux_core.testing import ServerProcess, start_server
 
 from .cmux import Connection, python_argv
 from .lines import LineReader
-from .proc import rss_bytes
+from .proc import cpu_seconds, rss_bytes
 from .scale import AGENT_ENV, AGENT_SCREENS, STATES, Pinger, p, stream_argv
 
 RESULTS = Path(__file__).with_name("results") / "soak.json"
@@ -298,7 +298,7 @@ def sample(pid: int, began: float, seen: set[int]) -> dict[str, float]:
     seen.update(now)
     return {"t": round(time.monotonic() - began, 1), "rss_mib": rss_bytes(pid) / (1 << 20),
             "fds": len(os.listdir(f"/proc/{pid}/fd")), "threads": threads,
-            "zombies": lingering}
+            "zombies": lingering, "cpu_s": cpu_seconds(pid)}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -317,6 +317,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     duration = args.minutes * 60
+    load_before = os.getloadavg()[0]
     warmup = min(60.0, duration / 4) if args.warmup is None else args.warmup
     work = Path(tempfile.mkdtemp(prefix="cmux-soak-"))
     manifests, plugins = work / "manifests", work / "plugins"
@@ -388,12 +389,13 @@ def main(argv: list[str] | None = None) -> int:
         log = server.log()
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
-    return judge(args, samples, pinger, pings, load, died, ended, warmup, stats, log)
+    return judge(args, samples, pinger, pings, load, died, ended, warmup, stats, log,
+                 load_before)
 
 
 def judge(args: argparse.Namespace, samples: list[dict[str, float]], pinger: Pinger,
           pings: list[float], load: Load, died: int | None, ended: float, warmup: float,
-          stats: dict[str, Any], log: str) -> int:
+          stats: dict[str, Any], log: str, load_before: float) -> int:
     """Print the figures and the verdict, write the JSON file; 1 when the run failed."""
     warm = [latency for at, latency in zip(pinger.at, pings, strict=True) if at >= warmup]
     after = [s for s in samples if s["t"] >= warmup]
@@ -419,7 +421,11 @@ def judge(args: argparse.Namespace, samples: list[dict[str, float]], pinger: Pin
         return [s[key] for s in samples]
 
     print(f"soak: {ended:.0f} s, warm-up {warmup:g} s, {args.panes} streaming panes, "
-          f"{args.subscribers} subscribers")
+          f"{args.subscribers} subscribers, load average {load_before:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after ({os.cpu_count()} CPUs)")
+    if len(after) > 1:
+        cpu = (after[-1]["cpu_s"] - after[0]["cpu_s"]) / (after[-1]["t"] - after[0]["t"])
+        print(f"server CPU after warm-up: {cpu:.1%} of a core")
     if p50 is not None:
         print(f"ping after warm-up: p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {worst:.2f} ms "
               f"({len(warm)} pings)")
@@ -441,7 +447,7 @@ def judge(args: argparse.Namespace, samples: list[dict[str, float]], pinger: Pin
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "minutes": args.minutes, "seconds": round(ended, 1), "warmup_s": warmup,
         "emulator": args.emulator, "panes": args.panes, "subscribers": args.subscribers,
-        "cpus": os.cpu_count(), "loadavg": os.getloadavg(),
+        "cpus": os.cpu_count(), "loadavg_before": load_before, "loadavg": os.getloadavg(),
         "ping_ms": {"p50": p50, "p99": p99, "max": worst, "count": len(warm),
                     "failures": pinger.failures[:20]},
         "rss_growth": growth, "samples": samples, "load": dict(load.counts),
