@@ -76,3 +76,10 @@ def wakeups_per_second(pid: int, seconds: float) -> tuple[float, dict[str, float
     rates = {name: (count - before.get(name, 0)) / wall for name, count in after.items()}
     rates = {name: rate for name, rate in sorted(rates.items()) if rate > 0}
     return sum(rates.values()), rates
+
+
+def run_queue_seconds(pid: int) -> float:
+    """Time the process's main thread has spent runnable but waiting for a CPU, in seconds
+    (``/proc/PID/schedstat``): what a loaded machine adds to its latencies."""
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[1]) / 1e9

@@ -54,7 +54,7 @@ from cmux_core.testing import ServerProcess, start_server
 
 from .cmux import Connection, python_argv
 from .lines import LineReader
-from .proc import cpu_seconds, rss_bytes
+from .proc import cpu_seconds, rss_bytes, run_queue_seconds
 from .scale import AGENT_ENV, AGENT_SCREENS, STATES, Pinger, p, stream_argv
 
 RESULTS = Path(__file__).with_name("results") / "soak.json"
@@ -298,7 +298,7 @@ def sample(pid: int, began: float, seen: set[int]) -> dict[str, float]:
     seen.update(now)
     return {"t": round(time.monotonic() - began, 1), "rss_mib": rss_bytes(pid) / (1 << 20),
             "fds": len(os.listdir(f"/proc/{pid}/fd")), "threads": threads,
-            "zombies": lingering, "cpu_s": cpu_seconds(pid)}
+            "zombies": lingering, "cpu_s": cpu_seconds(pid), "wait_s": run_queue_seconds(pid)}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -424,8 +424,11 @@ def judge(args: argparse.Namespace, samples: list[dict[str, float]], pinger: Pin
           f"{args.subscribers} subscribers, load average {load_before:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after ({os.cpu_count()} CPUs)")
     if len(after) > 1:
-        cpu = (after[-1]["cpu_s"] - after[0]["cpu_s"]) / (after[-1]["t"] - after[0]["t"])
-        print(f"server CPU after warm-up: {cpu:.1%} of a core")
+        wall = after[-1]["t"] - after[0]["t"]
+        cpu = (after[-1]["cpu_s"] - after[0]["cpu_s"]) / wall
+        waited = (after[-1]["wait_s"] - after[0]["wait_s"]) / wall
+        print(f"server CPU after warm-up: {cpu:.1%} of a core; its main thread was runnable "
+              f"but waiting for a CPU {waited:.1%} of the time")
     if p50 is not None:
         print(f"ping after warm-up: p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {worst:.2f} ms "
               f"({len(warm)} pings)")
