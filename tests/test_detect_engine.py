@@ -351,3 +351,28 @@ def test_classify_is_fast_on_a_full_screen() -> None:
         assert classify(claude, inp).state == "idle"
     per_call = (time.perf_counter() - start) / 200
     assert per_call < 0.002, f"classify took {per_call * 1e6:.0f} µs"
+
+
+def test_pathological_patterns_classify_a_long_screen() -> None:
+    """Patterns that take a backtracking engine exponential time are decided on RE2 in
+    time linear in the screen, with the Rust meaning (the rows defeat every pattern)."""
+    m = manifest("[[rules]]\nid = \"alternation\"\nstate = \"working\"\n"
+                 "line_regex = ['(a|a)+$', '(.*a){20}']\n"
+                 "[[rules]]\nid = \"nested\"\nstate = \"blocked\"\n"
+                 "regex = ['(x+x+)+y', '(a+)+$']\n")
+    screen = ("a" * 5000 + "!\n") * 40 + "x" * 5000 + "\n"
+    assert classify(m, ScreenInput(screen)).matched_rule is None
+    info = explain(m, ScreenInput(screen))
+    assert [r["matched"] for r in info["evaluated_rules"]] == [False, False]
+    # Both line_regex hold, on different lines.
+    assert classify(m, ScreenInput(screen + "aaa\n")).matched_rule == "alternation"
+    assert classify(m, ScreenInput("a" * 19 + "\n")).matched_rule is None
+    assert classify(m, ScreenInput("a" * 20 + "\n")).matched_rule == "alternation"
+    assert classify(m, ScreenInput("x" * 5000 + "y\naaa")).matched_rule == "nested"
+
+
+def test_line_regex_and_regex_see_unicode_rust_classes() -> None:
+    m = manifest("[[rules]]\nid = \"digits\"\nstate = \"working\"\n"
+                 "line_regex = ['^\\s*\\d+\\s\\w+$']\n")
+    assert classify(m, ScreenInput("x\n\u00a0\u0663\u0664 caf\u00e9\n")).matched_rule == "digits"
+    assert classify(m, ScreenInput("x\n 34 caf-\n")).matched_rule is None

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
-import regex
 
 from cmux_core.detect.manifest import (
     MAX_DEPTH,
@@ -17,12 +17,11 @@ from cmux_core.detect.manifest import (
     Manifest,
     ManifestError,
     compare_versions,
-    compile_regex,
     load_manifest,
     manifest_from_data,
     parse_manifest,
-    translate_regex,
 )
+from cmux_core.detect.pattern import compile_pattern, translate
 
 # A manifest in the herdr format as herdr itself ships them: metadata keys, comments,
 # literal strings with Rust escapes, inline-table gates, a top_non_empty_lines region.
@@ -200,6 +199,11 @@ def test_load_manifest_reports_unreadable_file(tmp_path: Path) -> None:
     ('contains = "x"', "array of strings"),
     ('regex = ["(unclosed"]', "invalid regex"),
     ('line_regex = ["\\\\x{110000}"]', "invalid regex"),
+    ("regex = ['(?<=a)b']", "look-around is not supported"),
+    ("line_regex = ['(?!a)b']", "look-around is not supported"),
+    ("regex = ['(a)\\1']", "backreferences are not supported"),
+    ("regex = ['a++']", "bad repetition operator"),
+    ("regex = ['(?>a)']", "atomic groups are not supported"),
     ('contains = ["x"]\nall = ["y"]', "inline tables"),
 ])
 def test_rule_validation(body: str, fragment: str) -> None:
@@ -294,35 +298,86 @@ def test_matcher_length_limit() -> None:
     assert "longer than 512" in err.message
 
 
-@pytest.mark.parametrize(("rust", "python"), [
-    (r"a$", r"a\Z"),
-    (r"(?m)^a$", r"(?m:^a$)"),
-    (r"x(?m:a$)b$", r"x(?m:a$)b\Z"),
-    (r"(?m)a$(?-m)b$", r"(?m:a$)(?m-m:b\Z)".replace("(?m-m:", "(?-m:")),
-    (r"a(?i)b|c", r"a(?i:b)|(?i:c)"),
+@pytest.mark.parametrize(("rust", "re2"), [
+    (r"a$", r"a$"),
+    (r"(?m)^a$", r"(?m)^a$"),
+    (r"a(?i)b|c", r"a(?i)b|c"),
     (r"[$]\$", r"[$]\$"),
-    (r"\x{2800}\u{FE0F}", r"\U00002800\U0000fe0f"),
-    (r"[\x{2800}-\x{28FF}]", r"[\U00002800-\U000028ff]"),
-    (r"a\z", r"a\Z"),
-    (r"(a$)|b$", r"(a\Z)|b\Z"),
-    (r"[[:alpha:]]$", r"[[:alpha:]]\Z"),
+    (r"\x{2800}\u{FE0F}\u00e9\U0001F600", r"\x{2800}\x{FE0F}\x{E9}\x{1F600}"),
+    (r"[\x{2800}-\x{28FF}]", r"[\x{2800}-\x{28FF}]"),
+    (r"a\z", r"a\z"),
+    (r"[[:alpha:]]$", r"[[:alpha:]]$"),
+    (r"\d\D", r"[\p{Nd}][\P{Nd}]"),
+    (r"\p{Uppercase_Letter}\pL\p{gc=nd}\P{lu}", r"[\p{Lu}][\p{L}][\p{Nd}][\P{Lu}]"),
+    (r"\p{sc=Greek}\p{greek}", r"[\p{Greek}][\p{Greek}]"),
+    (r"(?x) a b # comment", r"ab"),
+    (r"(?ix: a b ) c", r"(?i:ab) c"),
+    (r"(?u)a(?iu:b)", r"a(?i:b)"),
+    (r"[[a-c][x]]", r"[a-cx]"),
+    (r"[]a-]", r"[\]a\-]"),
+    (r"(?P<n>a)(?<m>b)", r"(?P<n>a)(?<m>b)"),
 ])
-def test_rust_regex_translation(rust: str, python: str) -> None:
-    assert translate_regex(rust) == python
+def test_rust_regex_translation(rust: str, re2: str) -> None:
+    assert translate(rust) == re2
 
 
 def test_translated_regexes_keep_rust_meaning() -> None:
-    assert compile_regex(r"done$").search("done\n") is None
-    assert compile_regex(r"(?m)done$").search("done\nmore") is not None
-    assert compile_regex(r"a(?i)b|c").search("C") is not None
-    assert compile_regex(r"a(?i)b|c").search("aB") is not None
-    assert compile_regex(r"a(?i)b|c").search("AB") is None
-    assert compile_regex(r"^[\x{2800}-\x{28FF}] ").search("\u280b Claude") is not None
-    assert compile_regex(r"\p{Alphabetic}+\d").search("é3") is not None
-    assert compile_regex(r"\bWörk\b").search("x Wörk y") is not None
-    with pytest.raises(ValueError):
-        compile_regex(r"\x{zz}")
-    assert isinstance(compile_regex("a"), regex.Pattern)
+    def matches(pattern: str, text: str) -> bool:
+        return compile_pattern(pattern).search(text)
+
+    assert not matches(r"done$", "done\n")
+    assert matches(r"(?m)done$", "done\nmore")
+    assert matches(r"a(?i)b|c", "C")
+    assert matches(r"a(?i)b|c", "aB")
+    assert not matches(r"a(?i)b|c", "AB")
+    assert matches(r"^[\x{2800}-\x{28FF}] ", "\u280b Claude")
+    assert matches(r"\p{Alphabetic}+\d", "é3")
+    assert matches(r"^\p{Alphabetic}$", "\u0345")  # Other_Alphabetic, a mark
+    assert not matches(r"\p{Alphabetic}", "\u0300")
+    assert matches(r"\bWörk\b", "x Wörk y")
+    # \d \s \w are Unicode-aware, as in Rust (RE2's own are ASCII)
+    assert matches(r"^\d$", "\u0663")
+    assert matches(r"^\s$", "\u00a0") and matches(r"^\s$", "\x0b")
+    assert matches(r"^\w+$", "éa_\u0301\u24b6")
+    assert not matches(r"\w", "-│")
+    assert matches(r"^[^\s\w]$", "│") and not matches(r"^[^\s\w]$", "é")
+    assert matches(r"^\S$", "é") and not matches(r"\S", " \u3000")
+    assert matches(r"^[\Wx]+$", "x-│") and not matches(r"[\Wx]", "é")
+    assert matches(r"^[^\W]$", "é")
+    assert matches(r"(?i)^É$", "é")
+    assert matches(r"(?x) a \  b ", "a b")
+    assert matches(r"\p{White_Space}", "\u3000") and matches(r"^\P{ascii}$", "é")
+    assert matches("a", "\ud800a")  # a lone surrogate in the text never raises
+
+
+@pytest.mark.parametrize(("pattern", "reason"), [
+    (r"\x{zz}", "invalid code point"),
+    (r"\x{110000}", "invalid code point"),
+    (r"(?<=a)b", "look-around is not supported"),
+    (r"(?<!a)b", "look-around is not supported"),
+    (r"(?=a)", "look-around is not supported"),
+    (r"(a)\1", "backreferences are not supported"),
+    (r"a++", "bad repetition operator"),
+    (r"a*+", "bad repetition operator"),
+    (r"(?>a)", "atomic groups are not supported"),
+    (r"\Z", "unrecognized escape"),
+    (r"\C", "unrecognized escape"),
+    (r"\Qa\E", "unrecognized escape"),
+    (r"\<a", "not supported"),
+    (r"\b{start}a", "not supported"),
+    (r"[a-z&&[^c]]", "class set operation"),
+    (r"[a[^b]]", "negated class inside a class"),
+    (r"[^\Wx]", "negated class"),
+    (r"(?-u)a", "(?-u)"),
+    (r"(?R)a", "(?R)"),
+    (r"\p{Emoji}", "unsupported Unicode property"),
+    (r"\p{scx=Greek}", "Script_Extensions"),
+    ("(unclosed", "missing )"),
+    ("\ud800", "lone surrogate"),
+])
+def test_regexes_outside_the_dialect_are_refused(pattern: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(reason)):
+        compile_pattern(pattern)
 
 
 def test_compare_versions() -> None:

@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from cmux_core.detect.manifest import AgentState, Gate, Manifest, Region, Rule
+from cmux_core.detect.pattern import encode
 from cmux_core.detect.regions import ScreenView, split_lines
 
 FALLBACK_IDLE = "default_known_agent_idle_fallback"
@@ -54,7 +55,8 @@ class Classification:
 
 
 class _Text:
-    """A region's text with its lowercase form and lines, computed on first use."""
+    """A region's text with its lowercase form, lines and UTF-8 forms (what regexes
+    search), computed on first use."""
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -66,6 +68,20 @@ class _Text:
     @cached_property
     def lines(self) -> list[str]:
         return split_lines(self.text)
+
+    @cached_property
+    def utf8(self) -> bytes:
+        return encode(self.text)
+
+    @cached_property
+    def utf8_lines(self) -> list[bytes]:
+        """:attr:`lines`, encoded (``\\n`` and ``\\r`` are single bytes in UTF-8)."""
+        if not self.utf8:
+            return []
+        lines = self.utf8.split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()
+        return [line[:-1] if line.endswith(b"\r") else line for line in lines]
 
 
 class _Input:
@@ -88,11 +104,11 @@ def gate_matches(gate: Gate, text: _Text) -> bool:
             if needle not in folded:
                 return False
     for pattern in gate.regex:
-        if pattern.compiled.search(text.text) is None:
+        if not pattern.search_utf8(text.utf8):
             return False
     for pattern in gate.line_regex:
-        search = pattern.compiled.search
-        if not any(search(line) is not None for line in text.lines):
+        search = pattern.search_utf8
+        if not any(search(line) for line in text.utf8_lines):
             return False
     for sub in gate.all:
         if not gate_matches(sub, text):
@@ -134,11 +150,10 @@ def _evidence(rule: Rule, text: _Text) -> dict[str, Any]:
     return {
         "contains": [{"value": needle, "matched": folded in text.folded}
                      for needle, folded in zip(gate.contains, gate.folded, strict=True)],
-        "regex": [{"value": p.source, "matched": p.compiled.search(text.text) is not None}
+        "regex": [{"value": p.source, "matched": p.search_utf8(text.utf8)}
                   for p in gate.regex],
         "line_regex": [{"value": p.source,
-                        "matched": any(p.compiled.search(line) is not None
-                                       for line in text.lines)}
+                        "matched": any(p.search_utf8(line) for line in text.utf8_lines)}
                        for p in gate.line_regex],
         "all_count": len(gate.all),
         "any_count": len(gate.any),

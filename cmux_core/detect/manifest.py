@@ -6,10 +6,9 @@ validated when a manifest is loaded and every regex is compiled then, so classif
 screen never compiles or fails. Any problem raises :class:`ManifestError` naming the
 file, the line and column (or the rule) and what is wrong.
 
-Regexes are written in the Rust ``regex`` dialect and run on the ``regex`` module; the
-translation keeps their meaning: ``\\x{2800}``/``\\u{fe0f}`` escapes become code points,
-a bare ``$`` outside ``(?m)`` matches only at the end of the text, ``\\z`` is ``\\Z``, and
-inline flags such as ``a(?i)b`` apply from where they stand to the end of their group.
+Regexes are written in the Rust ``regex`` dialect and compiled by
+:mod:`cmux_core.detect.pattern` (RE2: linear-time matching); one that does not compile,
+or uses what the dialect lacks (look-around, backreferences), is an error naming the rule.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, cast
 
-import regex
+from cmux_core.detect.pattern import Pattern, compile_pattern
 
 AgentState = Literal["idle", "working", "blocked", "unknown"]
 
@@ -105,17 +104,6 @@ class Region:
     name: str
     kind: str
     count: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Pattern:
-    """A regex as written (Rust dialect) and compiled for the ``regex`` module."""
-
-    source: str
-    compiled: Any = field(compare=False, repr=False)
-
-    def search(self, text: str) -> bool:
-        return self.compiled.search(text) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,191 +235,6 @@ def manifest_from_data(data: Mapping[str, Any], *, source: str) -> Manifest:
     """Validate an already parsed manifest table (a plugin's mapping); errors carry no
     line numbers."""
     return _Builder(dict(data), source=source, path=source, text=None).build()
-
-
-def _braced_escape(text: str, i: int, where: str) -> tuple[str, int]:
-    r"""Rewrite the Rust escape ``\x{…}``/``\u{…}``/``\U{…}`` starting at ``text[i]``.
-
-    Returns the ``regex`` spelling and the index after the escape; raises ValueError for
-    an unterminated escape or a code point out of range.
-    """
-    kind = text[i + 1]
-    end = text.find("}", i + 3)
-    if end < 0:
-        raise ValueError(f"unterminated \\{kind}{{ escape {where}")
-    digits = text[i + 3:end]
-    try:
-        cp = int(digits, 16)
-        chr(cp)
-    except ValueError:
-        raise ValueError(f"invalid code point \\{kind}{{{digits}}}") from None
-    return f"\\U{cp:08x}", end + 1
-
-
-def translate_regex(pattern: str) -> str:
-    """Rewrite a Rust-dialect regex into an equivalent ``regex``-module pattern.
-
-    Raises ``ValueError`` for an unterminated ``\\x{``/``\\u{`` escape or a code point
-    out of range.
-    """
-    out: list[str] = []
-    # Per open group: [multiline flag at group start, flags of an open wrapper or None]
-    stack: list[list[Any]] = []
-    multiline = False
-    wrapper: str | None = None  # inline flags "(?i)" rewritten as "(?i:" up to the group end
-    i, n = 0, len(pattern)
-    while i < n:
-        ch = pattern[i]
-        if ch == "\\":
-            if i + 1 >= n:
-                out.append("\\")
-                break
-            nxt = pattern[i + 1]
-            if nxt in "xuU" and i + 2 < n and pattern[i + 2] == "{":
-                escape, i = _braced_escape(pattern, i, f"at offset {i}")
-                out.append(escape)
-                continue
-            out.append("\\Z" if nxt == "z" else "\\" + nxt)
-            i += 2
-            continue
-        if ch == "[":
-            end = _class_end(pattern, i)
-            out.append(_translate_class(pattern[i:end]))
-            i = end
-            continue
-        if ch == "$":
-            out.append("$" if multiline else "\\Z")
-            i += 1
-            continue
-        if ch == "(":
-            flags = _inline_flags(pattern, i)
-            if flags is not None and flags[1] == ")":
-                spec = flags[0]
-                multiline = _apply_m(spec, multiline)
-                if wrapper is not None:
-                    out.append(")")
-                    spec = _merge_flags(wrapper, spec)
-                wrapper = spec
-                out.append(f"(?{spec}:")
-                i += len(flags[0]) + 3
-                continue
-            stack.append([multiline, wrapper])
-            wrapper = None
-            if flags is not None:
-                multiline = _apply_m(flags[0], multiline)
-                out.append(f"(?{flags[0]}:")
-                i += len(flags[0]) + 3
-                continue
-            out.append("(")
-            i += 1
-            continue
-        if ch == ")":
-            if wrapper is not None:
-                out.append(")")
-            if stack:
-                multiline, wrapper = stack.pop()
-            out.append(")")
-            i += 1
-            continue
-        if ch == "|" and wrapper is not None:
-            # Rust flags reach across alternation to the end of the group.
-            out.append(f")|(?{wrapper}:")
-            i += 1
-            continue
-        out.append(ch)
-        i += 1
-    if wrapper is not None:
-        out.append(")")
-    return "".join(out)
-
-
-def compile_regex(pattern: str) -> Any:
-    """Translate and compile a Rust-dialect regex; raises ``ValueError`` with the reason."""
-    try:
-        return regex.compile(translate_regex(pattern))
-    except regex.error as exc:
-        raise ValueError(str(exc)) from None
-
-
-def _inline_flags(pattern: str, i: int) -> tuple[str, str] | None:
-    """``("im-s", ")")`` for ``(?im-s)`` at ``i``, ``(…, ":")`` for ``(?im-s:``; else None."""
-    m = re.compile(r"\(\?([imsxU]*(?:-[imsxU]*)?)([):])").match(pattern, i)
-    if m is None or m.group(1) in ("", "-"):
-        return None
-    return m.group(1), m.group(2)
-
-
-def _apply_m(spec: str, multiline: bool) -> bool:
-    on, _, off = spec.partition("-")
-    if "m" in off:
-        return False
-    if "m" in on:
-        return True
-    return multiline
-
-
-def _merge_flags(old: str, new: str) -> str:
-    """Flags in force after ``(?old)`` then ``(?new)`` as one ``on-off`` spec."""
-    old_on, _, old_off = old.partition("-")
-    new_on, _, new_off = new.partition("-")
-    on = {c for c in old_on if c not in new_off} | set(new_on)
-    off = {c for c in old_off if c not in new_on} | set(new_off)
-    spec = "".join(sorted(on))
-    if off:
-        spec += "-" + "".join(sorted(off))
-    return spec
-
-
-def _class_end(pattern: str, start: int) -> int:
-    """Index just past the character class opening at ``start`` (nested classes allowed)."""
-    depth = 0
-    i, n = start, len(pattern)
-    while i < n:
-        ch = pattern[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "[":
-            if pattern.startswith("[:", i):
-                close = pattern.find(":]", i + 2)
-                if close >= 0:
-                    i = close + 2
-                    continue
-            depth += 1
-            i += 1
-            # A ']' (after an optional '^') right at the start is a literal.
-            if pattern.startswith("^", i):
-                i += 1
-            if pattern.startswith("]", i):
-                i += 1
-            continue
-        if ch == "]":
-            depth -= 1
-            i += 1
-            if depth == 0:
-                return i
-            continue
-        i += 1
-    return n
-
-
-def _translate_class(text: str) -> str:
-    r"""A character class with ``\x{…}``/``\u{…}`` escapes rewritten; ``$`` stays literal."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        if text[i] == "\\" and i + 1 < n:
-            nxt = text[i + 1]
-            if nxt in "xuU" and i + 2 < n and text[i + 2] == "{":
-                escape, i = _braced_escape(text, i, "in character class")
-                out.append(escape)
-                continue
-            out.append(text[i:i + 2])
-            i += 2
-            continue
-        out.append(text[i])
-        i += 1
-    return "".join(out)
 
 
 class _Locator:
@@ -653,7 +456,7 @@ class _Builder:
             patterns = []
             for source in strings[key]:
                 try:
-                    patterns.append(Pattern(source, compile_regex(source)))
+                    patterns.append(compile_pattern(source))
                 except ValueError as exc:
                     raise _GateError(f"{where}{key}: invalid regex {source!r}: {exc}",
                                      key) from None

@@ -724,7 +724,7 @@ def output_stream(mux: Mux, pane: Pane, matcher: LineFinder, source: ReadSource,
         while not out.closed and pane.key in mux.panes:
             changed = mux.output_signal(pane)
             read = read_result(pane, source, lines, "text")
-            line = matcher(read["text"])
+            line = await matcher.find(read["text"])
             if line is None:
                 armed = True
             elif armed:

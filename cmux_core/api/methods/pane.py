@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-import regex
 from pydantic import Field, field_validator
 
 from cmux_core.agents.tracker import AgentTracker
@@ -15,6 +16,7 @@ from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.workspace import command_argv, resolve_cwd, workspace_keys
+from cmux_core.detect.pattern import Pattern, compile_pattern
 from cmux_core.errors import CmuxError, InvalidParams, NotFound, WaitTimeout
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux, spawn_error
@@ -295,12 +297,63 @@ class WaitForOutputParams(Params):
         return None if v is None else min(v, MAX_READ_LINES)
 
 
-LineFinder = Callable[[str], str | None]
+REGEX_INLINE_COST = 1 << 19
+"""Largest ``characters * program size`` of a regex search run on the event loop; a
+costlier search runs on a thread of its own (RE2 lets go of the GIL while it matches),
+so a pattern that is slow on a long read delays only the wait that asked for it."""
+
+
+class LineFinder:
+    """Finds the first line of a read that matches one ``match`` (see :func:`line_matcher`)."""
+
+    def __init__(self, find: Callable[[str], str | None], pattern: Pattern | None = None) -> None:
+        self._find = find
+        self._size = 0 if pattern is None else pattern.size
+
+    def __call__(self, text: str) -> str | None:
+        """The first matching line of ``text``, searched on the calling thread."""
+        return self._find(text)
+
+    async def find(self, text: str) -> str | None:
+        """The first matching line of ``text``; a search that may be long (see
+        REGEX_INLINE_COST) runs on a daemon thread while the loop serves others.
+        Cancelling abandons its result: the thread ends when its search does."""
+        if len(text) * self._size <= REGEX_INLINE_COST:
+            return self._find(text)
+        return await _on_thread(self._find, text)
+
+
+async def _on_thread(find: Callable[[str], str | None], text: str) -> str | None:
+    # A daemon thread, not the loop's executor: that one is joined when the server stops,
+    # which would hold a SIGTERM until the search ends.
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[str | None] = loop.create_future()
+
+    def deliver(line: str | None, error: Exception | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(line)
+
+    def run() -> None:
+        line, error = None, None
+        try:
+            line = find(text)
+        except Exception as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop has closed meanwhile
+            loop.call_soon_threadsafe(deliver, line, error)
+
+    threading.Thread(target=run, name="cmux-regex-search", daemon=True).start()
+    return await done
 
 
 def line_matcher(match: OutputMatch) -> LineFinder:
     """A finder of the first line of a read that matches; ``invalid_regex`` for a
-    pattern that does not compile.
+    pattern that does not compile. A regex is in the Rust dialect and runs on RE2
+    (:mod:`cmux_core.detect.pattern`): a search is linear in the line's length.
 
     Lines are split on ``\n`` with one trailing ``\r`` removed. A substring is
     looked for in the whole text first, so a read without it costs one scan.
@@ -308,15 +361,16 @@ def line_matcher(match: OutputMatch) -> LineFinder:
     if match.type == "substring":
         value = match.value
         if not value or "\r" in value:
-            return lambda text: first_match(text, lambda line: value in line)
+            return LineFinder(lambda text: first_match(text, lambda line: value in line))
         if "\n" in value:
-            return lambda text: None
-        return lambda text: _line_at(text, text.find(value))
+            return LineFinder(lambda text: None)
+        return LineFinder(lambda text: _line_at(text, text.find(value)))
     try:
-        pattern = regex.compile(match.value)
-    except regex.error as exc:
-        raise CmuxError("invalid_regex", f"invalid regex: {exc}") from None
-    return lambda text: first_match(text, lambda line: pattern.search(line) is not None)
+        pattern = compile_pattern(match.value)
+    except ValueError as exc:
+        raise CmuxError("invalid_regex", f"match.value: invalid regex: {exc}",
+                        {"field": "match.value"}) from None
+    return LineFinder(lambda text: first_match(text, pattern.search), pattern)
 
 
 def _line_at(text: str, at: int) -> str | None:
@@ -371,7 +425,13 @@ async def pane_wait_for_output(call: Call, p: WaitForOutputParams) -> Result:
                 raise NotFound("pane", pane.id)
             changed = mux.output_signal(pane)
             read = read_result(pane, source, p.lines, "text")
-            line = find_line(read["text"])
+            try:
+                # A search on the loop always finishes; one on a thread is cut off here.
+                async with asyncio.timeout(None if deadline is None
+                                           else deadline - time.monotonic()):
+                    line = await find_line.find(read["text"])
+            except TimeoutError:
+                raise WaitTimeout(message="timed out waiting for output match") from None
             if line is not None:
                 return {"type": "output_matched", "pane_id": pane.id, "revision": 0,
                         "matched_line": line, "read": read}

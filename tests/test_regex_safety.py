@@ -1,0 +1,172 @@
+"""No regex stalls the server: output waits and manifest rules run in linear time.
+
+Each pattern here takes a backtracking engine exponential (or high-polynomial) time on
+the line its pane prints. A real server must keep answering other connections while a
+wait holds such a pattern, the wait must end on its own ``timeout_ms``, and an agent
+whose manifest holds one must be classified while the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cmux_core.client import Client
+from cmux_core.testing import ServerProcess, start_server, wait_until
+
+PY = sys.executable
+TIMEOUT_MS = 2000
+
+PATHOLOGICAL = [
+    (r"(a|a)+$", "'a' * 5000 + '!'"),
+    (r"(a+)+$", "'a' * 5000 + '!'"),
+    (r"(.*a){20}", "('c' * 1000 + 'a') * 19"),
+    (r"(x+x+)+y", "'x' * 5000"),
+    # Linear on RE2 but with a large program: seconds on this line, so the search runs
+    # off the loop and the wait is cut off by its own timeout.
+    (r"(?:a?){1000}a{1000}b", "'a' * 78000"),
+]
+
+
+def show(line: str) -> list[str]:
+    """A pane command printing ``line`` (a Python expression), then READY, then idling."""
+    return [PY, "-c", f"import time; print({line}); print('READY'); time.sleep(600)"]
+
+
+def send_raw(server: ServerProcess, method: str, params: dict[str, Any]) -> socket.socket:
+    """Send one request on a fresh connection without waiting for its reply."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(str(server.socket_path))
+    sock.sendall(json.dumps({"id": 1, "method": method, "params": params}).encode() + b"\n")
+    return sock
+
+
+def read_reply(sock: socket.socket, timeout: float) -> dict[str, Any]:
+    sock.settimeout(timeout)
+    buf = b""
+    while b"\n" not in buf:
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection"
+        buf += chunk
+    return dict(json.loads(buf.partition(b"\n")[0]))
+
+
+@pytest.mark.parametrize(("pattern", "line"), PATHOLOGICAL)
+def test_a_pathological_wait_neither_stalls_the_server_nor_outlives_its_timeout(
+        cmux_server: ServerProcess, pattern: str, line: str) -> None:
+    with cmux_server.client() as client:
+        pane = client.call("pane.split", {"command": show(line)})["pane"]["pane_id"]
+        client.call("pane.wait_for_output", {
+            "pane_id": pane, "timeout_ms": 10000,
+            "match": {"type": "substring", "value": "READY"}})
+        sent = time.monotonic()
+        waiter = send_raw(cmux_server, "pane.wait_for_output", {
+            "pane_id": pane, "source": "recent", "lines": 1000, "timeout_ms": TIMEOUT_MS,
+            "match": {"type": "regex", "value": pattern}})
+        try:
+            # The wait is being held (and its pattern searched) before the ping goes out.
+            wait_until(lambda: client.call("server.stats")["pending_waits"] == 1,
+                       message="the wait to be pending")
+            assert client.call("ping")
+            answered = time.monotonic()
+            assert answered - sent < TIMEOUT_MS / 1000, (
+                f"ping answered {answered - sent:.1f}s after the wait was sent")
+            reply = read_reply(waiter, TIMEOUT_MS / 1000 + 10)
+        finally:
+            waiter.close()
+        assert reply["ok"] is False and reply["error"]["code"] == "timeout", reply
+
+
+@pytest.mark.parametrize(("pattern", "reason"), [
+    (r"(?<=a)b", "look-around is not supported"),
+    (r"(?!a)b", "look-around is not supported"),
+    (r"(a)\1", "backreferences are not supported"),
+    (r"a++", "bad repetition operator"),
+])
+def test_regexes_outside_the_rust_dialect_are_invalid_regex(
+        cmux_client: Client, pattern: str, reason: str) -> None:
+    pane = cmux_client.call("pane.list")["panes"][0]["pane_id"]
+    reply = cmux_client.request("pane.wait_for_output", {
+        "pane_id": pane, "timeout_ms": 10,
+        "match": {"type": "regex", "value": pattern}})
+    error = reply["error"]
+    assert error["code"] == "invalid_regex" and reason in error["message"], error
+    assert error["data"] == {"field": "match.value"}
+    reply = cmux_client.request("events.subscribe", {"subscriptions": [
+        {"type": "pane.output_matched", "pane_id": pane, "source": "recent",
+         "match": {"type": "regex", "value": pattern}}]})
+    assert reply["error"]["code"] == "invalid_regex", reply
+    assert cmux_client.call("ping")
+
+
+def test_rust_dialect_regexes_match_in_waits(cmux_client: Client) -> None:
+    """Unicode ``\\d``/``\\w``, ``\\x{…}`` escapes and ``(?i)`` keep their Rust meaning."""
+    pane = cmux_client.call("pane.split", {
+        "command": show("'Stage ٣ café done ⠋'")})["pane"]["pane_id"]
+    result = cmux_client.call("pane.wait_for_output", {
+        "pane_id": pane, "timeout_ms": 10000,
+        "match": {"type": "regex", "value": r"(?i)^stage \d \w+ DONE [\x{2800}-\x{28FF}]$"}})
+    assert result["matched_line"] == "Stage ٣ café done ⠋"
+
+
+SLOWBOT = textwrap.dedent(r"""
+    id = "slowbot"
+
+    [[rules]]
+    id = "alternation"
+    state = "working"
+    line_regex = ['(a|a)+$']
+
+    [[rules]]
+    id = "nested"
+    state = "blocked"
+    regex = ['(x+x+)+y', '(a+)+$']
+
+    [[rules]]
+    id = "ready"
+    state = "idle"
+    priority = -1
+    line_regex = ['^READY$']
+""")
+
+
+@pytest.fixture
+def slowbot_server(tmp_path: Path) -> Iterator[ServerProcess]:
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "slowbot.toml").write_text(SLOWBOT)
+    server = start_server(["--manifests-dir", str(manifests)], size="400x60")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_a_manifest_with_pathological_rules_is_classified_while_the_server_serves(
+        slowbot_server: ServerProcess) -> None:
+    # 50 rows of 150 a's and a '!' and one of x's: every row defeats the patterns, slowly
+    # for a backtracking engine.
+    screen = "'\\n'.join(['a' * 150 + '!'] * 50 + ['x' * 150])"
+    with slowbot_server.client() as client:
+        pane = client.call("pane.split", {"command": show(screen),
+                                          "env": {"CMUX_AGENT": "slowbot"}})["pane"]["pane_id"]
+        client.call("pane.wait_for_output", {
+            "pane_id": pane, "timeout_ms": 10000,
+            "match": {"type": "substring", "value": "READY"}})
+        wait_until(lambda: client.call("pane.get", {"pane_id": pane})["pane"].get("agent")
+                   == "slowbot", message="the pane to be identified as slowbot")
+        explained = client.call("agent.explain", {"target": pane})["explain"]
+        assert client.call("ping")
+    assert explained["state"] == "idle"
+    assert explained["matched_rule"]["id"] == "ready"
+    evidence = {rule["id"]: rule for rule in explained["evaluated_rules"]}
+    assert not evidence["alternation"]["matched"]
+    assert not evidence["nested"]["matched"]
