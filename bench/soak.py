@@ -304,13 +304,17 @@ def sample(pid: int, began: float, seen: set[int]) -> dict[str, float]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.soak",
                                      description="a cmux server under mixed load for minutes")
-    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--minutes", type=float, default=10.0,
+                        help="how long the load runs (default 10)")
     parser.add_argument("--warmup", type=float, default=None, metavar="SECONDS",
                         help="not judged (default: a quarter of the run, at most 60 s)")
     parser.add_argument("--panes", type=int, default=50, help="streaming panes (default 50)")
-    parser.add_argument("--subscribers", type=int, default=20)
-    parser.add_argument("--emulator", choices=["auto", "pyte", "ghostty"], default="auto")
-    parser.add_argument("--json", type=Path, default=RESULTS, metavar="PATH")
+    parser.add_argument("--subscribers", type=int, default=20,
+                        help="event subscribers, every fourth a slow reader (default 20)")
+    parser.add_argument("--emulator", choices=["auto", "pyte", "ghostty"], default="auto",
+                        help="the cmux screen backend (default: auto)")
+    parser.add_argument("--json", type=Path, default=RESULTS, metavar="PATH",
+                        help=f"where to write the results (default: {RESULTS})")
     return parser.parse_args(argv)
 
 
