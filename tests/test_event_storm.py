@@ -152,34 +152,30 @@ def test_an_osc_storm_costs_few_events_and_ends_on_the_final_values(
     client.close()
 
 
-def test_a_lone_announcement_is_published_at_once(cmux_server: ServerProcess) -> None:
-    """Outside a storm nothing waits: one notification, title or progress report is an
-    event as soon as the output carrying it is read."""
+def test_lone_announcements_are_each_an_event_with_nothing_dropped(
+        cmux_server: ServerProcess) -> None:
+    """Outside a storm every announcement is published: one notification (with no
+    ``dropped`` count), one title and one progress report."""
     client = cmux_server.client()
     root = client.call("tab.create", {"command": [
         "python3", "-c",
         "import sys; sys.stdin.readline(); "
-        "sys.stdout.write('\\x1b]9;hello\\x07\\x1b]0;lone title\\x07\\x1b]9;4;1;42\\x07done\\n');"
+        "sys.stdout.write('\\x1b]9;hello\\x07\\x1b]0;lone title\\x07\\x1b]9;4;1;42\\x07');"
         "sys.stdout.flush(); sys.stdin.readline()"]})["root_pane"]
     pane_id = str(root["pane_id"])
-    events = cmux_server.client(timeout=10.0)
-    stream = events.events(KINDS, timeout=10.0)
-    # Whatever the pane's start announced comes before the subscription; only later lines count.
+    listener = Listener(cmux_server)
+    listener.start()
     client.call("pane.send_text", {"pane_id": pane_id, "text": "\n"})
-    seen: dict[str, dict[str, Any]] = {}
-    while len(seen) < 3:
-        message = next(stream)
-        data = message["data"]
-        if (data.get("pane_id") or data.get("pane", {}).get("pane_id")) != pane_id:
-            continue
-        if message["event"] == "pane_updated" and \
-                data["pane"].get("terminal_title") != "lone title":
-            continue
-        seen[message["event"]] = data
-    assert seen["pane_notification"]["body"] == "hello"
-    assert "dropped" not in seen["pane_notification"]
-    assert seen["pane_progress_changed"]["progress"] == "1;42"
-    events.close()
+    wait_until(lambda: listener.of("pane_notification", pane_id)
+               and listener.of("pane_progress_changed", pane_id)
+               and any(data["pane"].get("terminal_title") == "lone title"
+                       for data in listener.of("pane_updated", pane_id)),
+               message="the three events")
+    assert listener.of("pane_notification", pane_id) == [
+        {"type": "pane_notification", "pane_id": pane_id,
+         "workspace_id": root["workspace_id"], "body": "hello"}]
+    assert [d["progress"] for d in listener.of("pane_progress_changed", pane_id)] == ["1;42"]
+    listener.close()
     client.close()
 
 
