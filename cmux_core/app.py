@@ -26,7 +26,7 @@ from cmux_core.api import wire
 from cmux_core.api.context import Call, ServerInfo, Services
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.methods import register_core_methods
-from cmux_core.api.server import Server, ServerAlreadyRunning
+from cmux_core.api.server import Server, ServerAlreadyRunning, SocketPathError
 from cmux_core.config import Settings
 from cmux_core.detect.registry import ManifestRegistry
 from cmux_core.events import Event, EventHub
@@ -97,7 +97,8 @@ class App:
         """Bind the socket, load plugins, create the default workspace, start detection.
 
         Plugins are loaded before the socket accepts connections, so no request sees half of
-        them. Raises :class:`ServerAlreadyRunning` when a live server answers on the path.
+        them. Raises :class:`ServerAlreadyRunning` when a live server answers on the path and
+        :class:`~cmux_core.api.server.SocketPathError` when the path is unsafe or unusable.
         """
         loop = asyncio.get_running_loop()
         self.info.event_loop = ("uvloop" if type(loop).__module__.startswith("uvloop")
@@ -186,7 +187,7 @@ async def _run(settings: Settings, socket_path: Path, session: str | None,
     app = App(settings, socket_path, session=session)
     try:
         await app.start()
-    except ServerAlreadyRunning as exc:
+    except (ServerAlreadyRunning, SocketPathError) as exc:
         print(f"cmux: {exc}", file=sys.stderr)
         return 1
     if announce:

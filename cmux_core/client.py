@@ -1,6 +1,8 @@
 """Small clients for the socket API: :class:`Client` (blocking, stdlib only) and
 :class:`AsyncClient` (asyncio). Both keep one connection open and send one
-request at a time, so replies match requests by order and by ``id``.
+request at a time, so replies match requests by order and by ``id``. Right after
+connecting, both ask the kernel who the server is (``SO_PEERCRED``) and refuse, before
+sending anything, a server that runs as another uid.
 
 The module itself uses only the standard library, so hook scripts can use it
 (importing the package also loads ``pluggy`` for the plugin marker, nothing heavier).
@@ -14,6 +16,7 @@ import itertools
 import json
 import os
 import socket
+import struct
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,20 @@ def _encode(request_id: int, method: str, params: dict[str, Any] | None) -> byte
                        "params": params or {}}, separators=(",", ":")).encode() + b"\n"
 
 
+def _check_server(sock: socket.socket, path: str) -> None:
+    """Raise CmuxError ``untrusted_server`` when the process listening at ``sock``'s other
+    end runs as another uid than this process, or cannot be identified."""
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError as exc:
+        raise CmuxError("untrusted_server", f"cannot tell who runs the server at {path} "
+                        f"({exc.strerror}); nothing was sent", {"path": path}) from None
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    if uid != os.getuid():
+        raise CmuxError("untrusted_server", f"the server at {path} runs as uid {uid}, not as "
+                        f"uid {os.getuid()}; nothing was sent", {"path": path, "uid": uid})
+
+
 def _result(reply: dict[str, Any]) -> dict[str, Any]:
     if reply.get("ok") is False or "error" in reply:
         err = reply.get("error") or {}
@@ -48,8 +65,9 @@ def _result(reply: dict[str, Any]) -> dict[str, Any]:
 class Client:
     """A blocking client. ``timeout`` (seconds) bounds each read; None waits forever.
 
-    Raises :class:`CmuxError` with the server's code for error replies, and
-    ``ConnectionError`` when the server cannot be reached or goes away.
+    Raises :class:`CmuxError` with the server's code for error replies and with
+    ``untrusted_server`` when the server runs as another uid, and ``ConnectionError`` when
+    the server cannot be reached or goes away.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *,
@@ -76,6 +94,11 @@ class Client:
             sock.close()
             raise ConnectionError(f"cannot connect to cmux at {self.path}: {exc.strerror}"
                                   ) from None
+        try:
+            _check_server(sock, self.path)
+        except CmuxError:
+            sock.close()
+            raise
         self._sock = sock
 
     def close(self) -> None:
@@ -127,7 +150,7 @@ class Client:
 
 
 class AsyncClient:
-    """The asyncio twin of :class:`Client`."""
+    """The asyncio twin of :class:`Client`; it raises the same errors."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *,
                  timeout: float | None = DEFAULT_TIMEOUT) -> None:
@@ -154,6 +177,11 @@ class AsyncClient:
         except OSError as exc:
             raise ConnectionError(f"cannot connect to cmux at {self.path}: {exc.strerror}"
                                   ) from None
+        try:
+            _check_server(self._writer.get_extra_info("socket"), self.path)
+        except CmuxError:
+            await self.close()
+            raise
 
     async def close(self) -> None:
         if self._writer is not None:

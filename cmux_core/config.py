@@ -44,6 +44,11 @@ def runtime_dir() -> Path:
     return Path(f"/tmp/cmux-{os.getuid()}")
 
 
+def socket_dirs() -> tuple[Path, Path]:
+    """The directories cmux makes for its sockets: the runtime directory and its sessions."""
+    return runtime_dir(), runtime_dir() / "sessions"
+
+
 def valid_session_name(name: str) -> bool:
     return bool(_SESSION_RE.match(name)) and name not in (".", "..")
 

@@ -9,6 +9,7 @@ compact JSON, so a line never contains a raw newline.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +106,8 @@ def parse_line(line: bytes) -> Request:
     if not isinstance(obj, dict):
         raise RequestError(ProtocolError(message="expected a JSON object"))
     request_id = obj.get("id", _NO_ID)
+    if _holds_float(request_id):
+        request_id = _exact_id(line, request_id)
     if "jsonrpc" in obj and obj["jsonrpc"] != "2.0":
         raise RequestError(ProtocolError(message='jsonrpc must be "2.0" when present'),
                            request_id)
@@ -120,16 +123,55 @@ def parse_line(line: bytes) -> Request:
     return Request(method=method.strip(), params=params, id=request_id)
 
 
+def _holds_float(value: Any) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, list):
+        return any(_holds_float(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_float(v) for v in value.values())
+    return False
+
+
+def _exact_id(line: bytes, parsed: Any) -> Any:
+    """The id as the standard library reads it: orjson turns integers beyond 64 bits into
+    floats, ``json`` keeps them exact. ``parsed`` when ``json`` cannot read the line
+    (nesting past its recursion limit)."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return parsed
+    return obj.get("id", _NO_ID)
+
+
 def _dumps(obj: object) -> bytes:
     return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
 
 
+def _reply(request_id: Any, body: dict[str, Any]) -> bytes:
+    """``{"id": request_id, **body}`` as one line; the id is written exactly as it was read,
+    even an integer beyond 64 bits (which orjson refuses). TypeError when ``body`` cannot
+    be encoded."""
+    try:
+        return _dumps({"id": request_id, **body})
+    except TypeError:
+        try:
+            orjson.dumps(request_id)
+        except TypeError:
+            pass
+        else:
+            raise
+    line = _dumps({"id": None, **body})
+    exact = json.dumps(request_id, separators=(",", ":")).encode()
+    return b'{"id":' + exact + line[len(b'{"id":null'):]
+
+
 def encode_success(request_id: Any, result: dict[str, Any]) -> bytes:
-    return _dumps({"id": request_id, "ok": True, "result": result})
+    return _reply(request_id, {"ok": True, "result": result})
 
 
 def encode_error(request_id: Any, error: CmuxError) -> bytes:
-    return _dumps({"id": request_id, "ok": False, "error": error.to_wire()})
+    return _reply(request_id, {"ok": False, "error": error.to_wire()})
 
 
 def encode_event(name: str, data: dict[str, Any]) -> bytes:
