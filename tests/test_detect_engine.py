@@ -376,3 +376,17 @@ def test_line_regex_and_regex_see_unicode_rust_classes() -> None:
                  "line_regex = ['^\\s*\\d+\\s\\w+$']\n")
     assert classify(m, ScreenInput("x\n\u00a0\u0663\u0664 caf\u00e9\n")).matched_rule == "digits"
     assert classify(m, ScreenInput("x\n 34 caf-\n")).matched_rule is None
+
+
+LINE_PATTERNS = [r"^a", r"a$", r"^$", r"\Aa+\z", r"(?m)^b$", r"\bab\b", r"a\s*b", r"[^a]$",
+                 r"^\s*$", r"(?s)a.b", r"\Sb", r"^(?:a|\n)+$", r"\W"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(LINE_PATTERNS), st.text(alphabet="ab \n\r-é", max_size=12))
+def test_line_regex_search_agrees_with_searching_each_line(pattern: str, text: str) -> None:
+    """The one-search shortcut of line_regex never changes which screens match."""
+    m = manifest(f"[[rules]]\nid = \"r\"\nstate = \"working\"\nline_regex = ['{pattern}']\n")
+    compiled = m.rules[0].gate.line_regex[0]
+    expected = any(compiled.search(line) for line in split_lines(text))
+    assert (classify(m, ScreenInput(text)).matched_rule == "r") == expected

@@ -107,8 +107,7 @@ def gate_matches(gate: Gate, text: _Text) -> bool:
         if not pattern.search_utf8(text.utf8):
             return False
     for pattern in gate.line_regex:
-        search = pattern.search_utf8
-        if not any(search(line) for line in text.utf8_lines):
+        if not pattern.search_lines(text.utf8, text.utf8_lines):
             return False
     for sub in gate.all:
         if not gate_matches(sub, text):
@@ -153,7 +152,7 @@ def _evidence(rule: Rule, text: _Text) -> dict[str, Any]:
         "regex": [{"value": p.source, "matched": p.search_utf8(text.utf8)}
                   for p in gate.regex],
         "line_regex": [{"value": p.source,
-                        "matched": any(p.search_utf8(line) for line in text.utf8_lines)}
+                        "matched": p.search_lines(text.utf8, text.utf8_lines)}
                        for p in gate.line_regex],
         "all_count": len(gate.all),
         "any_count": len(gate.any),

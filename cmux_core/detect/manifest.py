@@ -456,7 +456,7 @@ class _Builder:
             patterns = []
             for source in strings[key]:
                 try:
-                    patterns.append(compile_pattern(source))
+                    patterns.append(compile_pattern(source, lines=key == "line_regex"))
                 except ValueError as exc:
                     raise _GateError(f"{where}{key}: invalid regex {source!r}: {exc}",
                                      key) from None

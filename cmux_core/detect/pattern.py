@@ -28,6 +28,7 @@ uses Script_Extensions).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -210,6 +211,7 @@ def _property(spec: str, negated: bool) -> _Set:
     raise ValueError(f"unknown or unsupported Unicode property {spec!r}")
 
 
+_LINE_ANCHORS = {"^": "(?m:^)", "$": "(?m:$)", "\\A": "(?m:^)", "\\z": "(?m:$)"}
 _HEX = frozenset("0123456789abcdefABCDEF")
 _SIMPLE_ESCAPES = frozenset("afnrtv")
 _ASSERTIONS = frozenset("AzbB")
@@ -218,10 +220,11 @@ _ASSERTIONS = frozenset("AzbB")
 class _Translator:
     """One pass over a Rust-dialect pattern, writing the RE2 spelling."""
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, lines: bool = False) -> None:
         self.p = pattern
         self.i = 0
         self.verbose = False
+        self.lines = lines
 
     def fail(self, message: str) -> ValueError:
         return ValueError(f"{message} at offset {self.i}")
@@ -429,7 +432,12 @@ class _Translator:
             c = p[self.i]
             if c == "\\":
                 found = self.escape()
+                if self.lines and found in _LINE_ANCHORS:
+                    found = _LINE_ANCHORS[found]
                 out.append(found.atom() if isinstance(found, _Set) else found)
+            elif self.lines and c in _LINE_ANCHORS:
+                out.append(_LINE_ANCHORS[c])
+                self.i += 1
             elif c == "[":
                 found = self.char_class()
                 out.append(found.atom() if isinstance(found, _Set) else found)
@@ -450,10 +458,15 @@ class _Translator:
         return "".join(out)
 
 
-def translate(pattern: str) -> str:
+def translate(pattern: str, *, lines: bool = False) -> str:
     """The RE2 spelling of a Rust-dialect regex; ``ValueError`` for what the translation
-    rejects (see the module docstring). RE2 itself checks the rest when compiling."""
-    return _Translator(pattern).run()
+    rejects (see the module docstring). RE2 itself checks the rest when compiling.
+
+    ``lines=True`` makes the text anchors (``^ $ \\A \\z``) line anchors: the result
+    matches a text wherever the pattern matches one of its ``\\n``-separated lines (and
+    maybe elsewhere), which lets one search rule out every line at once.
+    """
+    return _Translator(pattern, lines).run()
 
 
 def encode(text: str) -> bytes:
@@ -468,6 +481,8 @@ class Pattern:
 
     source: str
     compiled: Any = field(compare=False, repr=False)
+    in_lines: Any = field(default=None, compare=False, repr=False)
+    """The ``lines=True`` translation compiled (see :func:`translate`), when asked for."""
 
     @property
     def size(self) -> int:
@@ -484,16 +499,32 @@ class Pattern:
         many patterns)."""
         return self.compiled.search(data) is not None
 
+    def search_lines(self, data: bytes, lines: Sequence[bytes]) -> bool:
+        """Whether the pattern matches one of ``lines``, the lines of ``data`` (Rust's
+        ``str::lines``: split on ``\\n``, one trailing ``\\r`` dropped), all encoded.
 
-def compile_pattern(source: str) -> Pattern:
-    """Translate and compile a Rust-dialect regex; ``ValueError`` says why one is refused."""
+        With :attr:`in_lines` and no ``\\r`` in ``data``, one search of ``data`` first
+        rules out every line at once; the lines are searched one by one only after it.
+        """
+        if self.in_lines is not None and b"\r" not in data \
+                and self.in_lines.search(data) is None:
+            return False
+        search = self.compiled.search
+        return any(search(line) is not None for line in lines)
+
+
+def compile_pattern(source: str, *, lines: bool = False) -> Pattern:
+    """Translate and compile a Rust-dialect regex; ``ValueError`` says why one is refused.
+
+    ``lines=True`` also compiles the line-anchored form :meth:`Pattern.search_lines` uses.
+    """
     try:
         source.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError("the pattern holds a lone surrogate") from None
-    translated = translate(source)
     try:
-        compiled = re2.compile(translated, _OPTIONS)
+        compiled = re2.compile(translate(source), _OPTIONS)
+        in_lines = re2.compile(translate(source, lines=True), _OPTIONS) if lines else None
     except re2.error as exc:
         raise ValueError(_re2_error(exc)) from None
-    return Pattern(source, compiled)
+    return Pattern(source, compiled, in_lines)
