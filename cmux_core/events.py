@@ -116,11 +116,15 @@ class Subscriber:
             self.queue.append(event)
         self.wakeup.set()
 
-    async def next_batch(self) -> list[Published]:
-        """Wait until something is queued (or overflow); return and clear the queue."""
+    async def ready(self) -> None:
+        """Wait until something is queued, the queue overflowed or the subscriber closed."""
         while not self.queue and not self.overflowed and not self.closed:
             self.wakeup.clear()
             await self.wakeup.wait()
+
+    async def next_batch(self) -> list[Published]:
+        """Wait until something is queued (or overflow); return and clear the queue."""
+        await self.ready()
         batch = list(self.queue)
         self.queue.clear()
         return batch

@@ -41,11 +41,12 @@ from cmux_core.detect.engine import ScreenInput, classify, explain
 from cmux_core.detect.identify import Identity, identify_group
 from cmux_core.detect.registry import ManifestRegistry, ReloadReport
 from cmux_core.errors import CmuxError
+from cmux_core.model.events import PaneClosed
 from cmux_core.terminal.procfs import ProcessReader
 
 if TYPE_CHECKING:
     from cmux_core.agents.tracker import AgentTracker
-    from cmux_core.events import EventHub
+    from cmux_core.events import Event, EventHub
     from cmux_core.model.mux import Mux
     from cmux_core.model.tree import Pane
 
@@ -129,6 +130,7 @@ class DetectionScheduler:
         self._safety: asyncio.TimerHandle | None = None
         self._running = False
         self._processes = ProcessReader(groups_max_age=GROUPS_CACHE_S)
+        events.observe(self._on_event)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -164,6 +166,13 @@ class DetectionScheduler:
 
     def _alive(self, st: PaneDetection) -> bool:
         return self._running and self.mux.panes.get(st.pane.key) is st.pane
+
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, PaneClosed):
+            # A closed pane's state (and its screen) goes at once, not at the next tick.
+            st = self.panes.pop(event.pane.key, None)
+            if st is not None:
+                st.cancel()
 
     def _on_output(self, pane: Pane) -> None:
         if not self._running:

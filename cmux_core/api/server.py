@@ -16,6 +16,7 @@ import contextlib
 import itertools
 import logging
 import os
+import select
 import socket
 import stat
 import struct
@@ -61,7 +62,20 @@ class Disconnected(Exception):
 
 
 class Connection:
-    """One client connection. Lines are answered in the order they arrive."""
+    """One client connection. Lines are answered in the order they arrive.
+
+    What a client costs is bounded both ways. At most :attr:`QUEUED_LINES` request lines
+    wait behind the one being answered, and the worker answers the next only once the
+    client has taken the replies so far (the transport's write buffer is below its
+    high-water mark). A client that writes without reading is therefore no longer read
+    from: its writes block in its own socket. An event stream whose client stops reading
+    ends with its subscriber queue's overflow (see :meth:`start_stream`).
+    """
+
+    QUEUED_LINES = 16
+    """Request lines (each at most 1 MiB) read ahead of the one being answered."""
+    PEER_CHECK_S = 0.5
+    """While reading is held back, how often the socket is checked for a hang-up."""
 
     def __init__(self, server: Server, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter, client_id: str) -> None:
@@ -69,7 +83,8 @@ class Connection:
         self.client_id = client_id
         self.reader = reader
         self.writer = writer
-        self.lines: asyncio.Queue[bytes | object] = asyncio.Queue()
+        self.lines: asyncio.Queue[bytes | CmuxError | object] = asyncio.Queue(
+            self.QUEUED_LINES)
         self.gone = asyncio.Event()
         self.subscriptions: list[Subscriber] = []
         self.tasks: set[asyncio.Task[Any]] = set()
@@ -78,20 +93,61 @@ class Connection:
 
     async def read_lines(self) -> None:
         splitter = LineSplitter(MAX_LINE_BYTES)
+        ended = False
         try:
             while True:
                 chunk = await self.reader.read(65536)
                 if not chunk:
+                    ended = True
                     break
                 for item in splitter.feed(chunk):
-                    self.lines.put_nowait(item)
+                    await self._queue_line(item)
         except (ConnectionError, OSError):
             pass
         finally:
             self.gone.set()
-            self.lines.put_nowait(_CLOSED)
             for task in list(self.holding):
                 task.cancel(_PEER_GONE)
+        if ended:
+            # The lines already read are still answered: a client may half-close.
+            await self.lines.put(_CLOSED)
+        else:
+            # Reset or hung up: nobody is left to read replies; closing ends the worker.
+            self.writer.close()
+            with contextlib.suppress(asyncio.QueueFull):
+                self.lines.put_nowait(_CLOSED)
+
+    async def _queue_line(self, item: bytes | CmuxError) -> None:
+        """Hand a line to the worker, waiting while :attr:`QUEUED_LINES` are queued.
+
+        Meanwhile nothing is read, so the peer leaving is not seen as end of input; the
+        socket is checked every :attr:`PEER_CHECK_S` instead, and ConnectionResetError
+        is raised once the peer has hung up.
+        """
+        if not self.lines.full():
+            self.lines.put_nowait(item)
+            return
+        while True:
+            try:
+                async with asyncio.timeout(self.PEER_CHECK_S):
+                    await self.lines.put(item)
+                return
+            except TimeoutError:
+                if self._hung_up():
+                    raise ConnectionResetError(_PEER_GONE) from None
+
+    def _hung_up(self) -> bool:
+        """Whether the peer closed its end, asked without reading: a client that only shut
+        down its writing side is still waiting for its replies."""
+        if self.writer.is_closing():
+            return True
+        sock = self.writer.get_extra_info("socket")
+        if sock is None:
+            return False
+        poller = select.poll()
+        poller.register(sock.fileno(), 0)  # hang-up and error are always reported
+        return any(mask & (select.POLLHUP | select.POLLERR | select.POLLNVAL)
+                   for _fd, mask in poller.poll(0))
 
     async def serve(self) -> None:
         reader_task = asyncio.create_task(self.read_lines())
@@ -102,9 +158,9 @@ class Connection:
                     break
                 if isinstance(item, CmuxError):
                     self.send(encode_error(None, item))
-                    continue
-                assert isinstance(item, bytes)
-                await self.handle_line(item)
+                else:
+                    assert isinstance(item, bytes)
+                    await self.handle_line(item)
                 if self.writer.is_closing():
                     break
                 await self.drain()
@@ -177,29 +233,61 @@ class Connection:
         task.add_done_callback(self.tasks.discard)
 
     def start_stream(self, sub: Subscriber) -> None:
-        """Stream ``sub``'s events on this connection until overflow or disconnect."""
+        """Stream ``sub``'s events on this connection until overflow or disconnect.
+
+        Events are written as fast as the client takes them. One that stops reading fills
+        its socket; its events then stay in ``sub`` until its queue overflows, and the
+        subscription ends at once: a last ``subscription_overflow`` line is written and
+        the connection closed, so the client reads what was still buffered (about the
+        write buffer's high-water mark), that line, then end of file.
+        """
         self.subscriptions.append(sub)
         task = asyncio.create_task(self._pump(sub))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
     async def _pump(self, sub: Subscriber) -> None:
+        # Events leave sub's queue only as the socket takes them, so the queue's limit
+        # bounds what a slow client holds: the write buffer stays near its high-water mark.
+        transport = self.writer.transport
+        _low, high = transport.get_write_buffer_limits()
         try:
             while not sub.closed:
-                batch = await sub.next_batch()
-                for event in batch:
+                await sub.ready()
+                while sub.queue and not sub.overflowed:
+                    event = sub.queue.popleft()
                     self.send(encode_event(event.kind, event.data))
+                    if transport.get_write_buffer_size() > high:
+                        await self._drain_unless_overflow(sub)
                 if sub.overflowed:
-                    self.send(encode_event("subscription_overflow", {
-                        "type": "subscription_overflow",
-                        "message": "subscriber fell too far behind; subscription ended",
-                        "dropped_after_seq": self.server.events.seq}))
-                    self.server.events.unsubscribe(sub)
-                    self.writer.close()
+                    self._drop(sub)
                     return
-                await self.drain()
         except asyncio.CancelledError:
             pass
+
+    async def _drain_unless_overflow(self, sub: Subscriber) -> None:
+        """Wait until the client took what was written, or ``sub`` overflowed meanwhile
+        (a client that never reads again must not hold the overflow back)."""
+        drained = asyncio.ensure_future(self.drain())
+        try:
+            while not drained.done() and not (sub.overflowed or sub.closed):
+                sub.wakeup.clear()
+                woken = asyncio.ensure_future(sub.wakeup.wait())
+                try:
+                    await asyncio.wait((drained, woken), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    woken.cancel()
+        finally:
+            drained.cancel()
+
+    def _drop(self, sub: Subscriber) -> None:
+        """End an overflowed subscription and its connection (see :meth:`start_stream`)."""
+        self.send(encode_event("subscription_overflow", {
+            "type": "subscription_overflow",
+            "message": "subscriber fell too far behind; subscription ended",
+            "dropped_after_seq": self.server.events.seq}))
+        self.server.events.unsubscribe(sub)
+        self.writer.close()
 
 
 class Server:

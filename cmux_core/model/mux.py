@@ -550,9 +550,13 @@ class Mux:
         self._emit_focus_if_changed(before)
 
     def _discard_pane(self, pane: Pane) -> None:
+        """Drop ``pane`` from every lookup and close its terminals: afterwards nothing in
+        the mux holds it, its surfaces or their screens."""
         del self.panes[pane.key]
         self._wake(pane)
         self._forget(pane.key, pane.ref)
+        for text in [t for t, known in self._pane_by_id.items() if known is pane]:
+            del self._pane_by_id[text]
         for alias, key in list(self.aliases.items()):
             if key == pane.key:
                 del self.aliases[alias]
@@ -561,6 +565,8 @@ class Mux:
             self._close_terminal(surface.terminal)
 
     def _close_terminal(self, term: Terminal) -> None:
+        # A terminal still being reaped must not keep its closed pane alive.
+        term.on_output = term.on_signal = None
         if not term.process_done:
             self._reaping.add(term)
             term.on_exit = self._reaping.discard

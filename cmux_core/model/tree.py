@@ -3,11 +3,15 @@
 Plain dataclasses compared by identity; only ``Mux`` creates, links and changes them.
 A pane's and a tab's public id is derived from its workspace's id and its number, so
 it follows a move.
+
+:data:`LIVE_PANES` holds every pane object not yet freed, weakly: a closed pane that
+stays in it is kept alive by something that forgot to let it go.
 """
 
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +45,9 @@ class Pane:
     title_revision: int = 0
     last_title_stripped: str | None = None
     cwd: str | None = None
+
+    def __post_init__(self) -> None:
+        LIVE_PANES.add(self)
 
     @property
     def id(self) -> str:
@@ -95,6 +102,10 @@ class Window:
     workspaces: list[Workspace] = field(default_factory=list)
     selected: Workspace | None = None
     previous: Workspace | None = None
+
+
+LIVE_PANES: weakref.WeakSet[Pane] = weakref.WeakSet()
+"""Every :class:`Pane` created and not yet freed (closed ones until the collector runs)."""
 
 
 def auto_label(cwd: str) -> str:

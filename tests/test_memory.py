@@ -1,0 +1,43 @@
+"""Closed panes are freed: nothing in a real server keeps their screens and scrollback.
+
+``server.stats`` reports ``live_panes``, the pane objects still in memory (after a full
+collection when there are more than the open panes), so a closed pane that something
+still holds shows up there.
+"""
+
+from __future__ import annotations
+
+from conftest import Api
+
+from cmux_core.testing import wait_until
+
+LINES = 3000
+
+
+def _settled(api: Api) -> dict[str, int] | None:
+    stats = api("server.stats")
+    return stats if stats["live_panes"] == stats["panes"] else None
+
+
+def test_split_and_close_churn_leaves_only_the_open_panes_in_memory(api: Api) -> None:
+    first = api.focused_pane()
+    for _ in range(40):
+        pane = api.run(["sh", "-c", f"seq {LINES}; exec sleep 60"])
+        api.wait_text(pane, str(LINES))
+        api("pane.get", {"pane_id": pane})
+        api("pane.read", {"pane_id": pane, "source": "recent", "lines": 5})
+        api("pane.close", {"pane_id": pane})
+    stats = wait_until(lambda: _settled(api), 15, message="closed panes to be freed")
+    assert stats["panes"] == 1
+    assert api("pane.get", {"pane_id": first})["pane"]["pane_id"] == first
+
+
+def test_a_closed_pane_is_freed_while_its_process_is_still_being_reaped(api: Api) -> None:
+    pane = api.run(["sh", "-c", f"trap '' HUP; seq {LINES}; sleep 60"])
+    api.wait_text(pane, str(LINES))
+    api("pane.get", {"pane_id": pane})
+    api("pane.close", {"pane_id": pane})
+    stats = api("server.stats")
+    # The process ignores SIGHUP, so it lives on until the SIGKILL two seconds later.
+    assert stats["closing_terminals"] == 1
+    assert stats["live_panes"] == stats["panes"] == 1
