@@ -50,9 +50,11 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 class Params(BaseModel):
     """Base of every params model, core and plugin: unknown keys are ignored, as both
-    method families' clients expect."""
+    method families' clients expect, and values are not converted: ``"5"`` or ``1.7`` for
+    an int, ``1`` or ``"true"`` for a bool, ``5`` for a string are ``invalid_params`` naming
+    the field. A float field takes a JSON integer too."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(strict=True, extra="ignore")
 
 
 class RegistrationError(ValueError):

@@ -4,8 +4,9 @@ Handlers receive a validated pydantic params object and a
 :class:`~cmux_core.api.context.Call` (the services, the connection, the request id) and
 return the ``result`` object, whose
 ``type`` names its kind. They raise :class:`~cmux_core.errors.CmuxError` to
-answer with an error; anything else becomes ``internal_error`` and is logged,
-and the server keeps serving.
+answer with an error; :class:`~cmux_core.api.context.Disconnected` (the client left
+mid-wait) passes through with a debug line only; anything else becomes
+``internal_error`` and is logged, and the server keeps serving.
 
 Plugins add methods through the same table under ``plugin.<plugin_id>.<name>``
 with ``owner`` set, so they can be withdrawn together.
@@ -19,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
-from cmux_core.api.context import Call
+from cmux_core.api.context import Call, Disconnected
 from cmux_core.errors import CmuxError, InternalError, InvalidParams, MethodNotFound
 from cmux_core.hookspecs import Params
 
@@ -52,11 +54,64 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
+_SCALAR_TAGS = frozenset({"str", "int", "float", "bool", "none", "bytes"})
+
+
+def _is_tag(part: int | str) -> bool:
+    """Whether a ``loc`` part is pydantic's name for a union member or a validator
+    (``str``, ``list[str]``, ``function-after[...]``) rather than a field or key."""
+    return isinstance(part, str) and (part in _SCALAR_TAGS or "[" in part
+                                      or part.startswith("function-"))
+
+
+def _clean_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """``loc`` without the validator and container tags, which are never keys."""
+    return tuple(p for p in loc if not (isinstance(p, str) and (
+        p.startswith("function-") or "[" in p)))
+
+
+def _message(err: ErrorDetails) -> str:
+    raised = err.get("ctx", {}).get("error") if err["type"] == "value_error" else None
+    return str(raised) if isinstance(raised, ValueError) else err["msg"].lower()
+
+
+def _alternatives(first: ErrorDetails, errors: list[ErrorDetails]) -> list[ErrorDetails]:
+    """``first`` and the errors of the other members of the union ``first`` failed in."""
+    loc = first["loc"]
+    group = [first]
+    for err in errors[1:]:
+        other = err["loc"]
+        i = next((i for i, (a, b) in enumerate(zip(loc, other, strict=False)) if a != b), None)
+        if i is not None and loc[:i] == other[:i] and _is_tag(loc[i]) and _is_tag(other[i]):
+            group.append(err)
+    return group
+
+
 def validation_error(exc: ValidationError) -> InvalidParams:
-    """The first pydantic error as ``invalid_params`` naming the field path."""
-    err = exc.errors()[0]
-    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-    return InvalidParams(_field_path(loc), err["msg"].lower())
+    """The first pydantic error as ``invalid_params`` naming the field path; a validator's
+    own ``ValueError`` keeps its message as written.
+
+    A value no member of a union (``list[str] | str``) accepts gives one error per member:
+    the one that got past the type check, or else reached deepest, names the problem; when
+    all failed on type alike, the message lists what each member would have taken.
+    """
+    errors = exc.errors()
+    group = _alternatives(errors[0], errors)
+    if len(group) == 1:
+        return InvalidParams(_field_path(_clean_loc(group[0]["loc"])), _message(group[0]))
+    past_type = [e for e in group if not e["type"].endswith("_type")]
+    locs = [tuple(p for p in e["loc"] if not _is_tag(p)) for e in group]
+    deepest = max(len(loc) for loc in locs)
+    if past_type or sum(len(loc) == deepest for loc in locs) == 1:
+        err = past_type[0] if past_type else group[[len(x) for x in locs].index(deepest)]
+        return InvalidParams(_field_path(locs[group.index(err)]), _message(err))
+    common: tuple[int | str, ...] = ()
+    for parts in zip(*locs, strict=False):
+        if len(set(parts)) > 1:
+            break
+        common += (parts[0],)
+    wanted = list(dict.fromkeys(_message(e).removeprefix("input should be ") for e in group))
+    return InvalidParams(_field_path(common), "input should be " + " or ".join(wanted))
 
 
 class MethodTable:
@@ -129,6 +184,9 @@ class MethodTable:
             raise
         except ValidationError as exc:
             raise validation_error(exc) from None
+        except Disconnected:
+            log.debug("client left during %s", call.method, extra={"cmux_method": call.method})
+            raise
         except Exception as exc:
             log.exception("method %s failed", call.method, extra={"cmux_method": call.method})
             raise InternalError(message=f"{type(exc).__name__}: {exc}") from exc

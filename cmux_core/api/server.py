@@ -24,7 +24,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cmux_core.api.context import Call, Services
+from cmux_core.api.context import Call, Disconnected, Services
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.framing import (
     MAX_LINE_BYTES,
@@ -55,10 +55,6 @@ class ServerAlreadyRunning(RuntimeError):
 
 class SocketPathError(RuntimeError):
     """The socket path is unsafe or unusable; the message names the path and why."""
-
-
-class Disconnected(Exception):
-    """The peer went away while its request was being served."""
 
 
 class Connection:

@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hashlib
 import importlib
 import importlib.metadata
 import json
 import logging
 import os
+import stat
 import sys
 import tomllib
 import types
@@ -104,17 +106,30 @@ class PluginState:
             self.links = [Path(x) for x in data.get("links", []) if isinstance(x, str)]
 
     def write(self) -> None:
-        """Persist the choices atomically; raises ``plugin_state_save_failed``."""
+        """Persist the choices atomically: a temporary file, flushed to disk, then renamed.
+
+        Raises ``plugin_state_save_failed`` (``data``: ``path``, ``errno`` such as
+        ``ENOSPC``) when the file cannot be written (disk full, read-only, no permission);
+        the previous file is left as it was and the temporary file is removed.
+        """
         body = json.dumps({"version": 1, "disabled": sorted(self.disabled),
                            "links": [str(p) for p in self.links]}, indent=2)
         path = self.path
+        tmp = path.with_name(path.name + ".tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(body + "\n")
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(body + "\n")
+                f.flush()
+                os.fsync(f.fileno())
             tmp.replace(path)
         except OSError as exc:
-            raise CmuxError("plugin_state_save_failed", f"cannot write {path}: {exc}") from exc
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            code = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+            raise CmuxError("plugin_state_save_failed",
+                            f"cannot write {path}: {exc.strerror or exc}",
+                            {"path": str(path), "errno": code}) from None
 
 
 def allowlist_from_env() -> set[str] | None:
@@ -133,16 +148,29 @@ def loose_files(directory: Path, link: Path | None = None) -> list[PluginSource]
             if f.is_file() and not f.name.startswith((".", "_"))]
 
 
+def _link_mode(path: Path) -> int | None:
+    """``path``'s file mode, None when it does not exist; a path that cannot be looked at
+    (a name over the filesystem's limits, no permission, a NUL) is ``invalid_params``."""
+    try:
+        return path.stat().st_mode
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InvalidParams("path", f"cannot use {path}: {reason}") from None
+
+
 def sources_at(target: Path) -> list[PluginSource]:
     """The plugins a linked path holds; raises ``invalid_params`` naming ``path``."""
-    if target.is_file():
-        if target.suffix != ".py":
+    mode = _link_mode(target)
+    if mode is None:
+        raise InvalidParams("path", f"{target} does not exist")
+    if not stat.S_ISDIR(mode):
+        if not stat.S_ISREG(mode) or target.suffix != ".py":
             raise InvalidParams("path", f"{target} is not a .py file or a plugin directory")
         return [PluginSource(target.stem, "file", str(target), path=target, link=target)]
-    if not target.is_dir():
-        raise InvalidParams("path", f"{target} does not exist")
     pyproject = target / "pyproject.toml"
-    if not pyproject.exists():
+    if _link_mode(pyproject) is None:
         sources = loose_files(target, link=target)
         if not sources:
             raise InvalidParams("path", f"{target} holds no pyproject.toml and no .py files")

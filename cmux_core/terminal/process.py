@@ -19,8 +19,10 @@ import errno
 import fcntl
 import logging
 import os
+import re
 import shutil
 import signal
+import stat
 import struct
 import subprocess
 import termios
@@ -47,10 +49,18 @@ COMPACT_AFTER_S = 0.25
 COMPACT_STEP_GAP_S = 0.005
 
 
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""A name the pane's environment keeps: the launcher shell drops any other from what it
+passes on, so such a key would vanish without a word."""
+
+
 def validate_env(env: Mapping[str, object] | None, field: str = "env") -> dict[str, str]:
     """Check a caller env map (seed 004 "Env behavior"); returns it sorted by key.
 
-    Raises :class:`InvalidEnv` naming the offending key.
+    Beyond the seed's rules (keys non-empty, without ``=`` or NUL; values without NUL), a
+    key must be an environment variable name (:data:`ENV_NAME`: ASCII letters, digits and
+    ``_``, not starting with a digit), so no whitespace or control characters. Raises
+    :class:`InvalidEnv` naming the offending key.
     """
     if env is None:
         return {}
@@ -63,6 +73,9 @@ def validate_env(env: Mapping[str, object] | None, field: str = "env") -> dict[s
             raise InvalidEnv(message=f"{field}: key {key!r} must not contain '='")
         if "\0" in key:
             raise InvalidEnv(message=f"{field}: key {key!r} must not contain NUL")
+        if not ENV_NAME.fullmatch(key):
+            raise InvalidEnv(message=f"{field}: key {key!r} is not an environment variable "
+                             "name (ASCII letters, digits and _, not starting with a digit)")
         if not isinstance(value, str):
             raise InvalidEnv(message=f"{field}.{key}: value must be a string")
         if "\0" in value:
@@ -148,11 +161,23 @@ class Terminal:
         """Start ``argv`` on a new PTY of ``columns`` x ``rows``.
 
         ``env`` is the complete environment. Raises ``CmuxError("spawn_failed")``
-        when the program cannot be started (missing binary, bad cwd).
+        when the program cannot be started (missing binary, bad cwd, an argument holding
+        NUL, no PTY or file descriptor left).
         """
         if not argv:
             raise CmuxError("spawn_failed", "command must not be empty")
-        if not Path(cwd).is_dir():
+        for i, arg in enumerate(argv):
+            if "\0" in arg:
+                raise CmuxError("spawn_failed", f"argv[{i}] must not contain NUL")
+        try:
+            cwd_is_dir = stat.S_ISDIR(os.stat(cwd).st_mode)
+        except FileNotFoundError:
+            cwd_is_dir = False
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise CmuxError("spawn_failed", f"cannot use working directory {cwd}: "
+                            f"{reason}") from None
+        if not cwd_is_dir:
             raise CmuxError("spawn_failed", f"working directory {cwd} does not exist")
         if "/" in argv[0]:
             if not os.access(Path(cwd, argv[0]), os.X_OK):
@@ -162,7 +187,11 @@ class Terminal:
             raise not_on_path(argv[0], env.get("PATH", os.defpath))
         screen = make_emulator(emulator, columns, rows, scrollback_lines=scrollback_lines)
         term = cls(terminal_id, list(argv), cwd, columns, rows, screen)
-        master, slave = os.openpty()
+        try:
+            master, slave = os.openpty()
+        except OSError as exc:
+            raise CmuxError("spawn_failed", f"cannot start {argv[0]}: no terminal: "
+                            f"{exc.strerror or exc}") from None
         try:
             _set_winsize(slave, rows, columns)
             try:
@@ -170,8 +199,9 @@ class Terminal:
                     ["/bin/sh", "-c", _TTY_LAUNCHER, os.ttyname(slave), *argv],
                     stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=dict(env),
                     start_new_session=True, close_fds=True)
-            except OSError as exc:
-                raise CmuxError("spawn_failed", f"cannot start {argv[0]}: {exc.strerror}") from None
+            except (OSError, ValueError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                raise CmuxError("spawn_failed", f"cannot start {argv[0]}: {reason}") from None
         except BaseException:
             os.close(master)
             raise

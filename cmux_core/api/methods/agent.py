@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from cmux_core.agents.tracker import LAUNCH_TIMEOUT_S, AgentStatus, AgentTracker
 from cmux_core.agents.views import project_for
@@ -481,8 +481,7 @@ async def agent_wait(call: Call, p: AgentWaitParams) -> Result:
     return {"type": "agent_info", "agent": info}
 
 
-class PromptWait(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class PromptWait(Params):
     until: list[AgentStatus] = []
     timeout_ms: int | None = Field(default=None, ge=0)
 
@@ -627,15 +626,13 @@ async def events_wait(call: Call, p: EventsWaitParams) -> Result:
 # -- pane-scoped subscriptions ----------------------------------------------------------
 
 
-class StatusSubscription(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class StatusSubscription(Params):
     type: Literal["pane.agent_status_changed"]
     pane_id: str
     agent_status: AgentStatus | None = None
 
 
-class OutputSubscription(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class OutputSubscription(Params):
     type: Literal["pane.output_matched"]
     pane_id: str
     source: ReadSource
@@ -659,8 +656,8 @@ def prepare_subscription(call: Call, raw: dict[str, Any], field: str) -> Callabl
     Raises before anything starts, so one bad subscription aborts the whole request.
     The stream runs as one of the connection's tasks and ends with it.
     """
-    model: type[BaseModel] = (OutputSubscription if raw.get("type") == "pane.output_matched"
-                              else StatusSubscription)
+    model: type[Params] = (OutputSubscription if raw.get("type") == "pane.output_matched"
+                           else StatusSubscription)
     try:
         sub = model.model_validate(raw)
     except ValidationError as exc:

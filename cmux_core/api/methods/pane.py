@@ -15,7 +15,12 @@ from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.workspace import command_argv, resolve_cwd, workspace_keys
+from cmux_core.api.methods.workspace import (
+    ExecString,
+    command_argv,
+    resolve_cwd,
+    workspace_keys,
+)
 from cmux_core.detect.pattern import Pattern, compile_pattern
 from cmux_core.errors import CmuxError, InvalidParams, NotFound, WaitTimeout
 from cmux_core.hookspecs import Params
@@ -74,7 +79,7 @@ class PaneSplitParams(Params):
     location: str | None = None
     focus: bool = False
     env: dict[str, str] | None = None
-    command: list[str] | None = None
+    command: list[ExecString] | None = None
 
 
 @methods.method("pane.split", PaneSplitParams)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
@@ -37,6 +37,13 @@ class PluginLinkParams(Params):
     path: str = Field(min_length=1)
     enabled: bool = True
     source: dict[str, Any] | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _no_nul(cls, value: str) -> str:
+        if "\0" in value:
+            raise ValueError("must not contain NUL")
+        return value
 
 
 @methods.method("plugin.list", PluginListParams)

@@ -8,10 +8,11 @@ cmux clients read the ``*_id``/``*_ref`` twins.
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
@@ -51,15 +52,36 @@ def workspace_keys(ws: Workspace) -> dict[str, Any]:
 
 
 def resolve_cwd(value: str | None, field: str) -> str | None:
-    """Expand ``~``; a missing directory is invalid_params naming ``field``."""
+    """Expand ``~``; a path that is not a directory, or cannot be looked up (a NUL, a name
+    over the filesystem's limits, a parent that may not be searched), is invalid_params
+    naming ``field``."""
     if value is None or not value.strip():
         return None
+    if "\0" in value:
+        raise InvalidParams(field, "must not contain NUL")
     path = Path(value.strip()).expanduser()
     if not path.is_absolute():
         path = Path.cwd() / path
-    if not path.is_dir():
-        raise InvalidParams(field, f"directory {value} does not exist")
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise InvalidParams(field, f"directory {value} does not exist") from None
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InvalidParams(field, f"cannot use directory {value}: {reason}") from None
+    if not stat.S_ISDIR(mode):
+        raise InvalidParams(field, f"{value} is not a directory")
     return str(path)
+
+
+def _exec_string(value: str) -> str:
+    if "\0" in value:
+        raise ValueError("must not contain NUL")
+    return value
+
+
+ExecString = Annotated[str, AfterValidator(_exec_string)]
+"""A params string that reaches ``exec`` (a command or one of its arguments): no NUL."""
 
 
 def command_argv(value: list[str] | str | None, field: str) -> list[str] | None:
@@ -96,8 +118,8 @@ class WorkspaceCreateParams(Params):
     env: dict[str, str] | None = None
     workspace_env: dict[str, str] | None = None
     initial_env: dict[str, str] | None = None
-    command: list[str] | str | None = None
-    initial_command: str | None = None
+    command: list[ExecString] | ExecString | None = None
+    initial_command: ExecString | None = None
     initial_input: str | None = None
     description: str | None = None
     window_id: str | None = None
@@ -230,7 +252,7 @@ class TabCreateParams(Params):
     focus: bool = False
     label: str | None = None
     env: dict[str, str] | None = None
-    command: list[str] | None = None
+    command: list[ExecString] | None = None
 
 
 @methods.method("tab.create", TabCreateParams)
