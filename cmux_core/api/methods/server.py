@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import math
 import os
 import time
 from collections.abc import Callable
@@ -23,6 +24,10 @@ from cmux_core.terminal import procfs
 methods = MethodTable()
 
 PROTOCOL_VERSION = 20
+
+COLLECT_INTERVAL_S = 1.0
+"""``server.stats`` runs the cycle collector at most this often, in seconds."""
+_collected_at = -math.inf
 
 
 class Empty(Params):
@@ -49,12 +54,15 @@ async def server_stats(call: Call, p: Empty) -> Result:
 
     ``live_panes`` counts pane objects still in memory, open or closed. Closed panes are
     freed by the cycle collector, so when there are more than the open panes it is run
-    first (a full collection, only then): a closed pane still counted is one something
-    holds on to.
+    first, at most once every :data:`COLLECT_INTERVAL_S` (a full collection stalls the
+    loop): a closed pane still counted after that is one something holds on to.
     """
+    global _collected_at
     ctx, info = call.ctx, call.ctx.info
     panes = ctx.mux.all_panes()
-    if len(LIVE_PANES) > len(panes):
+    now = time.monotonic()
+    if len(LIVE_PANES) > len(panes) and now - _collected_at >= COLLECT_INTERVAL_S:
+        _collected_at = now
         gc.collect()
     backends: dict[str, int] = {}
     for pane in panes:
