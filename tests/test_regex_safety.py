@@ -170,3 +170,25 @@ def test_a_manifest_with_pathological_rules_is_classified_while_the_server_serve
     evidence = {rule["id"]: rule for rule in explained["evaluated_rules"]}
     assert not evidence["alternation"]["matched"]
     assert not evidence["nested"]["matched"]
+
+
+def test_the_server_stops_on_sigterm_while_a_long_search_runs() -> None:
+    # A pane 200 columns wide: the wait reads a line of 190,000 a's, a search of seconds
+    # on RE2 (and exponential for a backtracking engine).
+    server = start_server(size="400x60")
+    pattern = PATHOLOGICAL[-1][0]
+    with server.client() as client:
+        pane = client.call("pane.split", {"command": show("'a' * 190000")})["pane"]["pane_id"]
+        client.call("pane.wait_for_output", {
+            "pane_id": pane, "timeout_ms": 10000,
+            "match": {"type": "substring", "value": "READY"}})
+        waiter = send_raw(server, "pane.wait_for_output", {
+            "pane_id": pane, "source": "recent", "lines": 1000,
+            "match": {"type": "regex", "value": pattern}})
+        try:
+            wait_until(lambda: client.call("server.stats")["pending_waits"] == 1,
+                       message="the wait to be pending")
+            # SIGTERM, and SIGKILL only if the server has not exited 10 s later.
+            assert server.stop() == 0
+        finally:
+            waiter.close()
