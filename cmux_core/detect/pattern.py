@@ -41,7 +41,7 @@ _WHITE_SPACE = ((0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680,
                 (0x3000, 0x3000))
 """Unicode ``White_Space``: what Rust's ``\\s`` matches."""
 
-# Other_Alphabetic (Unicode 16): with L and Nl it makes Alphabetic. RE2 has no table of it.
+# Other_Alphabetic (Unicode 17): with L and Nl it makes Alphabetic. RE2 has no table of it.
 _OTHER_ALPHABETIC = """
     345 363-36F 5B0-5BD 5BF 5C1-5C2 5C4-5C5 5C7-5C9 610-61A 64B-657 659-65F 670 6D6-6DC
     6E1-6E4 6E7-6E8 6ED 711 730-73F 7A6-7B0 816-817 81B-823 825-827 829-82C 897 8D4-8DF
