@@ -205,7 +205,21 @@ def test_an_env_key_no_environment_keeps_is_invalid_env_naming_it(
     error = shared_api.error("agent.start", {"name": "envbot", "argv": ["cat"],
                                               "env": {key: "x"}})
     assert error["code"] == "invalid_env" and repr(key) in error["message"], error
+    error = shared_api.error("layout.apply", {"root": {"type": "pane", "env": {key: "x"}}})
+    assert error["code"] == "invalid_env" and repr(key) in error["message"], error
+    assert error["data"] == {"path": "root"}, error
     assert state(shared_api) == before
+
+
+def test_a_layout_leaf_cwd_the_filesystem_refuses_is_a_layout_error(
+        shared_server: ServerProcess, shared_api: Api) -> None:
+    before = state(shared_api)
+    error = shared_api.error("layout.apply", {"root": {"type": "pane",
+                                                       "cwd": f"/tmp/{LONG_NAME}"}})
+    assert error["code"] == "layout_apply_failed", error
+    assert "File name too long" in error["message"], error
+    assert state(shared_api) == before
+    no_failure_logged(shared_server)
 
 
 def test_env_names_a_shell_keeps_reach_the_program(shared_api: Api) -> None:

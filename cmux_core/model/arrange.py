@@ -296,7 +296,11 @@ def _leaf_cwd(spec: Mapping[str, Any], base: str) -> str:
     if not raw:
         return base
     path = Path(base) / Path(raw).expanduser()
-    if not path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except (OSError, ValueError) as exc:  # a name too long, a NUL
+        raise CmuxError("layout_apply_failed", f"working directory {raw!r}: {exc}") from None
+    if not is_dir:
         raise CmuxError("layout_apply_failed", f"working directory {raw} does not exist")
     return str(path)
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from cmux_core.errors import CmuxError, InternalError, InvalidEnv, NotFound
+from cmux_core.terminal.process import validate_env
 
 Direction: TypeAlias = Literal["right", "down"]
 PaneDirection: TypeAlias = Literal["left", "right", "up", "down"]
@@ -548,14 +549,10 @@ def _check_env(path: str, env: object) -> None:
     for key, value in env.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise InvalidLayout(path, "env must be an object of strings")
-        if not key:
-            raise InvalidLayoutEnv(path, "env key must not be empty")
-        if "=" in key:
-            raise InvalidLayoutEnv(path, f"env key {key!r} must not contain '='")
-        if "\0" in key:
-            raise InvalidLayoutEnv(path, f"env key {key!r} must not contain NUL")
-        if "\0" in value:
-            raise InvalidLayoutEnv(path, f"env value of {key!r} must not contain NUL")
+    try:
+        validate_env(env)
+    except InvalidEnv as exc:
+        raise InvalidLayoutEnv(path, exc.message) from None
 
 
 def _check_pane(path: str, node: Mapping[str, Any]) -> None:
