@@ -211,6 +211,14 @@ def test_an_env_key_no_environment_keeps_is_invalid_env_naming_it(
     assert state(shared_api) == before
 
 
+@pytest.mark.parametrize("method", ["pane.read", "pane.wait_for_output"])
+def test_a_negative_line_count_is_invalid_params(shared_api: Api, method: str) -> None:
+    params: dict[str, Any] = {"pane_id": "w1:p1", "lines": -5, "timeout_ms": 0,
+                              "match": {"type": "substring", "value": "x"}}
+    error = shared_api.error(method, params)
+    assert error["code"] == "invalid_params" and error["data"] == {"field": "lines"}, error
+
+
 def test_a_layout_leaf_cwd_the_filesystem_refuses_is_a_layout_error(
         shared_server: ServerProcess, shared_api: Api) -> None:
     before = state(shared_api)

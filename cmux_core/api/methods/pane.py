@@ -258,7 +258,7 @@ async def pane_send_input(call: Call, p: SendInputParams) -> Result:
 class ReadParams(Params):
     pane_id: str
     source: ReadSource = "visible"
-    lines: int | None = None
+    lines: int | None = Field(default=None, ge=0)
     format: Literal["text", "ansi"] = "text"
     strip_ansi: bool = STRIP_ANSI
 
@@ -291,7 +291,7 @@ class OutputMatch(Params):
 class WaitForOutputParams(Params):
     pane_id: str
     source: ReadSource = "recent"
-    lines: int | None = None
+    lines: int | None = Field(default=None, ge=0)
     match: OutputMatch
     timeout_ms: int | None = Field(default=None, ge=0)
     strip_ansi: bool = STRIP_ANSI
