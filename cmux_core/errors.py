@@ -18,6 +18,9 @@ nothing else about the server changes.
     ├── WaitTimeout                timeout
     └── InternalError              internal_error
 
+:class:`Disconnected` is not a CmuxError: it never reaches a client, since it means the
+client is gone.
+
 Codes are not a closed set: method-specific codes (``invalid_regex``,
 ``pane_send_failed``, ...) are raised as plain ``CmuxError(code, message)``.
 """
@@ -99,3 +102,12 @@ class WaitTimeout(CmuxError):
 
 class InternalError(CmuxError):
     code = "internal_error"
+
+
+class Disconnected(Exception):
+    """The peer went away while its request was being served.
+
+    Raised by the connection's ``until_gone``; it passes through handlers and plugin code
+    untouched, the dispatcher lets it through with a debug line only, and the connection
+    sends nothing, since nobody is left to read a reply.
+    """

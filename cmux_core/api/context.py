@@ -58,14 +58,6 @@ class Services:
     views: ViewBook
 
 
-class Disconnected(Exception):
-    """The peer went away while its request was being served.
-
-    Raised by :meth:`Peer.until_gone`; the dispatcher lets it through with a debug line
-    only, and the connection sends nothing, since nobody is left to read a reply.
-    """
-
-
 class Peer(Protocol):
     """The client connection a request came on, as handlers may use it."""
 
@@ -75,7 +67,7 @@ class Peer(Protocol):
     async def until_gone(self, awaitable: Coroutine[Any, Any, T]) -> T:
         """Await ``awaitable`` unless the peer disconnects first: then ``awaitable`` is
         cancelled (its ``finally`` blocks run) or closed unstarted, and
-        :class:`Disconnected` is raised."""
+        :class:`~cmux_core.errors.Disconnected` is raised."""
         ...
 
     def start_stream(self, sub: Subscriber) -> None:

@@ -4,7 +4,7 @@ Handlers receive a validated pydantic params object and a
 :class:`~cmux_core.api.context.Call` (the services, the connection, the request id) and
 return the ``result`` object, whose
 ``type`` names its kind. They raise :class:`~cmux_core.errors.CmuxError` to
-answer with an error; :class:`~cmux_core.api.context.Disconnected` (the client left
+answer with an error; :class:`~cmux_core.errors.Disconnected` (the client left
 mid-wait) passes through with a debug line only; anything else becomes
 ``internal_error`` and is logged, and the server keeps serving.
 
@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from cmux_core.api.context import Call, Disconnected
-from cmux_core.errors import CmuxError, InternalError, InvalidParams, MethodNotFound
+from cmux_core.api.context import Call
+from cmux_core.errors import CmuxError, Disconnected, InternalError, InvalidParams, MethodNotFound
 from cmux_core.hookspecs import Params
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cmux_core.api.context import Call, Disconnected, Services
+from cmux_core.api.context import Call, Services
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.framing import (
     MAX_LINE_BYTES,
@@ -37,7 +37,7 @@ from cmux_core.api.framing import (
     parse_line,
 )
 from cmux_core.config import socket_dirs
-from cmux_core.errors import CmuxError, InternalError
+from cmux_core.errors import CmuxError, Disconnected, InternalError
 from cmux_core.events import EventHub, Subscriber
 
 log = logging.getLogger(__name__)

@@ -45,7 +45,7 @@ from pydantic import ConfigDict
 
 from cmux_core import hookspecs
 from cmux_core.detect.registry import ManifestContribution
-from cmux_core.errors import CmuxError, InternalError, InvalidParams, NotFound
+from cmux_core.errors import CmuxError, Disconnected, InternalError, InvalidParams, NotFound
 from cmux_core.plugin_host.events import PluginError, PluginEvent, PluginLoaded, PluginUnloaded
 from cmux_core.plugin_host.loader import (
     ENTRY_POINT_GROUP,
@@ -347,7 +347,7 @@ class PluginHost:
             raise CmuxError("plugin_disabled", f"plugin {plugin_id} is {plugin.status}")
         try:
             return await self._execute(plugin, label, fn, args, kwargs)
-        except CmuxError:
+        except (CmuxError, Disconnected):
             raise
         except TimeoutError:
             self._fault(plugin, label, f"timed out after {self.budget:g}s", count=False)
