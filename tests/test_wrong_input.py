@@ -288,6 +288,13 @@ def test_a_state_file_the_full_disk_refuses_is_its_own_error(
         assert "No space left on device" in error["message"], error
         assert state_file.read_text() == saved
         assert sorted(p.name for p in state_file.parent.iterdir()) == ["plugins.json"]
+        # A choice that cannot be saved is not made: the plugin stays enabled and loaded.
+        [listed] = [p for p in api("plugin.list")["plugins"] if p["plugin_id"] == "diskcheck"]
+        assert (listed["enabled"], listed["status"]) == (True, "loaded"), listed
+        assert api.error("plugin.unlink", {"plugin_id": "diskcheck"})["code"] == \
+            "plugin_state_save_failed"
+        assert [p["plugin_id"] for p in api("plugin.list")["plugins"]
+                if p["plugin_id"] == "diskcheck"] == ["diskcheck"]
         filler.unlink()
         assert api("plugin.disable", {"plugin_id": "diskcheck"})["type"] == "plugin_disabled"
         assert json.loads(state_file.read_text())["disabled"] == ["diskcheck"]

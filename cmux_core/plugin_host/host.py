@@ -402,9 +402,10 @@ class PluginHost:
         """Enable and load ``plugin_id`` (a blocked plugin is retried); persisted."""
         async with self._lock:
             plugin = self.get(plugin_id)
-            plugin.enabled = True
+            was_disabled = plugin_id in self._state.disabled
             self._state.disabled.discard(plugin_id)
-            self._state.write()
+            self._save(lambda: self._state.disabled.add(plugin_id) if was_disabled else None)
+            plugin.enabled = True
             if plugin.status != "loaded":
                 plugin.error = None
                 plugin.failures = 0
@@ -415,9 +416,10 @@ class PluginHost:
         """Unload ``plugin_id`` and keep it unloaded across restarts; idempotent."""
         async with self._lock:
             plugin = self.get(plugin_id)
-            plugin.enabled = False
+            was_disabled = plugin_id in self._state.disabled
             self._state.disabled.add(plugin_id)
-            self._state.write()
+            self._save(lambda: None if was_disabled else self._state.disabled.discard(plugin_id))
+            plugin.enabled = False
             if plugin.status == "loaded":
                 await self._unload(plugin, "disabled", reason="disabled")
             elif plugin.status == "blocked":
@@ -441,19 +443,24 @@ class PluginHost:
             raise CmuxError("plugin_not_allowed", f"CMUX_LOAD_PLUGINS excludes every plugin "
                             f"at {target}", {"plugin_ids": [s.plugin_id for s in sources]})
         async with self._lock:
+            links, disabled = list(self._state.links), set(self._state.disabled)
             if target not in self._state.links:
                 self._state.links.append(target)
+            if not enabled:
+                self._state.disabled.update(s.plugin_id for s in sources)
+
+            def undo() -> None:
+                self._state.links, self._state.disabled = links, disabled
+
+            self._save(undo)
             for source in sources:
                 plugin_id = source.plugin_id
-                if not enabled:
-                    self._state.disabled.add(plugin_id)
                 existing = self._plugins.get(plugin_id)
                 if existing is not None and existing.source.link == target:
                     continue
                 if existing is not None:
                     await self._remove(existing, reason="replaced")
                 await self._admit(source)
-            self._state.write()
             linked = [p for p in self._plugins.values() if p.source.link == target]
         self._restart_watcher()
         return linked
@@ -469,12 +476,26 @@ class PluginHost:
             if link is None:
                 return []
             removed = [p for p in self._plugins.values() if p.source.link == link]
+            links = list(self._state.links)
+            self._state.links.remove(link)
+
+            def undo() -> None:
+                self._state.links = links
+
+            self._save(undo)
             for plugin in removed:
                 await self._remove(plugin, reason="unlinked")
-            self._state.links.remove(link)
-            self._state.write()
         self._restart_watcher()
         return [p.plugin_id for p in removed]
+
+    def _save(self, undo: Callable[[], object]) -> None:
+        """Persist the enable/disable/link choices, or put them back with ``undo`` and raise
+        ``plugin_state_save_failed``: a choice that cannot be saved is not made."""
+        try:
+            self._state.write()
+        except CmuxError:
+            undo()
+            raise
 
     async def reload(self, plugin_id: str) -> bool:
         """Re-read a file or linked plugin from disk; False when the new version was rejected.
