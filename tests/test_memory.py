@@ -41,3 +41,18 @@ def test_a_closed_pane_is_freed_while_its_process_is_still_being_reaped(api: Api
     # The process ignores SIGHUP, so it lives on until the SIGKILL two seconds later.
     assert stats["closing_terminals"] == 1
     assert stats["live_panes"] == stats["panes"] == 1
+
+
+def test_a_status_subscription_does_not_keep_its_closed_pane(api: Api) -> None:
+    pane = api.run(["sh", "-c", f"seq {LINES}; exec sleep 60"])
+    api.wait_text(pane, str(LINES))
+    listener = Api(api.server)
+    try:
+        assert listener("events.subscribe", {"subscriptions": [
+            {"type": "pane.agent_status_changed", "pane_id": pane}]})["type"] == \
+            "subscription_started"
+        api("pane.close", {"pane_id": pane})
+        stats = wait_until(lambda: _settled(api), 15, message="the closed pane to be freed")
+        assert stats["panes"] == 1
+    finally:
+        listener.close()

@@ -16,6 +16,7 @@ import os
 import re
 import shlex
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -692,17 +693,27 @@ def start_stream(call: Call, body: StreamBody) -> None:
 
 def status_stream(call: Call, tracker: AgentTracker, pane: Pane,
                   wanted: AgentStatus | None) -> StreamBody:
+    """Status changes of ``pane``; the stream ends when the pane closes. Only a weak
+    reference to the pane is kept, so a subscriber never holds a closed pane in memory."""
     events = call.ctx.events
+    pane_id, pane_ref = pane.id, weakref.ref(pane)
 
     async def run(out: Subscriber) -> None:
         with watching(events) as sub:
-            if wanted is not None and tracker.status(pane) == wanted:
+            current = pane_ref()
+            if current is None:
+                return
+            if wanted is not None and tracker.status(current) == wanted:
                 out.offer(Published(events.seq, "pane.agent_status_changed",
-                                status_event(tracker, pane)))
+                                status_event(tracker, current)))
+            del current
             while not out.closed:
                 for event in await sub.next_batch():
-                    if event.kind != "pane_agent_status_changed" \
-                            or event.data.get("pane_id") != pane.id:
+                    if event.data.get("pane_id") != pane_id:
+                        continue
+                    if event.kind == "pane_closed":
+                        return
+                    if event.kind != "pane_agent_status_changed":
                         continue
                     if wanted is not None and event.data.get("agent_status") != wanted:
                         continue
