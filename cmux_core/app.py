@@ -33,6 +33,7 @@ from cmux_core.events import Event, EventHub
 from cmux_core.model.mux import Mux
 from cmux_core.plugin_host.events import PluginUnloaded
 from cmux_core.plugin_host.host import PluginHost
+from cmux_core.terminal.process import Terminal
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +42,12 @@ __all__ = [
 ]
 
 
-
 def method_schema() -> dict[str, Any]:
     """JSON Schema of every core method's params (``cmux api schema``), no server needed."""
     table = MethodTable()
     register_core_methods(table)
     return table.schema()
+
 
 class App:
     """One server's object graph. Build on any thread; :meth:`start` and :meth:`stop` on the
@@ -130,7 +131,7 @@ class App:
         self.server.unlink()
 
 
-async def _reap(terms: list[Any]) -> None:
+async def _reap(terms: list[Terminal]) -> None:
     """Wait up to 1.5 s for hung-up terminals to exit, SIGKILL the rest, wait 1 s more."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 1.5
