@@ -192,3 +192,59 @@ def test_the_server_stops_on_sigterm_while_a_long_search_runs() -> None:
             assert server.stop() == 0
         finally:
             waiter.close()
+
+
+BIGBOT = 'id = "bigbot"\n' + "".join(textwrap.dedent(f"""
+    [[rules]]
+    id = "huge-{end}"
+    state = "blocked"
+    regex = ['(?s)(?:.?){{1000}}(?:.?){{1000}}.{{1000}}{end}']
+""") for end in "cdefgh") + textwrap.dedent("""
+    [[rules]]
+    id = "ready"
+    state = "idle"
+    priority = -1
+    line_regex = ['^READY$']
+""")
+
+
+def test_a_manifest_with_a_huge_program_is_classified_off_the_loop(tmp_path: Path) -> None:
+    # Linear on RE2, but seconds per classification of this 400x60 screen (six rules of
+    # 23,000 instructions each): it must run beside the loop, not on it, and its result
+    # must still be published.
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "bigbot.toml").write_text(BIGBOT)
+    server = start_server(["--manifests-dir", str(manifests)], size="400x60")
+    try:
+        with server.client() as client:
+            rows = "'\\n'.join(['b' * 399] * 57)"
+            pane = client.call("pane.split", {"command": show(rows),
+                                              "env": {"CMUX_AGENT": "bigbot"}})["pane"]["pane_id"]
+            client.call("pane.wait_for_output", {
+                "pane_id": pane, "timeout_ms": 10000,
+                "match": {"type": "substring", "value": "READY"}})
+            # Small requests, back to back, for as long as a few classifications take.
+            slowest = 0.0
+            seen: set[str] = set()
+            stop = time.monotonic() + 8
+            while time.monotonic() < stop:
+                began = time.monotonic()
+                got = client.call("pane.get", {"pane_id": pane})["pane"]
+                slowest = max(slowest, time.monotonic() - began)
+                seen.add(f"{got.get('agent')}:{got.get('agent_status')}")
+                time.sleep(0.02)
+            # agent.explain works out the same screen, beside the loop too.
+            asking = send_raw(server, "agent.explain", {"target": pane})
+            for _ in range(20):
+                began = time.monotonic()
+                assert client.call("ping")
+                slowest = max(slowest, time.monotonic() - began)
+                time.sleep(0.05)
+            explained = read_reply(asking, 30)["result"]["explain"]
+            asking.close()
+        assert "bigbot:idle" in seen, seen
+        assert explained["matched_rule"]["id"] == "ready", explained
+        assert slowest < 1.0, f"a request waited {slowest:.2f} s behind a classification"
+    finally:
+        server.stop()

@@ -28,17 +28,21 @@ next probe.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cmux_core.agents.events import ServerManifestsReloaded
 from cmux_core.agents.tracker import ScreenReport
-from cmux_core.detect.engine import ScreenInput, classify, explain
+from cmux_core.detect.engine import Classification, ScreenInput, classify, explain
 from cmux_core.detect.identify import Identity, identify_group
+from cmux_core.detect.manifest import Manifest
 from cmux_core.detect.registry import ManifestRegistry, ReloadReport
 from cmux_core.errors import CmuxError
 from cmux_core.model.events import PaneClosed
@@ -51,6 +55,40 @@ if TYPE_CHECKING:
     from cmux_core.model.tree import Pane
 
 log = logging.getLogger(__name__)
+
+CLASSIFY_INLINE_COST = 1 << 24
+"""Largest ``screen characters * regex_size`` of a classification run on the event loop.
+A costlier one (a manifest with a huge regex program, or a very large screen) runs on a
+thread of its own, so it can delay only its own pane's state: RE2 lets go of the GIL while
+it matches. Every bundled manifest classifies an 80x24 or 120x40 screen on the loop."""
+
+T = TypeVar("T")
+
+
+def costly(manifest: Manifest, inputs: ScreenInput) -> bool:
+    """Whether classifying ``inputs`` with ``manifest`` may cost more than the loop can
+    spare (:data:`CLASSIFY_INLINE_COST`)."""
+    return len(inputs.screen) * manifest.regex_size > CLASSIFY_INLINE_COST
+
+
+def beside_loop(loop: asyncio.AbstractEventLoop, fn: Callable[[], T],
+                done: Callable[[T | Exception], object]) -> None:
+    """Run ``fn()`` on a thread of its own, then ``done(result or exception)`` on ``loop``.
+
+    A daemon thread, not the loop's executor: that one is joined when the server stops,
+    which would hold a SIGTERM until the work ends. If the loop has closed by then, the
+    result is dropped.
+    """
+    def run() -> None:
+        try:
+            result: T | Exception = fn()
+        except Exception as exc:
+            result = exc
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(done, result)
+
+    threading.Thread(target=run, name="cmux-classify", daemon=True).start()
+
 
 SCREEN_DEBOUNCE_S = 0.075
 """Output batches within this long of the first one are classified together."""
@@ -109,6 +147,10 @@ class PaneDetection:
     last_output: float = -math.inf
     next_screen: Deferred = field(default_factory=Deferred)
     next_probe: Deferred = field(default_factory=Deferred)
+    classifying: bool = False
+    """A classification of this pane is running on a thread."""
+    rescan: bool = False
+    """The screen changed while it ran: classify again when it returns."""
 
     def cancel(self) -> None:
         self.next_screen.cancel()
@@ -356,8 +398,35 @@ class DetectionScheduler:
         manifest = self.registry.get(st.agent)
         if manifest is None:
             return
+        if st.classifying:
+            st.rescan = True
+            return
         st.scanned_seq = st.pane.terminal.output_seq
-        result = classify(manifest, self._inputs(st))
+        inputs = self._inputs(st)
+        if not costly(manifest, inputs):
+            self._apply(st, classify(manifest, inputs), now)
+            return
+        assert self._loop is not None
+        st.classifying = True
+        beside_loop(self._loop, functools.partial(classify, manifest, inputs),
+                    functools.partial(self._classified, st, st.agent))
+
+    def _classified(self, st: PaneDetection, agent: str | None,
+                    result: Classification | Exception) -> None:
+        st.classifying = False
+        if isinstance(result, Exception):
+            log.error("classifying pane %s as %s failed: %s", st.pane.id, agent, result,
+                      extra={"cmux_pane": st.pane.id})
+            return
+        if (not self._running or self.panes.get(st.pane.key) is not st or st.agent != agent
+                or st.exited):
+            return
+        self._apply(st, result, time.monotonic())
+        if st.rescan:
+            st.rescan = False
+            self._schedule_screen(st, 0)
+
+    def _apply(self, st: PaneDetection, result: Classification, now: float) -> None:
         if result.skip_state_update:
             st.hold_since = None
             return
@@ -405,8 +474,9 @@ class DetectionScheduler:
 
     # -- explain ----------------------------------------------------------------------------
 
-    def explain(self, pane: Pane) -> dict[str, Any]:
-        """The ``agent.explain`` object for ``pane``'s live screen.
+    async def explain(self, pane: Pane) -> dict[str, Any]:
+        """The ``agent.explain`` object for ``pane``'s live screen (a costly one is worked
+        out beside the loop, as classifications are).
 
         Raises ``agent_explain_unavailable`` when the pane has no agent with a manifest.
         """
@@ -432,7 +502,18 @@ class DetectionScheduler:
         if label is None or manifest is None:
             raise CmuxError("agent_explain_unavailable",
                             f"pane {pane.id} has no detected agent with a manifest")
-        out = explain(manifest, self._inputs(st))
+        inputs = self._inputs(st)
+        if costly(manifest, inputs):
+            assert self._loop is not None
+            answer: asyncio.Future[dict[str, Any] | Exception] = self._loop.create_future()
+            beside_loop(self._loop, functools.partial(explain, manifest, inputs),
+                        lambda r: None if answer.done() else answer.set_result(r))
+            found = await answer
+            if isinstance(found, Exception):
+                raise found
+            out = found
+        else:
+            out = explain(manifest, inputs)
         entry = self.registry.entry(label)
         out["agent"] = label
         if entry is not None:

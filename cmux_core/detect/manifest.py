@@ -142,6 +142,12 @@ class Rule:
     line: int | None = None
 
 
+def _largest_pattern(gate: Gate) -> int:
+    sizes = [p.size for p in (*gate.regex, *gate.line_regex)]
+    sizes += [_largest_pattern(g) for g in (*gate.all, *gate.any, *gate.not_)]
+    return max(sizes, default=0)
+
+
 @dataclass(frozen=True)
 class Manifest:
     """A validated manifest with compiled rules, in file order.
@@ -162,10 +168,15 @@ class Manifest:
     by_priority: tuple[Rule, ...] = field(init=False, repr=False, compare=False)
     """The rules from highest to lowest priority, file order among equals: the first that
     matches is the one classification selects."""
+    regex_size: int = field(init=False, repr=False, compare=False)
+    """The largest compiled program among the rules' regexes, in instructions: a search
+    costs at worst about this many steps per byte of the screen."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "by_priority",
                            tuple(sorted(self.rules, key=lambda rule: -rule.priority)))
+        object.__setattr__(self, "regex_size",
+                           max((_largest_pattern(rule.gate) for rule in self.rules), default=0))
 
     @property
     def labels(self) -> tuple[str, ...]:

@@ -44,7 +44,7 @@ async def agent_explain(call: Call, p: AgentTargetParams) -> Result:
     evidence. ``agent_explain_unavailable`` when the pane has no agent with a manifest."""
     runtime = await _runtime(call)
     pane = call.ctx.agents.resolve_agent_target(p.target)
-    return {"type": "agent_explain", "explain": runtime.explain(pane)}
+    return {"type": "agent_explain", "explain": await runtime.explain(pane)}
 
 
 @methods.method("server.agent_manifests", Empty)
