@@ -16,7 +16,8 @@ import orjson
 
 from cmux_core.errors import CmuxError
 
-from .cases import CASES, FULL, QUICK, Context
+from .cases import CASES
+from .context import FULL, QUICK, Context
 from .report import Row, table
 from .tmux import version as tmux_version
 

@@ -23,7 +23,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -31,15 +31,11 @@ from cmux_core.agents.scheduler import STARTUP_GRACE_S
 from cmux_core.errors import CmuxError
 
 from .cmux import CmuxSide, python_argv
+from .context import QUICK, Context, ms, percentile
 from .lines import LineReader
 from .proc import cpu_seconds, run_queue_seconds, wakeups_per_second
 from .report import Row
 from .tmux import ControlClient, Tmux
-
-# cases imports this module to register its cases, so what is used from it at run time is
-# imported inside the functions that use it.
-if TYPE_CHECKING:
-    from .cases import Context
 
 AGENT_STREAM = Path(__file__).with_name("agent_stream.py")
 AGENT_SCREENS = Path(__file__).with_name("agent_screens.py")
@@ -68,13 +64,11 @@ QUICK_SCALE = ScaleSizes(panes=100, streaming=25, settle=2.0)
 
 def scale_sizes(ctx: Context) -> ScaleSizes:
     """The full sizes, or smaller ones for ``--quick``."""
-    from .cases import QUICK
     return QUICK_SCALE if ctx.sizes == QUICK else ScaleSizes()
 
 
 def p(values: list[float], q: float) -> float | None:
     """The ``q``-th percentile in milliseconds, or None for no values."""
-    from .cases import ms, percentile
     return ms(percentile(values, q)) if values else None
 
 

@@ -15,7 +15,7 @@ import pytest
 # bench/ sits next to tests/ and is not an installed package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import cases, scale
+from bench import cases, context, scale
 from bench.cmux import CmuxSide
 from bench.report import Row, table
 
@@ -73,5 +73,5 @@ def test_table_reads_ratios_by_direction() -> None:
     text = table(rows)
     assert "lower wins" in text
     assert "* higher wins: a note" in text
-    assert cases.percentile([3.0, 1.0, 2.0], 50) == 2.0
-    assert cases.percentile([3.0, 1.0, 2.0], 100) == 3.0
+    assert context.percentile([3.0, 1.0, 2.0], 50) == 2.0
+    assert context.percentile([3.0, 1.0, 2.0], 100) == 3.0
