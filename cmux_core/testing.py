@@ -27,13 +27,14 @@ Functions:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -63,12 +64,16 @@ def wait_until(predicate: Callable[[], T], timeout: float = DEFAULT_WAIT,
         time.sleep(interval)
 
 
-async def async_wait_until(predicate: Callable[[], T], timeout: float = DEFAULT_WAIT,
-                           interval: float = 0.01, message: str = "condition") -> T:
-    """:func:`wait_until` for code on an event loop: between calls the loop runs."""
+async def async_wait_until(predicate: Callable[[], T | Awaitable[T]],
+                           timeout: float = DEFAULT_WAIT, interval: float = 0.01,
+                           message: str = "condition") -> T:
+    """:func:`wait_until` for code on an event loop: between calls the loop runs. The
+    predicate may be a coroutine function; its result is awaited."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
+        if inspect.isawaitable(value):
+            value = await value
         if value:
             return value
         if time.monotonic() > deadline:

@@ -13,13 +13,16 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import jsonschema
 import pytest
 
+from cmux_core.api.context import Call
 from cmux_core.errors import CmuxError
-from cmux_core.testing import ServerProcess
+from cmux_core.plugin_host.host import PluginHost
+from cmux_core.testing import ServerProcess, async_wait_until
 
 SCHEMA_PATH = Path(__file__).parent / "data" / "herdr-api.schema.json"
 
@@ -187,3 +190,20 @@ def raw(cmux_server: ServerProcess) -> Iterator[Raw]:
 
 def now() -> float:
     return time.monotonic()
+
+
+async def plugin_version(host: PluginHost) -> int | None:
+    """What ``plugin.live.version`` (the hot-reload test plugins) answers; None while it
+    fails. Its handler needs only the host: a namespace stands in for the services."""
+    ctx = SimpleNamespace(plugins=host)
+    try:
+        result = await host.methods.call(Call(ctx, None, 1, "plugin.live.version"), {})  # type: ignore[arg-type]
+    except CmuxError:
+        return None
+    return int(result["version"])
+
+
+async def wait_version(host: PluginHost, wanted: int, timeout: float = 15.0) -> None:
+    async def answers() -> bool:
+        return await plugin_version(host) == wanted
+    await async_wait_until(answers, timeout, 0.02, message=f"version {wanted} to answer")

@@ -13,16 +13,14 @@ import textwrap
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, TypeVar
 
 import pytest
+from conftest import plugin_version, wait_version
 
-from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.methods import plugin as plugin_methods
 from cmux_core.config import Settings
-from cmux_core.errors import CmuxError
 from cmux_core.plugin_host.host import PluginHost
 from cmux_core.plugin_host.loader import WatchRoot
 from cmux_core.testing import ServerProcess, async_wait_until, start_server, wait_until
@@ -149,22 +147,6 @@ def make_host(tmp_path: Path, *dirs: Path, **kw: Any) -> PluginHost:
     return PluginHost(settings, methods=methods, entry_points=False, **kw)
 
 
-async def version(host: PluginHost) -> int | None:
-    """What ``plugin.live.version`` answers, None while it fails."""
-    # The handler only needs the host; a namespace stands in for the services.
-    ctx = SimpleNamespace(plugins=host)
-    try:
-        result = await host.methods.call(Call(ctx, None, 1, "plugin.live.version"), {})  # type: ignore[arg-type]
-    except CmuxError:
-        return None
-    return int(result["version"])
-
-
-async def wait_version(host: PluginHost, wanted: int, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while await version(host) != wanted:
-        assert time.monotonic() < deadline, f"version {wanted} never answered"
-        await asyncio.sleep(0.02)
 
 
 LIVE = """
@@ -210,7 +192,7 @@ def test_a_reload_whose_import_outlasts_the_budget_keeps_the_old_version(tmp_pat
     async def main() -> None:
         host = make_host(tmp_path, d, import_budget=0.5)
         await host.start()
-        assert await version(host) == 1
+        assert await plugin_version(host) == 1
         serving = host.get("live").module
         failed = tmp_path / "late.failed"
         path.write_text(f"import pathlib, time\ntime.sleep(2)\npathlib.Path({str(failed)!r})"
@@ -224,7 +206,7 @@ def test_a_reload_whose_import_outlasts_the_budget_keeps_the_old_version(tmp_pat
         assert live.status == "loaded" and live.module is serving
         assert live.errors[-1].message.startswith("import timed out after 0.5s")
         assert sys.modules["_cmux_plugin_live"] is serving
-        assert await version(host) == 1
+        assert await plugin_version(host) == 1
         # A newer version loads while the abandoned import still sleeps; that import's late
         # failure leaves the newer version's module in place.
         path.write_text(textwrap.dedent(LIVE.format(version=2, hangs=False)).lstrip())
@@ -233,7 +215,7 @@ def test_a_reload_whose_import_outlasts_the_budget_keeps_the_old_version(tmp_pat
         await async_wait_until(failed.exists, message="abandoned import ended")
         await asyncio.sleep(0.1)
         assert sys.modules["_cmux_plugin_live"] is newer
-        assert await version(host) == 2
+        assert await plugin_version(host) == 2
         await host.stop()
 
     run(main())
@@ -247,17 +229,17 @@ def test_a_hung_sync_hook_does_not_outlive_a_hot_reload(tmp_path: Path) -> None:
         host = make_host(tmp_path, d, budget=1.0, watch=True, watch_debounce_ms=50)
         await host.start()
         await host.wait_watching()
-        assert await version(host) == 1
+        assert await plugin_version(host) == 1
         host.on_event("hang", {})
         await async_wait_until(lambda: host.get("live").errors, message="hang timed out")
         assert host.get("live").errors[-1].message == "timed out after 1s"
         # The hung call holds the thread: the same version's next call times out too.
-        assert await version(host) is None
+        assert await plugin_version(host) is None
 
         path.write_text(textwrap.dedent(LIVE.format(version=2, hangs=False)).lstrip())
         await wait_version(host, 2)
         started = time.monotonic()
-        assert await version(host) == 2
+        assert await plugin_version(host) == 2
         assert time.monotonic() - started < 1.0
         live = host.get("live")
         assert live.abandoned_threads == 1

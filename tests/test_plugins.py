@@ -19,6 +19,7 @@ from types import SimpleNamespace
 from typing import Any, TypeVar
 
 import pytest
+from conftest import plugin_version, wait_version
 
 from cmux_core import hookspecs
 from cmux_core.api import wire
@@ -797,18 +798,6 @@ VERSION = '''
 '''
 
 
-async def current_version(host: PluginHost) -> int | None:
-    try:
-        return int((await call(host, "plugin.live.version"))["version"])
-    except CmuxError:
-        return None
-
-
-async def wait_version(host: PluginHost, version: int, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while await current_version(host) != version:
-        assert time.monotonic() < deadline, f"version {version} never loaded"
-        await asyncio.sleep(0.02)
 
 
 @covers("cmux_register_methods", "cmux_register_view_sorts", "cmux_shutdown")
@@ -821,7 +810,7 @@ def test_hot_reload_of_an_edited_file_and_a_broken_edit(tmp_path: Path) -> None:
         host = make_host(tmp_path, d, events=events, watch=True, watch_debounce_ms=50)
         await host.start()
         await host.wait_watching()
-        assert await current_version(host) == 1
+        assert await plugin_version(host) == 1
         path.write_text(textwrap.dedent(VERSION.format(version=2)).lstrip())
         await wait_version(host, 2)
         assert list(host.view_sorts()) == ["sort-v2"]
@@ -831,7 +820,7 @@ def test_hot_reload_of_an_edited_file_and_a_broken_edit(tmp_path: Path) -> None:
                                message="reload error")
         live = host.get("live")
         assert live.status == "loaded" and "SyntaxError" in live.errors[-1].message
-        assert await current_version(host) == 2 and list(host.view_sorts()) == ["sort-v2"]
+        assert await plugin_version(host) == 2 and list(host.view_sorts()) == ["sort-v2"]
         path.write_text(textwrap.dedent(VERSION.format(version=3)).lstrip())
         await wait_version(host, 3)
         assert list(host.view_sorts()) == ["sort-v3"]
@@ -859,11 +848,11 @@ def test_reload_rejects_a_version_whose_contribution_hook_raises(tmp_path: Path)
         path.write_text(path.read_text() + "\n@hookimpl\ndef cmux_register_view_filters("
                         "register):\n    raise ValueError('no')\n")
         assert await host.reload("live") is False
-        assert await current_version(host) == 1
+        assert await plugin_version(host) == 1
         assert "keeping the previous version" in host.get("live").errors[-1].message
         path.write_text(textwrap.dedent(VERSION.format(version=4)).lstrip())
         assert await host.reload("live") is True
-        assert await current_version(host) == 4
+        assert await plugin_version(host) == 4
         await host.stop()
 
     run(main())

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -80,11 +79,11 @@ def test_group_members_start_with_the_leader(sleeper: subprocess.Popen[bytes]) -
     def members() -> list[int]:
         return procfs.group_members(sleeper.pid)
 
-    for _ in range(200):
-        if len(members()) == 2:
-            break
-        time.sleep(0.01)
-    found = members()
+    def both() -> list[int] | None:
+        found = members()
+        return found if len(found) == 2 else None
+
+    found = wait_until(both, message="sleep to join its group")
     assert found[0] == sleeper.pid and len(found) == 2
     assert procfs.process_groups()[sleeper.pid] == found
 
