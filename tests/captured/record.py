@@ -40,7 +40,9 @@ Steps, run in order while output keeps being read and answered:
 ``{settle = 0.5}`` waits until the program has been silent that long.
 
 The program runs in ``/tmp/cmux-capture/work`` with ``HOME=/tmp/cmux-capture/home``,
-both emptied first, so recorded paths do not depend on the machine. Terminal
+both emptied first, so recorded paths do not depend on the machine. Each session holds
+an exclusive lock (``/tmp/cmux-capture.lock``) while it runs, so several recorders on one
+machine take turns instead of emptying each other's home. Terminal
 queries (DSR, DA, colour and size queries) are answered by a live emulator, as
 a pane does.
 """
@@ -77,6 +79,7 @@ from cmux_core.terminal.backends import make_emulator  # noqa: E402
 from cmux_core.terminal.emulator import Emulator, read_text  # noqa: E402
 
 ROOT = Path("/tmp/cmux-capture")
+LOCK = Path("/tmp/cmux-capture.lock")
 HOME = ROOT / "home"
 WORK = ROOT / "work"
 STATES = ("idle", "working", "blocked", "unknown", "menu")
@@ -202,7 +205,14 @@ def _start_fake_api(scenario: str) -> tuple[subprocess.Popen[str], int]:
 
 
 def record(session: dict[str, Any]) -> bytes:
-    """Run ``session`` and return everything its program wrote."""
+    """Run ``session`` and return everything its program wrote; waits first for any other
+    recorder's session to end (:data:`LOCK`)."""
+    with LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _record(session)
+
+
+def _record(session: dict[str, Any]) -> bytes:
     for path in (HOME, WORK):
         shutil.rmtree(path, ignore_errors=True)
         path.mkdir(parents=True)
