@@ -53,6 +53,8 @@ class TerminalModes:
     ``kitty_flags`` is the current kitty keyboard protocol flag set (0 = legacy
     encoding); ``mouse_tracking`` is the last enabled mouse mode (1000, 1002 or
     1003; 0 = off) and ``mouse_sgr`` whether mode 1006 asked for SGR reports.
+    ``cursor_visible`` is mode 25 and ``cursor_shape`` the last DECSCUSR value
+    (0 = the terminal's default, 1-6 blinking/steady block, underline, bar).
     """
 
     bracketed_paste: bool = False
@@ -63,6 +65,8 @@ class TerminalModes:
     alt_screen: bool = False
     mouse_tracking: int = 0
     mouse_sgr: bool = False
+    cursor_visible: bool = True
+    cursor_shape: int = 0
 
 
 @dataclass(slots=True)

@@ -43,8 +43,11 @@ _PAGE_SLACK_BYTES = 1 << 18
 _MAX_BUDGET_FACTOR = 6
 """The byte budget never grows past this multiple of its estimate."""
 
-_MODE_NUMBERS = (1, 66, 1004, 2004, 1003, 1002, 1000, 1006)
-"""DEC private modes read after output: cursor keys, keypad, focus, paste, mouse."""
+_MODE_NUMBERS = (1, 66, 1004, 2004, 1003, 1002, 1000, 1006, 25)
+"""DEC private modes read after output: cursor keys, keypad, focus, paste, mouse, cursor
+visibility."""
+_DECSCUSR = re.compile(rb"\x1b\[([0-6]?) q")
+"""Cursor shape requests, found in the output (libghostty keeps the shape to itself)."""
 
 _OSC_MAX = 8192
 _OSC_END = re.compile(rb"[\x07\x18\x1a\x1b]")
@@ -396,6 +399,7 @@ class _NativeTerminal:
         modes.mouse_sgr = bool(c[7].value)
         modes.kitty_flags = int(self._kitty_flags[0])
         modes.alt_screen = bool(self._screen[0] == lib.GHOSTTY_TERMINAL_SCREEN_ALTERNATE)
+        modes.cursor_visible = bool(c[8].value)
         return bool(self._ground[0])
 
     def may_switch_clusters(self) -> bool:
@@ -514,6 +518,11 @@ class GhosttyEmulator:
         self.title, self.cwd, self.progress = osc.title, osc.cwd, osc.progress
         if self._mid_sequence or b"\x1b" in data:
             at_ground = self._native.read_modes(self.modes)
+            if b"\x1bc" in data:  # RIS
+                self.modes.cursor_shape = 0
+            if b" q" in data:
+                for shape in _DECSCUSR.findall(data):
+                    self.modes.cursor_shape = int(shape or 0)
             # A sequence start held back by the filter is finished by a later write.
             self._mid_sequence = not at_ground or self._filter.holding
         if not self.modes.alt_screen:

@@ -318,6 +318,8 @@ class Parser:
                 if number in (modes.IRM, modes.LNM):
                     state = 1 if number in screen.mode else 2
                 screen.replies.append(f"\x1b[{number};{state}$y")
+        elif intermediates == " " and final == "q" and not marker:
+            screen.modes.cursor_shape = args[0] if 0 <= args[0] <= 6 else 0  # DECSCUSR
         # DECSTR (CSI ! p) is left alone, as tmux and libghostty leave it: the region,
         # insert, origin and autowrap modes and the input modes all stay as they were.
 

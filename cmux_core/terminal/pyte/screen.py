@@ -703,6 +703,7 @@ class Screen(pyte.Screen):
                     self.cursor_position()
                 elif number == 25:
                     self.cursor.hidden = not on
+                    screen_modes.cursor_visible = on
             elif number == 1:
                 screen_modes.app_cursor = on
             elif number in (47, 1047, 1049):
