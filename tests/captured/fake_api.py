@@ -21,8 +21,11 @@ answer at once):
 * a tool result in the newest turn → a short final answer ("Done.");
 * ``slowly`` in the text → a long answer that starts after 4 s and then streams
   one word every 0.4 s, so the CLI shows its working indicator for minutes;
-* ``please run`` in the text → a shell tool call (``touch approved.txt``), so
-  the CLI asks for permission;
+* ``please run`` in the text → a shell tool call (``touch approved.txt``, or the
+  command written in backquotes after it: ``please run `sleep 30` ``), so the CLI
+  asks for permission;
+* ``at length`` in the text → an answer of :data:`LONG_LINES` lines at once, so the
+  screen fills with output above the prompt;
 * anything else → a one-line answer, so the CLI goes idle.
 
 ``SCENARIO`` is recorded in the log; behaviour follows the prompts above, except
@@ -34,6 +37,7 @@ every Chat Completions request is answered as if it offered a shell tool, and th
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -49,6 +53,8 @@ SLOW_DELAY = 0.4
 SLOW_FIRST = 4.0
 COMMAND = "touch approved.txt"
 COMMAND_REASON = "Create the file approved.txt"
+LONG_LINES = 60
+_BACKQUOTED = re.compile(r"please run `([^`]+)`", re.IGNORECASE)
 ids = count(1)
 scenario = "default"
 
@@ -79,14 +85,25 @@ def decide(last_turn: Any, has_tools: bool, tool_result: bool) -> str:
     text = " ".join(_texts(last_turn)).lower()
     if "slowly" in text:
         return "slow"
+    if "at length" in text:
+        return "long"
     if "please run" in text:
         return "tool"
     return "answer"
 
 
+def requested_command(last_turn: Any) -> str:
+    """The command a ``please run `...` `` prompt names, else :data:`COMMAND`."""
+    found = _BACKQUOTED.search(" ".join(_texts(last_turn)))
+    return found.group(1) if found else COMMAND
+
+
 def words(action: str) -> list[str]:
     if action == "slow":
         return [f"word{i} " for i in range(SLOW_WORDS)]
+    if action == "long":
+        return [f"Line {i} of a long answer about the project layout.\n\n"
+                for i in range(1, LONG_LINES + 1)]
     if action == "final":
         return ["Done. ", "The ", "file ", "was ", "created."]
     return ["Hello! ", "This ", "is ", "a ", "scripted ", "answer."]
@@ -115,6 +132,7 @@ def anthropic(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dic
         isinstance(c, dict) and c.get("type") == "tool_result" for c in content)
     tools = [t.get("name") for t in body.get("tools", []) if isinstance(t, dict)]
     action = decide(last, "Bash" in tools, tool_result)
+    command = requested_command(last)
     model = body.get("model", "claude-sonnet-4-5")
 
     def events() -> Iterator[tuple[str | None, dict[str, Any]]]:
@@ -136,7 +154,7 @@ def anthropic(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dic
                                           "content_block": {"type": "tool_use",
                                                             "id": f"toolu_{next(ids):04d}",
                                                             "name": "Bash", "input": {}}}
-            arguments = json.dumps({"command": COMMAND, "description": COMMAND_REASON})
+            arguments = json.dumps({"command": command, "description": COMMAND_REASON})
             yield "content_block_delta", {"type": "content_block_delta", "index": 1,
                                           "delta": {"type": "input_json_delta",
                                                     "partial_json": arguments}}
@@ -178,6 +196,7 @@ def responses(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dic
     tools = [t.get("name") for t in body.get("tools", []) if isinstance(t, dict)]
     shell = next((t for t in ("shell_command", "shell", "exec_command") if t in tools), None)
     action = decide(users[-1] if users else {}, shell is not None, tool_result)
+    command = requested_command(users[-1] if users else {})
     response_id = f"resp_{next(ids)}"
 
     def events() -> Iterator[tuple[str | None, dict[str, Any]]]:
@@ -185,11 +204,11 @@ def responses(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dic
                                    "response": {"id": response_id, "status": "in_progress"}}
         if action == "tool":
             if shell == "shell":
-                arguments: dict[str, Any] = {"command": ["bash", "-lc", COMMAND]}
+                arguments: dict[str, Any] = {"command": ["bash", "-lc", command]}
             elif shell == "exec_command":
-                arguments = {"cmd": COMMAND}
+                arguments = {"cmd": command}
             else:
-                arguments = {"command": COMMAND}
+                arguments = {"command": command}
             arguments |= {"sandbox_permissions": "require_escalated",
                           "justification": COMMAND_REASON}
             item = {"type": "function_call", "id": f"fc_{next(ids)}",
