@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 from cmux_core.agents.scheduler import DetectionScheduler
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.agents.views import ViewBook
+from cmux_core.api.attach import AttachBook
 from cmux_core.config import Settings
 from cmux_core.events import EventHub, Subscriber
 from cmux_core.model.mux import Mux
@@ -56,6 +57,7 @@ class Services:
     detection: DetectionScheduler
     plugins: PluginHost
     views: ViewBook
+    attach: AttachBook = field(default_factory=AttachBook)
 
 
 class Peer(Protocol):
@@ -75,6 +77,12 @@ class Peer(Protocol):
 
     def run_task(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run ``coro`` as a task this connection owns: it is cancelled when the peer leaves."""
+
+    def send(self, data: bytes) -> None:
+        """Write ``data`` to the peer as it is, after everything written before it."""
+
+    async def drain(self) -> None:
+        """Wait until the peer has taken what was written (returns at once if it left)."""
 
 
 @dataclass(slots=True)

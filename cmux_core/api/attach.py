@@ -1,0 +1,170 @@
+"""Terminals attached to panes: who watches which pane, who sizes it, and the frames sent.
+
+An :class:`AttachSession` is one client connection showing one pane (``pane.attach``).
+From the reply on, the server writes frames on that connection: a JSON header line,
+then, when the header has a ``length``, exactly that many raw bytes. ``screen`` frames
+carry terminal bytes made by a :class:`~cmux_core.terminal.redraw.Painter` (the whole
+screen first, then only what changed), at most one per :data:`FRAME_GAP_S` while output
+flows, so a pane printing megabytes costs its clients a bounded number of screens, not
+a copy of every byte. The last frame is ``end`` with a ``reason``.
+
+The :class:`AttachBook` keeps every session, and decides a pane's size: the most recent
+session that typed (or attached), among those that may size it (not read-only, not
+``resize: false``), gives the pane its terminal's size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+from typing import TYPE_CHECKING
+
+from cmux_core.model.mux import Mux
+from cmux_core.model.tree import Pane
+from cmux_core.terminal.redraw import Painter, capture
+
+if TYPE_CHECKING:
+    from cmux_core.api.context import Peer
+
+log = logging.getLogger(__name__)
+
+FRAME_GAP_S = 0.008
+"""Least time between two screen frames to one client while output keeps coming."""
+
+_activity = itertools.count(1)
+
+
+def frame(kind: str, payload: bytes = b"", **fields: object) -> bytes:
+    """One frame: its JSON header line, then ``payload`` (``length`` is set when any)."""
+    header: dict[str, object] = {"frame": kind, **fields}
+    if payload:
+        header["length"] = len(payload)
+    return json.dumps(header, separators=(",", ":")).encode() + b"\n" + payload
+
+
+class AttachSession:
+    """One connection showing one pane; runs until the pane closes or exits, the client
+    detaches, or the connection ends (its task is then cancelled)."""
+
+    def __init__(self, book: AttachBook, mux: Mux, pane: Pane, peer: Peer, *,
+                 columns: int, lines: int, read_only: bool, resize: bool) -> None:
+        self.book = book
+        self.mux = mux
+        self.pane = pane
+        self.peer = peer
+        self.columns = columns
+        self.lines = lines
+        self.read_only = read_only
+        self.resize = resize
+        self.active = next(_activity)
+        self.painter = Painter(columns, lines)
+        self.wake = asyncio.Event()
+        self.ending: str | None = None
+
+    @property
+    def sizes_pane(self) -> bool:
+        return self.resize and not self.read_only
+
+    def touch(self) -> None:
+        """The client typed: it is now the most recent, so its size wins."""
+        self.active = next(_activity)
+        self.book.apply_size(self.pane)
+
+    def set_size(self, columns: int, lines: int) -> None:
+        self.columns, self.lines = columns, lines
+        self.painter.set_viewport(columns, lines)
+        self.book.apply_size(self.pane)
+        self.wake.set()
+
+    def end(self, reason: str) -> None:
+        """Stop after the current frame; the last frame says ``reason``."""
+        self.ending = reason
+        self.wake.set()
+
+    async def run(self) -> None:
+        watcher = asyncio.create_task(self._watch_output())
+        try:
+            await self._paint_loop()
+        except asyncio.CancelledError:
+            pass  # the connection ended
+        finally:
+            watcher.cancel()
+            self.book.remove(self)
+
+    async def _watch_output(self) -> None:
+        # The pane's output signal also fires on exit and close.
+        while True:
+            await self.mux.output_signal(self.pane).wait()
+            self.wake.set()
+
+    async def _paint_loop(self) -> None:
+        pane = self.pane
+        loop = asyncio.get_running_loop()
+        while True:
+            self.wake.clear()
+            if self.ending is None:
+                if self.mux.panes.get(pane.key) is not pane:
+                    self.ending = "pane_closed"
+                else:
+                    terminal = pane.terminal
+                    data = self.painter.paint(capture(terminal.emulator))
+                    if data:
+                        self.peer.send(frame("screen", data))
+                    if terminal.exited:
+                        self.ending = "pane_exited"
+            if self.ending is not None:
+                self.peer.send(frame("end", reason=self.ending))
+                await self.peer.drain()
+                return
+            await self.peer.drain()
+            painted = loop.time()
+            await self.wake.wait()
+            # A change right after a frame waits out the gap; one after a quiet spell does not.
+            gap = painted + FRAME_GAP_S - loop.time()
+            if gap > 0:
+                await asyncio.sleep(gap)
+
+
+class AttachBook:
+    """Every attach session, by connection and by pane."""
+
+    def __init__(self) -> None:
+        self._by_client: dict[str, AttachSession] = {}
+        self._by_pane: dict[str, list[AttachSession]] = {}
+
+    def session(self, client_id: str) -> AttachSession | None:
+        return self._by_client.get(client_id)
+
+    def sessions(self, pane: Pane) -> list[AttachSession]:
+        return list(self._by_pane.get(pane.key, ()))
+
+    def add(self, session: AttachSession) -> None:
+        self._by_client[session.peer.client_id] = session
+        self._by_pane.setdefault(session.pane.key, []).append(session)
+        self.apply_size(session.pane)
+
+    def remove(self, session: AttachSession) -> None:
+        if self._by_client.get(session.peer.client_id) is session:
+            del self._by_client[session.peer.client_id]
+        group = self._by_pane.get(session.pane.key, [])
+        with contextlib.suppress(ValueError):
+            group.remove(session)
+        if not group:
+            self._by_pane.pop(session.pane.key, None)
+        else:
+            self.apply_size(session.pane)
+
+    def apply_size(self, pane: Pane) -> None:
+        """Give ``pane`` the size of its most recently active sizing session, if any."""
+        sizing = [s for s in self._by_pane.get(pane.key, ()) if s.sizes_pane]
+        if not sizing:
+            return
+        owner = max(sizing, key=lambda s: s.active)
+        terminal = pane.terminal
+        if (terminal.columns, terminal.rows) != (owner.columns, owner.lines):
+            terminal.resize(owner.columns, owner.lines)
+            for session in self._by_pane.get(pane.key, ()):
+                session.wake.set()
