@@ -1,7 +1,8 @@
 """Detection manifests: parse, validate and compile the manifest TOML format.
 
 The format is the herdr agent-detection manifest at engine version 3 (a herdr manifest
-file loads unchanged) plus one key of our own, ``process_names``. Everything is
+file loads unchanged) plus two keys of our own: ``process_names``, and the ``[resume]``
+table whose ``argv`` restarts a recorded agent session after a server restart. Everything is
 validated when a manifest is loaded and every regex is compiled then, so classifying a
 screen never compiles or fails. Any problem raises :class:`ManifestError` naming the
 file, the line and column (or the rule) and what is wrong.
@@ -43,7 +44,7 @@ MAX_REGION_COUNT = 65535
 STATES: tuple[AgentState, ...] = ("idle", "working", "blocked", "unknown")
 
 _TOP_KEYS = frozenset({"id", "version", "min_engine_version", "updated_at", "aliases",
-                       "process_names", "rules"})
+                       "process_names", "resume", "rules"})
 _MATCHER_KEYS = ("contains", "regex", "line_regex", "all", "any", "not")
 _RULE_KEYS = frozenset({"id", "state", "priority", "region", "visible_idle", "visible_blocker",
                         "visible_working", "skip_state_update", *_MATCHER_KEYS})
@@ -65,6 +66,11 @@ _TOML_POS_RE = re.compile(r"\(at line (\d+), column (\d+)\)")
 _U64_MAX = 2**64 - 1
 _I32 = (-(2**31), 2**31 - 1)
 _U32_MAX = 2**32 - 1
+
+MAX_RESUME_ARGS = 32
+RESUME_PLACEHOLDERS = {"session_id": "id", "session_path": "path"}
+"""Each placeholder a resume argv may hold and the kind of session reference it takes."""
+_PLACEHOLDER_RE = re.compile(r"\{([^{}]*)\}")
 
 
 class ManifestError(Exception):
@@ -165,6 +171,8 @@ class Manifest:
     version: str | None = None
     min_engine_version: int | None = None
     updated_at: str | None = None
+    resume: tuple[str, ...] = ()
+    """The ``[resume] argv`` template (empty: the agent's sessions are not resumed)."""
     by_priority: tuple[Rule, ...] = field(init=False, repr=False, compare=False)
     """The rules from highest to lowest priority, file order among equals: the first that
     matches is the one classification selects."""
@@ -184,6 +192,18 @@ class Manifest:
         for name in (self.id, *self.aliases):
             seen[name.strip().lower()] = None
         return tuple(seen)
+
+    def resume_argv(self, kind: str, value: str) -> list[str] | None:
+        """The command that resumes the session ``value`` (a reference of ``kind``, ``id``
+        or ``path``): the template with its placeholder filled in. None when the manifest
+        has no template or its placeholder takes the other kind of reference."""
+        if not self.resume:
+            return None
+        wanted = {RESUME_PLACEHOLDERS[m.group(1)]
+                  for arg in self.resume for m in _PLACEHOLDER_RE.finditer(arg)}
+        if wanted != {kind}:
+            return None
+        return [_PLACEHOLDER_RE.sub(lambda _m: value, arg) for arg in self.resume]
 
     @property
     def regions(self) -> tuple[Region, ...]:
@@ -274,6 +294,10 @@ class _Locator:
         pos = self._key(key, 0, stop) if key else None
         if pos is None and key == "rules" and self.rule_lines:
             return self.rule_lines[0] + 1, 1
+        if pos is None and key == "resume":
+            header = re.compile(r"^[ \t]*\[[ \t]*resume[ \t]*\]")
+            pos = next(((i + 1, 1) for i, line in enumerate(self.lines) if header.match(line)),
+                       None)
         return pos if pos else (None, None)
 
     def rule(self, index: int, key: str | None, rule_id: str | None,
@@ -347,6 +371,7 @@ class _Builder:
             raise self.fail("'updated_at' must be a string", key="updated_at")
         aliases = self.names("aliases")
         process_names = self.names("process_names")
+        resume = self.resume()
         raw_rules = data.get("rules")
         if not isinstance(raw_rules, list) or not all(isinstance(r, dict) for r in raw_rules):
             raise self.fail("'rules' must be an array of tables ([[rules]])", key="rules")
@@ -363,7 +388,44 @@ class _Builder:
                             key="rules")
         return Manifest(id=ident.strip(), aliases=aliases, process_names=process_names,
                         rules=rules, source=self.source, version=version,
-                        min_engine_version=engine, updated_at=updated)
+                        min_engine_version=engine, updated_at=updated, resume=resume)
+
+    def resume(self) -> tuple[str, ...]:
+        """Check the ``[resume]`` table: ``argv``, 1 to 32 non-blank strings, the first a
+        program name, holding placeholders of one kind (``{session_id}`` or
+        ``{session_path}``) and no other braces."""
+        table = self.data.get("resume")
+        if table is None:
+            return ()
+        if not isinstance(table, dict):
+            raise self.fail("'resume' must be a table ([resume] with argv = [...])",
+                            key="resume")
+        for key in table:
+            if key != "argv":
+                raise self.fail(f"unknown key {key!r} in [resume] (expected: argv)",
+                                key="resume")
+        argv = table.get("argv")
+        if (not isinstance(argv, list) or not 1 <= len(argv) <= MAX_RESUME_ARGS
+                or not all(isinstance(a, str) and a.strip() and "\0" not in a for a in argv)):
+            raise self.fail(f"[resume] argv must be an array of 1 to {MAX_RESUME_ARGS} "
+                            "non-blank strings", key="resume")
+        kinds: set[str] = set()
+        for i, arg in enumerate(argv):
+            for m in _PLACEHOLDER_RE.finditer(arg):
+                if m.group(1) not in RESUME_PLACEHOLDERS:
+                    raise self.fail(f"[resume] argv[{i}]: unknown placeholder {m.group(0)!r} "
+                                    "(use {session_id} or {session_path})", key="resume")
+                if i == 0:
+                    raise self.fail("[resume] argv[0] is the program and cannot hold a "
+                                    "placeholder", key="resume")
+                kinds.add(RESUME_PLACEHOLDERS[m.group(1)])
+            if "{" in _PLACEHOLDER_RE.sub("", arg) or "}" in _PLACEHOLDER_RE.sub("", arg):
+                raise self.fail(f"[resume] argv[{i}]: a brace outside a placeholder",
+                                key="resume")
+        if len(kinds) != 1:
+            raise self.fail("[resume] argv needs a placeholder, and only one kind of them: "
+                            "{session_id} or {session_path}", key="resume")
+        return tuple(argv)
 
     def names(self, key: str) -> tuple[str, ...]:
         value = self.data.get(key, [])
