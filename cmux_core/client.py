@@ -107,6 +107,17 @@ class Client:
             self._sock = None
         self._buf = b""
 
+    def take_connection(self) -> tuple[socket.socket, bytes]:
+        """Hand the connected socket over, with the bytes already read past the last reply
+        (a method such as ``pane.attach`` switches its connection to frames). The client is
+        left unconnected; the caller owns and closes the socket."""
+        if self._sock is None:
+            raise ConnectionError("not connected")
+        sock, pending = self._sock, self._buf
+        self._sock, self._buf = None, b""
+        sock.settimeout(None)
+        return sock, pending
+
     def _readline(self, timeout: float | None) -> bytes:
         assert self._sock is not None
         self._sock.settimeout(timeout)

@@ -1,0 +1,347 @@
+"""``cmux attach [PANE|AGENT]``: this terminal shows one pane and types into it.
+
+The terminal is put in raw mode and on its alternate screen; the server sends the pane's
+screen in frames (``pane.attach``, see docs/attach.md) and :class:`TerminalRenderer`
+writes them out; keys, pastes and mouse reports go to the pane as they were typed
+(the modes the program switched on are set on this terminal, so it sends what the program
+expects). The detach key (``ctrl+\\`` unless ``--detach-key`` or ``$CMUX_DETACH_KEY``
+says otherwise) ends the session and leaves the pane running. On the way out the
+terminal gets back its screen, modes, cursor and title.
+
+With no server at the socket, one is started in the background first (its log goes to
+``cmux-serve.log`` beside the socket) and its first pane attached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import os
+import re
+import selectors
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import termios
+import time
+import tty
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from cmux_core.client import Client
+from cmux_core.config import socket_path
+from cmux_core.errors import CmuxError
+
+DETACH_DEFAULT = "ctrl+\\"
+INPUT_CHUNK = 64 * 1024
+SERVER_START_S = 15.0
+
+_CTRL_KEYS = {**{chr(c): c - 0x60 for c in range(ord("a"), ord("z") + 1)},
+              "@": 0, "[": 0x1B, "\\": 0x1C, "]": 0x1D, "^": 0x1E, "_": 0x1F}
+
+
+def detach_sequences(key: str) -> tuple[bytes, ...]:
+    """What a terminal sends for the detach ``key`` (``ctrl+<letter>`` or ``ctrl+`` one of
+    ``@ [ \\ ] ^ _``): the control byte, and its kitty keyboard protocol form. Raises
+    ValueError for any other key."""
+    name = key.strip().lower()
+    if not name.startswith("ctrl+") or name[5:] not in _CTRL_KEYS:
+        raise ValueError(f"invalid detach key {key!r}: use ctrl+<letter> or ctrl+ one of "
+                         "@ [ \\ ] ^ _")
+    char = name[5:]
+    code = ord(char)
+    return bytes([_CTRL_KEYS[char]]), f"\x1b[{code};5u".encode()
+
+
+class TerminalRenderer:
+    """Everything this client writes to its terminal goes through here.
+
+    :meth:`open` saves the title and switches to the alternate screen; :meth:`screen`
+    writes a frame of terminal bytes the server painted; :meth:`close` restores modes,
+    cursor shape and visibility, the main screen and the title. One writer, so a later
+    layer (images drawn over the pane) has one place to hook in.
+    """
+
+    OPEN = b"\x1b[22;0t\x1b[?1049h\x1b[H\x1b[2J"
+    CLOSE = (b"\x1b[?2026l\x1b[?2004l\x1b[?1l\x1b>\x1b[?1004l\x1b[?1000l\x1b[?1002l"
+             b"\x1b[?1003l\x1b[?1006l\x1b[=0;1u\x1b[0 q\x1b[?25h\x1b[?7h\x1b[0m"
+             b"\x1b[?1049l\x1b[23;0t")
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        self.is_open = False
+
+    def open(self) -> None:
+        self._write(self.OPEN)
+        self.is_open = True
+
+    def screen(self, data: bytes) -> None:
+        self._write(data)
+
+    def close(self) -> None:
+        if self.is_open:
+            self.is_open = False
+            self._write(self.CLOSE)
+
+    def _write(self, data: bytes) -> None:
+        with contextlib.suppress(BrokenPipeError):
+            self.out.write(data)
+            self.out.flush()
+
+
+class FrameReader:
+    """Splits what the server sends into frames (header line plus ``length`` bytes) and
+    reply lines."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._header: dict[str, Any] | None = None
+
+    def feed(self, data: bytes) -> Iterator[tuple[dict[str, Any], bytes]]:
+        """Yield ``(header, payload)`` for each complete frame or reply line in ``data``
+        (plus what was held back from before)."""
+        self._buf += data
+        while True:
+            if self._header is None:
+                end = self._buf.find(b"\n")
+                if end < 0:
+                    return
+                line = bytes(self._buf[:end])
+                del self._buf[:end + 1]
+                if not line.strip():
+                    continue
+                self._header = json.loads(line)
+            header = self._header
+            length = int(header.get("length", 0)) if "frame" in header else 0
+            if len(self._buf) < length:
+                return
+            payload = bytes(self._buf[:length])
+            del self._buf[:length]
+            self._header = None
+            yield header, payload
+
+
+def _input_request(data: bytes) -> bytes:
+    try:
+        params: dict[str, str] = {"data": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        params = {"data_base64": base64.b64encode(data).decode()}
+    return json.dumps({"method": "attach.input", "params": params},
+                      separators=(",", ":")).encode() + b"\n"
+
+
+def _request(method: str, params: dict[str, Any] | None = None) -> bytes:
+    return json.dumps({"method": method, "params": params or {}},
+                      separators=(",", ":")).encode() + b"\n"
+
+
+def terminal_size(fd: int) -> tuple[int, int]:
+    try:
+        size = os.get_terminal_size(fd)
+        return max(2, size.columns), max(1, size.lines)
+    except OSError:
+        fallback = shutil.get_terminal_size()
+        return max(2, fallback.columns), max(1, fallback.lines)
+
+
+def ensure_server(path: Path) -> bool:
+    """Start a server at ``path`` in the background unless one answers there; True when
+    one was started. Raises CmuxError ``server_unavailable`` when it does not come up."""
+    try:
+        with Client(path, timeout=5) as c:
+            c.call("ping")
+        return False
+    except (ConnectionError, OSError):
+        pass
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    log_path = path.parent / "cmux-serve.log"
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cmux_core", "serve", "--quiet", "--socket", str(path)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+            env={k: v for k, v in os.environ.items() if not k.startswith("CMUX_")})
+    deadline = time.monotonic() + SERVER_START_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise CmuxError("server_unavailable", f"the server exited with {proc.returncode} "
+                            f"at start; see {log_path}")
+        try:
+            with Client(path, timeout=5) as c:
+                c.call("ping")
+            return True
+        except (ConnectionError, OSError):
+            time.sleep(0.05)
+    raise CmuxError("server_unavailable", f"the server did not answer within "
+                    f"{SERVER_START_S:.0f} s; see {log_path}")
+
+
+def resolve_target(c: Client, target: str | None) -> str | None:
+    """The pane id ``target`` names (a pane handle or an agent), or None (focused pane)."""
+    if target is None:
+        return None
+    try:
+        return str(c.call("pane.get", {"pane_id": target})["pane"]["pane_id"])
+    except CmuxError as exc:
+        if exc.code != "pane_not_found":
+            raise
+    return str(c.call("agent.get", {"target": target})["agent"]["pane_id"])
+
+
+@contextlib.contextmanager
+def raw_terminal(fd: int) -> Iterator[None]:
+    """``fd`` in raw mode (no echo, no signals from keys) until the block ends."""
+    saved = termios.tcgetattr(fd)
+    try:
+        tty.setraw(fd, termios.TCSANOW)
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSAFLUSH, saved)
+
+
+class AttachClient:
+    """One attach session from this terminal: call :meth:`run`."""
+
+    def __init__(self, sock: socket.socket, pending: bytes, renderer: TerminalRenderer,
+                 in_fd: int, *, detach: tuple[bytes, ...], read_only: bool) -> None:
+        self.sock = sock
+        self.renderer = renderer
+        self.in_fd = in_fd
+        self.detach = detach
+        self.read_only = read_only
+        self.frames = FrameReader()
+        self.pending = pending
+        self.reason: str | None = None
+        self.error: str | None = None
+        self._detach_re = re.compile(b"|".join(re.escape(s) for s in detach))
+
+    def run(self) -> str:
+        """Pass frames and keys until the session ends; returns the end reason."""
+        sel = selectors.DefaultSelector()
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)
+        resized = [False]
+
+        def on_winch(_sig: int, _frame: object) -> None:
+            resized[0] = True
+            with contextlib.suppress(OSError):
+                os.write(wake_w, b"\0")
+
+        previous = signal.signal(signal.SIGWINCH, on_winch)
+        try:
+            sel.register(self.sock, selectors.EVENT_READ, "server")
+            sel.register(self.in_fd, selectors.EVENT_READ, "keys")
+            sel.register(wake_r, selectors.EVENT_READ, "winch")
+            self._from_server(self.pending)
+            while self.reason is None:
+                for key, _ in sel.select():
+                    if key.data == "server":
+                        data = self.sock.recv(1 << 16)
+                        if not data:
+                            self.reason = self.reason or "server_closed"
+                            break
+                        self._from_server(data)
+                    elif key.data == "keys":
+                        self._keys(os.read(self.in_fd, 1 << 16))
+                    else:
+                        os.read(wake_r, 512)
+                        if resized[0]:
+                            resized[0] = False
+                            columns, lines = terminal_size(self.in_fd)
+                            self.sock.sendall(_request("attach.resize", {
+                                "columns": columns, "lines": lines}))
+                    if self.reason is not None:
+                        break
+        finally:
+            signal.signal(signal.SIGWINCH, previous)
+            sel.close()
+            os.close(wake_r)
+            os.close(wake_w)
+        return self.reason or "server_closed"
+
+    def _from_server(self, data: bytes) -> None:
+        for header, payload in self.frames.feed(data):
+            kind = header.get("frame")
+            if kind == "screen":
+                self.renderer.screen(payload)
+            elif kind == "end":
+                self.reason = str(header.get("reason", "ended"))
+            elif header.get("ok") is False:
+                err = header.get("error") or {}
+                self.error = f"{err.get('code')}: {err.get('message')}"
+
+    def _keys(self, data: bytes) -> None:
+        if not data:
+            self.reason = "input_closed"
+            return
+        found = self._detach_re.search(data)
+        before = data if found is None else data[:found.start()]
+        if before and not self.read_only:
+            for i in range(0, len(before), INPUT_CHUNK):
+                self.sock.sendall(_input_request(before[i:i + INPUT_CHUNK]))
+        if found is not None:
+            self.sock.sendall(_request("attach.detach"))
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    in_fd = sys.stdin.fileno()
+    if not os.isatty(in_fd) or not os.isatty(sys.stdout.fileno()):
+        raise CmuxError("not_a_terminal", "cmux attach needs a terminal on stdin and stdout")
+    key = args.detach_key or os.environ.get("CMUX_DETACH_KEY") or DETACH_DEFAULT
+    try:
+        detach = detach_sequences(key)
+    except ValueError as exc:
+        raise CmuxError("invalid_params", str(exc)) from None
+    path = socket_path(args.socket, args.session)
+    ensure_server(path)
+    columns, lines = terminal_size(in_fd)
+    with Client(path, timeout=30) as c:
+        pane_id = resolve_target(c, args.target)
+        own = os.environ.get("CMUX_PANE_ID")
+        if own and pane_id == own and os.environ.get("CMUX_SOCKET_PATH") == str(path):
+            raise CmuxError("invalid_params", "target: cannot attach a pane to itself")
+        c.call("pane.attach", {"pane_id": pane_id, "columns": columns, "lines": lines,
+                               "read_only": args.read_only, "resize": not args.no_resize})
+        sock, pending = c.take_connection()
+    renderer = TerminalRenderer(sys.stdout.buffer)
+    session = AttachClient(sock, pending, renderer, in_fd, detach=detach,
+                           read_only=args.read_only)
+    try:
+        with raw_terminal(in_fd):
+            renderer.open()
+            try:
+                reason = session.run()
+            finally:
+                renderer.close()
+    finally:
+        sock.close()
+    messages = {"detached": "detached", "pane_exited": "the pane's process exited",
+                "pane_closed": "the pane was closed", "server_closed": "the server went away",
+                "input_closed": "input ended"}
+    print(f"[{messages.get(reason, reason)}]", file=sys.stderr)
+    if session.error:
+        print(session.error, file=sys.stderr)
+    return 0 if reason == "detached" else 1
+
+
+def add_attach_command(sub: Any, add_common: Any) -> None:
+    p = sub.add_parser(
+        "attach", help="show a pane in this terminal and type into it",
+        description="Show a pane (default: the focused one) in this terminal: its screen, "
+        "then live output; keys, pastes and mouse go to it. The detach key (default "
+        "ctrl+\\) leaves it running. Starts a server first when none is running.")
+    p.add_argument("target", nargs="?", metavar="PANE|AGENT",
+                   help="pane id, ref or UUID, or an agent target (default: focused pane)")
+    p.add_argument("--read-only", action="store_true",
+                   help="watch only: keys other than the detach key are not sent")
+    p.add_argument("--no-resize", action="store_true",
+                   help="never resize the pane to this terminal")
+    p.add_argument("--detach-key", metavar="KEY",
+                   help="key that detaches, ctrl+<letter> or ctrl+ one of @ [ \\ ] ^ _ "
+                   "(default: $CMUX_DETACH_KEY, else ctrl+\\)")
+    add_common(p)
+    p.set_defaults(func=cmd_attach)
