@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from cmux_core.cli.agent import add_agent_commands
+from cmux_core.cli.attach import add_attach_command
 from cmux_core.cli.common import (
     Command,
     Result,
@@ -207,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_layout_commands(sub, add_common)
     add_explain_command(add_agent_commands(sub, add_common), add_common)
     add_sidebar_commands(sub, add_common)
+    add_attach_command(sub, add_common)
     add_manifest_commands(sub, add_common)
     add_plugin_commands(sub, add_common)
     return parser

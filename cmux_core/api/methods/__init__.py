@@ -8,6 +8,7 @@ from __future__ import annotations
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.methods import (
     agent,
+    attach,
     detect,
     layout,
     pane,
@@ -19,7 +20,8 @@ from cmux_core.api.methods import (
     workspace,
 )
 
-CORE_MODULES = (server, workspace, pane, layout, system, plugin, views, detect, report, agent)
+CORE_MODULES = (server, workspace, pane, layout, system, plugin, views, detect, report, agent,
+                attach)
 
 
 def register_core_methods(table: MethodTable) -> None:
