@@ -134,8 +134,11 @@ class Mux:
         self._next_workspace += 1
         ws.uuid, ws.ref = self._mint("workspace", ws)
         window.workspaces.append(ws)
-        if focus or window.selected is None:
+        if focus:
             self._select_workspace(ws)
+        elif window.selected is None:
+            # Selected in its own window; another window stays the active one.
+            window.selected = ws
         self.events.publish(WorkspaceCreated(ws))
         self.events.publish(TabCreated(tab))
         self.events.publish(PaneCreated(pane))
@@ -188,7 +191,7 @@ class Mux:
                     if k not in INHERITED_ENV_DROP and not k.startswith("CMUX_")}
         full_env.update(ws.env)
         full_env.update(env or {})
-        pane_public = ids.pane_id(ws.id, ws.next_pane_number)
+        pane_public = ids.pane_id(ws.id, pane.number)
         full_env.update({
             "CMUX_ENV": "1",
             "CMUX_SOCKET_PATH": self.socket_path,
@@ -621,12 +624,9 @@ class Mux:
         if window.previous is ws:
             window.previous = None
         if window.selected is ws:
-            window.selected = None
-            if window.previous is not None:
-                window.selected = window.previous
-                window.previous = None
-            elif window.workspaces:
-                window.selected = window.workspaces[min(idx, len(window.workspaces) - 1)]
+            # The neighbour that takes the closed one's place, else the one before it.
+            window.selected = (window.workspaces[min(idx, len(window.workspaces) - 1)]
+                               if window.workspaces else None)
         self.events.publish(closed)
 
     def rename_workspace(self, ws: Workspace, label: str | None) -> None:
@@ -664,7 +664,7 @@ class Mux:
     # -- labels and directories ---------------------------------------------------------
 
     def workspace_label(self, ws: Workspace) -> str:
-        return ws.label or auto_label(ws.cwd)
+        return ws.label or ws.auto_title or auto_label(ws.cwd)
 
     def tab_label(self, tab: Tab) -> str:
         return tab.label or str(tab.workspace.tabs.index(tab) + 1)

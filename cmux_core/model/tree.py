@@ -93,6 +93,13 @@ class Workspace:
     next_tab_number: int = 1
     next_pane_number: int = 1
     description: str = ""
+    pinned: bool = False
+    """A pinned workspace refuses ``workspace.close`` (cmux's sidebar pin)."""
+    color: str | None = None
+    auto_title: str | None = None
+    """A title an agent's hook proposed; the label wins over it, the cwd name loses."""
+    last_prompt: str | None = None
+    last_prompt_at: float | None = None
 
 
 @dataclass(eq=False)

@@ -17,11 +17,12 @@ from cmux_core.api.methods import (
     server,
     system,
     views,
+    window,
     workspace,
 )
 
 CORE_MODULES = (server, workspace, pane, layout, system, plugin, views, detect, report, agent,
-                attach)
+                attach, window)
 
 
 def register_core_methods(table: MethodTable) -> None:

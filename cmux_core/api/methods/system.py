@@ -1,4 +1,4 @@
-"""The cmux v2 family: system.*, auth.login, window.* and the terminal surface.* methods.
+"""The cmux v2 family: system.*, auth.login and the terminal surface.* methods.
 
 Results carry UUIDs in ``*_id`` and short refs in ``*_ref``; absent values are
 ``null``. Every result also has a ``type`` so herdr-style clients can read it.
@@ -159,21 +159,6 @@ async def system_tree(call: Call, p: TreeParams) -> Result:
     pane = mux.focused_pane()
     active = focused_keys(mux, mux.active_workspace(), pane.surface if pane else None)
     return {"type": "tree", "active": active, "caller": None, "windows": nodes}
-
-
-@methods.method("window.list", Empty)
-async def window_list(call: Call, p: Empty) -> Result:
-    mux = call.ctx.mux
-    return {"type": "window_list",
-            "windows": [window_row(mux, w, i) for i, w in enumerate(mux.windows)]}
-
-
-@methods.method("window.current", Empty)
-async def window_current(call: Call, p: Empty) -> Result:
-    window = call.ctx.mux.active_window
-    if window is None:
-        raise CmuxError("not_found", "Current window not found")
-    return {"type": "window", "window_id": window.uuid, "window_ref": window.ref}
 
 
 # -- surfaces --------------------------------------------------------------------------

@@ -1,0 +1,109 @@
+"""The cmux v2 ``window.*`` methods: list, current, create, focus, close.
+
+A window holds an ordered list of workspaces, one of them selected; one window is the
+active one, where calls without a ``window_id`` go. Results carry the window's UUID in
+``window_id`` and its short ref in ``window_ref``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cmux_core.api.context import Call
+from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.methods.system import window_row
+from cmux_core.api.methods.workspace import resolve_cwd
+from cmux_core.errors import CmuxError, InvalidParams
+from cmux_core.hookspecs import Params
+from cmux_core.model import windows
+from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.tree import Window
+
+methods = MethodTable()
+
+
+def window_keys(window: Window) -> dict[str, Any]:
+    return {"window_id": window.uuid, "window_ref": window.ref}
+
+
+def required_window(mux: Mux, text: str | None) -> Window:
+    """The window ``text`` names; ``invalid_params`` when it is absent or blank."""
+    if text is None or not text.strip():
+        raise InvalidParams("window_id", "Missing or invalid window_id")
+    return mux.window(text)
+
+
+class Empty(Params):
+    pass
+
+
+@methods.method("window.list", Empty)
+async def window_list(call: Call, p: Empty) -> Result:
+    """Every window in creation order; ``key`` marks the active one."""
+    mux = call.ctx.mux
+    return {"type": "window_list",
+            "windows": [window_row(mux, w, i) for i, w in enumerate(mux.windows)]}
+
+
+class CurrentParams(Params):
+    window_id: str | None = None
+    workspace_id: str | None = None
+
+
+@methods.method("window.current", CurrentParams)
+async def window_current(call: Call, p: CurrentParams) -> Result:
+    """The window a call would be routed to: ``window_id``, the window holding
+    ``workspace_id``, else the active window."""
+    mux = call.ctx.mux
+    if p.window_id:
+        window: Window | None = mux.window(p.window_id)
+    elif p.workspace_id:
+        window = mux.workspace(p.workspace_id).window
+    else:
+        window = mux.active_window
+    if window is None:
+        raise CmuxError("not_found", "Current window not found")
+    return {"type": "window", **window_keys(window)}
+
+
+class CreateParams(Params):
+    focus: bool = False
+    cwd: str | None = None
+    working_directory: str | None = None
+
+
+@methods.method("window.create", CreateParams)
+async def window_create(call: Call, p: CreateParams) -> Result:
+    """A new window with one workspace holding one terminal; active only with ``focus``."""
+    mux = call.ctx.mux
+    cwd = resolve_cwd(p.cwd, "cwd") or resolve_cwd(p.working_directory, "working_directory")
+    try:
+        window = windows.create_window(mux, cwd=cwd, focus=p.focus)
+    except CmuxError as exc:
+        raise spawn_error(exc, "window_create_failed") from None
+    ws = window.workspaces[0]
+    return {"type": "window", **window_keys(window), "workspace_id": ws.uuid,
+            "workspace_ref": ws.ref}
+
+
+class WindowTarget(Params):
+    window_id: str | None = None
+
+
+@methods.method("window.focus", WindowTarget)
+async def window_focus(call: Call, p: WindowTarget) -> Result:
+    """Make the window the active one."""
+    mux = call.ctx.mux
+    window = required_window(mux, p.window_id)
+    windows.focus_window(mux, window)
+    return {"type": "window", **window_keys(window)}
+
+
+@methods.method("window.close", WindowTarget)
+async def window_close(call: Call, p: WindowTarget) -> Result:
+    """Close the window, its workspaces and their terminals."""
+    mux = call.ctx.mux
+    window = required_window(mux, p.window_id)
+    keys = window_keys(window)
+    windows.close_window(mux, window)
+    return {"type": "ok", **keys}
