@@ -124,10 +124,11 @@ class RegisterManifest(Protocol):
 
 
 class RegisterIntegration(Protocol):
-    def __call__(self, name: str, *, install: Callable[[], Any],
-                 uninstall: Callable[[], Any], status: Callable[[], Any],
+    def __call__(self, name: str, *, install: Callable[..., Any],
+                 uninstall: Callable[..., Any], status: Callable[[], Any],
                  description: str = "", source: str | None = None,
-                 agent: str | None = None, authority: str | None = None) -> None:
+                 agent: str | None = None, authority: str | None = None,
+                 state_ttl_ms: int | None = None) -> None:
         """Register one installable agent integration under ``name``."""
 
 
@@ -179,18 +180,36 @@ def cmux_register_integrations(register: RegisterIntegration) -> None:
     """Supply installable agent integrations (for example an agent's own hook scripts).
 
     ``register(name, install=..., uninstall=..., status=..., description="")``: ``name`` is
-    the integration target (``claude``); ``install()`` and ``uninstall()`` change the user's
-    agent configuration and return a list of human-readable messages (or None);
-    ``status()`` returns a mapping with at least ``installed: bool``. The callables may be sync
-    or async; they are called later by ``integration.*`` methods, each under the same
-    isolation and time budget as hooks. Names are unique across plugins.
+    the integration target (``claude``), unique across plugins. The callables are called
+    later by the ``integration.*`` methods (and ``cmux integration ...``), never at load
+    time, each under the same isolation and time budget as hooks; they may be sync (run on
+    the plugin's worker thread) or async:
+
+    * ``install(*, dry_run=False, options={})`` and ``uninstall(*, dry_run=False)`` change
+      the user's agent configuration. The host passes only the keywords the signature
+      accepts: a callable without ``dry_run`` asked for a dry run answers ``not_supported``
+      (so does an ``install`` without ``options`` given options); with ``dry_run=True`` it
+      must write nothing. When it takes ``dry_run``, a real call is preceded by a dry run,
+      so a settings file that cannot be parsed stops it before anything is written.
+    * Both return a list of human-readable messages (``str``) and/or
+      :class:`cmux_core.plugin_host.settings_files.FileChange` records (or None); the host
+      turns each record into a message and, for a dry run, adds its diff. Edit files with
+      :mod:`cmux_core.plugin_host.settings_files`; a ``SettingsError`` becomes
+      ``integration_install_failed`` / ``integration_uninstall_failed`` with its message.
+    * ``status()`` returns a mapping with at least ``installed: bool`` (more keys are shown
+      as they are).
 
     ``source``, ``agent`` and ``authority`` declare what the integration's hook reports
     (``pane.report_agent`` with that ``source`` for that ``agent``) may decide:
     ``"lifecycle"`` — the hook owns idle/working/blocked while the agent's process runs and
     screen detection is skipped; ``"session"`` — only the session reference is taken, the
-    screen keeps deciding the state. Sources nobody declares own the state at once, with a
-    live permission prompt on screen still winning.
+    screen keeps deciding the state; ``"shared"`` — hooks and screen together: a reported
+    ``working`` is taken at once, but the screen keeps the last word on ``blocked`` (a
+    permission dialog on screen is blocked whatever the hook said) and on interrupts and
+    idle (a reported ``working`` the screen contradicts yields within a second); a reported
+    ``blocked`` with no dialog on screen holds for ``state_ttl_ms`` (default 30000) at most.
+    Sources nobody declares own the state at once, with a live permission prompt on screen
+    still winning.
 
     Called once when the plugin is loaded. Do not install anything here.
     """

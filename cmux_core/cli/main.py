@@ -29,6 +29,7 @@ from cmux_core.cli.common import (
     size_arg,
     star,
 )
+from cmux_core.cli.integration import add_integration_commands
 from cmux_core.cli.layout import add_layout_commands
 from cmux_core.cli.manifests import add_explain_command, add_manifest_commands
 from cmux_core.cli.pane import add_pane_commands
@@ -211,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_attach_command(sub, add_common)
     add_manifest_commands(sub, add_common)
     add_plugin_commands(sub, add_common)
+    add_integration_commands(sub, add_common)
     return parser
 
 

@@ -27,6 +27,10 @@ CONTRIBUTION_HOOKS = (
     "cmux_register_view_filters", "cmux_register_graphics_sources", "cmux_register_methods",
 )
 
+AUTHORITIES = ("lifecycle", "session", "shared")
+"""What an integration's hook reports may decide; see ``cmux_register_integrations``."""
+MAX_STATE_TTL_MS = 3_600_000
+
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 _METHOD_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
 
@@ -58,13 +62,15 @@ class Integration:
 
     plugin_id: str
     name: str
-    install: Callable[[], Any]
-    uninstall: Callable[[], Any]
+    install: Callable[..., Any]
+    uninstall: Callable[..., Any]
     status: Callable[[], Any]
     description: str = ""
     source: str | None = None
     agent: str | None = None
     authority: str | None = None
+    state_ttl_ms: int | None = None
+    """``shared`` authority: how long a hook-reported state without screen evidence lasts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,21 +212,30 @@ class Registrar:
         self.bucket.manifests[agent_id] = ManifestContribution(
             self.plugin_id, agent_id, types.MappingProxyType(dict(data)), text, path)
 
-    def integration(self, name: str, *, install: Callable[[], Any],
-                    uninstall: Callable[[], Any], status: Callable[[], Any],
+    def integration(self, name: str, *, install: Callable[..., Any],
+                    uninstall: Callable[..., Any], status: Callable[[], Any],
                     description: str = "", source: str | None = None,
-                    agent: str | None = None, authority: str | None = None) -> None:
+                    agent: str | None = None, authority: str | None = None,
+                    state_ttl_ms: int | None = None) -> None:
         _require_callables(install=install, uninstall=uninstall, status=status)
         name = self._named("integrations", name)
-        if authority not in (None, "lifecycle", "session"):
-            raise RegistrationError(f"integration {name}: authority must be 'lifecycle' or "
-                                    f"'session', not {authority!r}")
+        if authority not in (None, *AUTHORITIES):
+            raise RegistrationError(f"integration {name}: authority must be one of "
+                                    f"{', '.join(map(repr, AUTHORITIES))}, not {authority!r}")
         if authority is not None and not (source and agent):
             raise RegistrationError(f"integration {name}: an authority needs a source and "
                                     "an agent")
+        if state_ttl_ms is not None and (
+                isinstance(state_ttl_ms, bool) or not isinstance(state_ttl_ms, int)
+                or not 0 < state_ttl_ms <= MAX_STATE_TTL_MS):
+            raise RegistrationError(f"integration {name}: state_ttl_ms must be an integer "
+                                    f"from 1 to {MAX_STATE_TTL_MS}, not {state_ttl_ms!r}")
+        if state_ttl_ms is not None and authority != "shared":
+            raise RegistrationError(f"integration {name}: state_ttl_ms applies to the "
+                                    "'shared' authority only")
         self.bucket.integrations[name] = Integration(
             self.plugin_id, name, install, uninstall, status, _text(description),
-            source, agent, authority)
+            source, agent, authority, state_ttl_ms)
 
     def view_sort(self, name: str, key: Callable[[Mapping[str, Any]], Any], *,
                   description: str = "") -> None:

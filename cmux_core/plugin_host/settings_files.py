@@ -98,17 +98,19 @@ class FileChange:
             out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
         return "".join(out)
 
-    def summary(self) -> str:
-        """One line for a person: what happened to the file."""
+    def summary(self, *, dry_run: bool = False) -> str:
+        """One line for a person: what happened (``dry_run``: what would happen) to the file."""
         if not self.changed:
             return f"{self.path}: unchanged"
+        verb = "would be " if dry_run else ""
         if self.before is None:
-            return f"{self.path}: created"
+            return f"{self.path}: {verb}created"
         if self.after is None:
-            return f"{self.path}: removed"
+            return f"{self.path}: {verb}removed"
         if self.backup is not None:
-            return f"{self.path}: updated (original kept in {self.backup})"
-        return f"{self.path}: updated"
+            kept = "would be kept" if dry_run else "kept"
+            return f"{self.path}: {verb}updated (original {kept} in {self.backup})"
+        return f"{self.path}: {verb}updated"
 
 
 @dataclass(frozen=True)

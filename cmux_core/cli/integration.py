@@ -1,0 +1,114 @@
+"""``cmux integration list|status|install|uninstall``: the running server's ``integration.*``.
+
+``install`` and ``uninstall`` print one line per message; with ``--dry-run`` the messages
+carry the diff of every file that would change, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from cmux_core.cli.common import AddCommon, client, print_json
+
+
+def add_integration_commands(subparsers: Any, add_common: AddCommon) -> None:
+    """Add the ``integration`` command group to the ``cmux`` parser's subparsers."""
+    group = subparsers.add_parser(
+        "integration", help="list, install and uninstall agent integrations (hooks)",
+        description="List, inspect, install and uninstall the agent integrations plugins "
+                    "register.")
+    add_common(group)
+    sub = group.add_subparsers(dest="integration_command", metavar="ACTION", required=True)
+
+    p = sub.add_parser("list", help="every registered integration and whether it is installed")
+    add_common(p)
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("status", help="one integration's declaration and status")
+    add_common(p)
+    p.add_argument("target", metavar="NAME", help="the integration (cmux integration list)")
+    p.set_defaults(func=cmd_status)
+
+    for action, text in (("install", "install an integration into the agent's settings"),
+                         ("uninstall", "remove what an integration installed")):
+        p = sub.add_parser(action, help=text)
+        add_common(p)
+        p.add_argument("target", metavar="NAME", help="the integration (cmux integration list)")
+        p.add_argument("--dry-run", action="store_true",
+                       help="print the diff of every file it would change; write nothing")
+        if action == "install":
+            p.add_argument("--option", action="append", type=_option, default=[],
+                           metavar="KEY=VALUE", help="an option for the integration "
+                           "(repeatable; see its documentation)")
+        p.set_defaults(func=cmd_run, action=action)
+
+
+def _option(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"invalid option {text!r}: use KEY=VALUE")
+    return key, value
+
+
+def _call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    with client(args, timeout=None) as c:
+        return c.call(method, params)
+
+
+def _emit(args: argparse.Namespace, result: dict[str, Any], lines: list[str]) -> int:
+    if args.json:
+        print_json(result)
+    else:
+        for line in lines:
+            print(line)
+    return 0
+
+
+def _installed(status: dict[str, Any] | None) -> str:
+    if not status:
+        return "-"
+    if status.get("error"):
+        return f"status failed: {status['error'].get('message', '')}"
+    return "installed" if status.get("installed") else "not installed"
+
+
+def describe(row: dict[str, Any]) -> list[str]:
+    """Human lines for one integration (a ``integration.list`` row or a status result)."""
+    lines = [f"{row['name']}  [{_installed(row.get('status'))}]  plugin {row['plugin_id']}"]
+    if row.get("description"):
+        lines.append(f"    {row['description']}")
+    if row.get("source"):
+        authority = row.get("authority") or "-"
+        lines.append(f"    reports as {row['source']} for {row['agent']} "
+                     f"(authority: {authority})")
+    status = row.get("status") or {}
+    for key, value in status.items():
+        if key not in ("installed", "error"):
+            lines.append(f"    {key}: {value}")
+    return lines
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    result = _call(args, "integration.list", {})
+    rows = result.get("integrations") or []
+    lines = [line for row in rows for line in describe(row)] or ["no integrations registered"]
+    return _emit(args, result, lines)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    result = _call(args, "integration.status", {"target": args.target})
+    return _emit(args, result, describe(result))
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {"target": args.target, "dry_run": args.dry_run}
+    if getattr(args, "option", None):
+        params["options"] = dict(args.option)
+    result = _call(args, f"integration.{args.action}", params)
+    lines = list(result.get("messages") or [])
+    if not lines:
+        lines = [f"{args.target}: nothing to do"]
+    if args.dry_run:
+        lines.append("(dry run: nothing was written)")
+    return _emit(args, result, lines)
