@@ -10,6 +10,7 @@ from cmux_core.api.methods import (
     agent,
     attach,
     detect,
+    integration,
     layout,
     pane,
     plugin,
@@ -22,7 +23,7 @@ from cmux_core.api.methods import (
 )
 
 CORE_MODULES = (server, workspace, pane, layout, system, plugin, views, detect, report, agent,
-                attach, window)
+                attach, window, integration)
 
 
 def register_core_methods(table: MethodTable) -> None:
