@@ -31,6 +31,12 @@ class Surface:
     command: list[str] | None
     launch_cwd: str
     created_at: float = field(default_factory=time.time)
+    title: str | None = None
+    """A name given by ``tab.action rename``; it wins over the terminal's own title."""
+    pinned: bool = False
+    unread: bool = False
+    flash_count: int = 0
+    """How many times the surface was flashed (``surface.trigger_flash``)."""
 
 
 @dataclass(eq=False)

@@ -16,6 +16,7 @@ from cmux_core.api.methods import (
     plugin,
     report,
     server,
+    surface,
     system,
     views,
     window,
@@ -23,7 +24,7 @@ from cmux_core.api.methods import (
 )
 
 CORE_MODULES = (server, workspace, pane, layout, system, plugin, views, detect, report, agent,
-                attach, window, integration)
+                window, integration, attach, surface)
 
 
 def register_core_methods(table: MethodTable) -> None:

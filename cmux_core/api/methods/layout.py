@@ -15,10 +15,11 @@ from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.methods.routing import pane_keys
 from cmux_core.api.methods.workspace import workspace_row
-from cmux_core.errors import CmuxError
+from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
-from cmux_core.model import arrange
+from cmux_core.model import arrange, surfaces
 from cmux_core.model.layout import DEFAULT_RATIO, DEFAULT_RESIZE_AMOUNT, Direction, PaneDirection
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Tab, Workspace
@@ -82,16 +83,40 @@ class SwapParams(Params):
     direction: PaneDirection | None = None
     source_pane_id: str | None = None
     target_pane_id: str | None = None
+    workspace_id: str | None = None
+    window_id: str | None = None
+    focus: bool = False
 
 
-SWAP_FORMS = ("provide either direction with optional pane_id, or source_pane_id and "
-              "target_pane_id")
+SWAP_FORMS = ("provide either direction with optional pane_id, source_pane_id and "
+              "target_pane_id, or pane_id and target_pane_id")
+
+
+def swap_surfaces(mux: Mux, p: SwapParams) -> Result:
+    """cmux's form: the two panes exchange their selected surfaces; the panes stay."""
+    assert p.pane_id is not None and p.target_pane_id is not None
+    source, target = mux.pane(p.pane_id), mux.pane(p.target_pane_id)
+    if source is target:
+        raise InvalidParams("target_pane_id", "must be another pane than pane_id")
+    if source.tab.workspace is not target.tab.workspace:
+        raise InvalidParams("target_pane_id", "must be a pane of the same workspace")
+    moved, replaced = source.surface, target.surface
+    surfaces.swap_selected(mux, source, target, focus=p.focus)
+    return {"type": "pane_swap", **pane_keys(source),
+            "target_pane_id": target.key, "target_pane_ref": target.ref,
+            "source_surface_id": moved.uuid, "source_surface_ref": moved.ref,
+            "target_surface_id": replaced.uuid, "target_surface_ref": replaced.ref}
 
 
 @methods.method("pane.swap", SwapParams)
 async def pane_swap(call: Call, p: SwapParams) -> Result:
-    """Swap two panes of one tab, by direction or by naming both; focus follows the source."""
+    """Swap two panes of one tab, by direction or by naming both (focus follows the
+    source); cmux's form (``pane_id`` with ``target_pane_id``) exchanges the two panes'
+    selected surfaces instead, focusing only with ``focus``."""
     mux = call.ctx.mux
+    if (p.pane_id is not None and p.target_pane_id is not None and p.direction is None
+            and p.source_pane_id is None):
+        return swap_surfaces(mux, p)
     explicit = p.source_pane_id is not None or p.target_pane_id is not None
     if p.direction is not None:
         if explicit:

@@ -15,15 +15,32 @@ from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.methods.routing import (
+    Routing,
+    given,
+    pane_of,
+    surface_keys,
+    surface_of,
+    workspace_of,
+)
+from cmux_core.api.methods.routing import pane_keys as cmux_pane_keys
+from cmux_core.api.methods.surface import (
+    NewTerminalParams,
+    SurfaceSplitParams,
+    split_here,
+    surface_title,
+)
 from cmux_core.api.methods.workspace import (
     ExecString,
     command_argv,
     resolve_cwd,
+    trimmed,
     workspace_keys,
 )
 from cmux_core.detect.pattern import Pattern, compile_pattern
 from cmux_core.errors import CmuxError, InvalidParams, NotFound, WaitTimeout
 from cmux_core.hookspecs import Params
+from cmux_core.model import surfaces
 from cmux_core.model.mux import Mux, spawn_error
 from cmux_core.model.tree import Pane, Surface
 from cmux_core.terminal import procfs
@@ -492,3 +509,79 @@ async def pane_process_info(call: Call, p: ProcessInfoParams) -> Result:
             procs = [e for pid in procfs.group_members(pgid) if (e := process_entry(pid))]
             info["foreground_processes"] = procs
     return {"type": "pane_process_info", "process_info": info}
+
+
+# -- cmux-family pane methods -----------------------------------------------------------
+
+
+class PaneCreateParams(NewTerminalParams):
+    direction: str = "right"
+    initial_divider_position: float | None = Field(default=None, ge=0.1, le=0.9)
+
+
+@methods.method("pane.create", PaneCreateParams)
+async def pane_create(call: Call, p: PaneCreateParams) -> Result:
+    """cmux's form of a split: a new pane with a new terminal beside the source surface
+    (``surface_id``, default the focused one) on the ``direction`` side."""
+    return await split_here(call, SurfaceSplitParams.model_validate(p.model_dump()))
+
+
+@methods.method("pane.surfaces", Routing)
+async def pane_surfaces(call: Call, p: Routing) -> Result:
+    """The surfaces of a pane (default: the focused pane) in tab order."""
+    mux = call.ctx.mux
+    pane = pane_of(mux, Routing(pane_id=p.pane_id, workspace_id=p.workspace_id,
+                                window_id=p.window_id))
+    rows = [{"id": s.uuid, "ref": s.ref, "index": i, "title": surface_title(s),
+             "type": "terminal", "selected": pane.selected is s}
+            for i, s in enumerate(pane.surfaces)]
+    return {"type": "pane_surfaces", **cmux_pane_keys(pane), "surfaces": rows}
+
+
+@methods.method("pane.last", Routing)
+async def pane_last(call: Call, p: Routing) -> Result:
+    """Focus the pane that had focus before the current one, in the workspace the call
+    means; ``not_found`` when there is none."""
+    mux = call.ctx.mux
+    ws = workspace_of(mux, Routing(workspace_id=p.workspace_id, window_id=p.window_id))
+    tab = ws.active_tab
+    previous = mux.panes.get(tab.previous_focus) if tab and tab.previous_focus else None
+    if previous is None or previous.tab is not tab:
+        raise CmuxError("not_found", "No alternate pane available")
+    mux.focus_pane(previous)
+    return {"type": "pane", **surface_keys(previous.surface)}
+
+
+class PaneBreakParams(Routing):
+    title: str | None = None
+    focus: bool = False
+
+
+@methods.method("pane.break", PaneBreakParams)
+async def pane_break(call: Call, p: PaneBreakParams) -> Result:
+    """Move a surface (``surface_id``, else ``pane_id``'s selected one, else the focused
+    one) into a new workspace at the end of its window; selected only with ``focus``."""
+    mux = call.ctx.mux
+    surface = surface_of(mux, p)
+    pane = surfaces.break_out(mux, surface, title=trimmed(p.title), focus=p.focus)
+    return {"type": "pane", **surface_keys(pane.surface)}
+
+
+class PaneJoinParams(Routing):
+    target_pane_id: str
+    focus: bool = False
+
+
+@methods.method("pane.join", PaneJoinParams)
+async def pane_join(call: Call, p: PaneJoinParams) -> Result:
+    """Move a surface (``surface_id``, else ``pane_id``'s selected one) into
+    ``target_pane_id`` as its last tab, selected there; an emptied pane closes."""
+    mux = call.ctx.mux
+    target = mux.pane(p.target_pane_id)
+    if not (given(p.surface_id) or given(p.tab_id) or given(p.pane_id)):
+        raise InvalidParams("surface_id", "give surface_id or pane_id")
+    surface = surface_of(mux, p)
+    if surface.pane is target:
+        raise InvalidParams("target_pane_id", "the surface is already in this pane")
+    surfaces.move(mux, surface, target, focus=p.focus)
+    return {"type": "pane", **surface_keys(surface)}

@@ -1,4 +1,4 @@
-"""The cmux v2 family: system.*, auth.login and the terminal surface.* methods.
+"""The cmux v2 family's system.* methods and auth.login (``surface.*`` is in ``surface.py``).
 
 Results carry UUIDs in ``*_id`` and short refs in ``*_ref``; absent values are
 ``null``. Every result also has a ``type`` so herdr-style clients can read it.
@@ -10,14 +10,12 @@ from typing import Any
 
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.pane import write
+from cmux_core.api.methods.surface import surface_row
 from cmux_core.api.methods.workspace import workspace_keys
-from cmux_core.errors import CmuxError, InvalidParams
+from cmux_core.errors import InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane, Surface, Window, Workspace
-from cmux_core.terminal.emulator import read_text
-from cmux_core.terminal.keys import encode_keys
 
 methods = MethodTable()
 
@@ -92,17 +90,6 @@ async def system_identify(call: Call, p: IdentifyParams) -> Result:
             "version": call.ctx.info.version}
 
 
-def surface_row(mux: Mux, surface: Surface, index: int) -> dict[str, Any]:
-    pane = surface.pane
-    focused = mux.is_focused(pane) and pane.selected is surface
-    return {"id": surface.uuid, "ref": surface.ref, "index": index, "type": "terminal",
-            "title": surface.terminal.emulator.title or "", "focused": focused,
-            "selected": pane.selected is surface, "selected_in_pane": pane.selected is surface,
-            "pane_id": pane.key, "pane_ref": pane.ref,
-            "index_in_pane": pane.surfaces.index(surface), "tty": None, "url": None,
-            "terminal_id": surface.terminal.id, "public_pane_id": pane.id}
-
-
 def pane_node(mux: Mux, pane: Pane, index: int) -> dict[str, Any]:
     return {"id": pane.key, "ref": pane.ref, "index": index, "focused": mux.is_focused(pane),
             "surface_ids": [s.uuid for s in pane.surfaces],
@@ -159,115 +146,3 @@ async def system_tree(call: Call, p: TreeParams) -> Result:
     pane = mux.focused_pane()
     active = focused_keys(mux, mux.active_workspace(), pane.surface if pane else None)
     return {"type": "tree", "active": active, "caller": None, "windows": nodes}
-
-
-# -- surfaces --------------------------------------------------------------------------
-
-
-class SurfaceRouting(Params):
-    surface_id: str | None = None
-    workspace_id: str | None = None
-
-
-def route_surface(mux: Mux, p: SurfaceRouting) -> Surface:
-    """``surface_id``, else the focused surface of ``workspace_id`` or the active workspace."""
-    if p.surface_id:
-        return mux.surface(p.surface_id)
-    ws = mux.workspace(p.workspace_id) if p.workspace_id else mux.active_workspace()
-    pane = mux.focused_pane_of(ws) if ws else None
-    if pane is None:
-        raise CmuxError("not_found", "No focused surface")
-    return pane.surface
-
-
-def surface_keys(surface: Surface) -> dict[str, Any]:
-    pane = surface.pane
-    return {**workspace_keys(pane.tab.workspace), "pane_id": pane.key, "pane_ref": pane.ref,
-            "surface_id": surface.uuid, "surface_ref": surface.ref}
-
-
-@methods.method("surface.list", SurfaceRouting)
-async def surface_list(call: Call, p: SurfaceRouting) -> Result:
-    mux = call.ctx.mux
-    ws = mux.workspace(p.workspace_id) if p.workspace_id else mux.active_workspace()
-    if ws is None:
-        raise CmuxError("not_found", "No workspace selected")
-    surfaces = [s for pane in mux.workspace_panes(ws) for s in pane.surfaces]
-    return {"type": "surface_list", **workspace_keys(ws),
-            "surfaces": [surface_row(mux, s, i) for i, s in enumerate(surfaces)]}
-
-
-@methods.method("surface.current", SurfaceRouting)
-async def surface_current(call: Call, p: SurfaceRouting) -> Result:
-    surface = route_surface(call.ctx.mux, SurfaceRouting(workspace_id=p.workspace_id))
-    return {"type": "surface", **surface_keys(surface), "surface_type": "terminal"}
-
-
-class SurfaceFocusParams(Params):
-    surface_id: str
-
-
-@methods.method("surface.focus", SurfaceFocusParams)
-async def surface_focus(call: Call, p: SurfaceFocusParams) -> Result:
-    mux = call.ctx.mux
-    surface = mux.surface(p.surface_id)
-    surface.pane.selected = surface
-    mux.focus_pane(surface.pane)
-    return {"type": "surface", **surface_keys(surface)}
-
-
-class SurfaceTextParams(SurfaceRouting):
-    text: str
-
-
-@methods.method("surface.send_text", SurfaceTextParams)
-async def surface_send_text(call: Call, p: SurfaceTextParams) -> Result:
-    """Type ``text`` into the terminal as-is; a newline acts like Enter."""
-    surface = route_surface(call.ctx.mux, p)
-    write(surface, p.text.encode())
-    return {"type": "ok", **surface_keys(surface), "queued": False}
-
-
-class SurfaceKeyParams(SurfaceRouting):
-    key: str
-
-
-_CMUX_KEY_ALIASES = {"sigint": "ctrl+c", "eof": "ctrl+d", "sigtstp": "ctrl+z",
-                     "sigquit": "ctrl+\\", "kill-line": "ctrl+u"}
-
-
-@methods.method("surface.send_key", SurfaceKeyParams)
-async def surface_send_key(call: Call, p: SurfaceKeyParams) -> Result:
-    surface = route_surface(call.ctx.mux, p)
-    name = p.key.strip()
-    name = _CMUX_KEY_ALIASES.get(name.lower(), name)
-    if name.lower().startswith("ctrl-") and len(name) > 5:
-        name = "ctrl+" + name[5:]
-    try:
-        encoded = encode_keys([name], surface.terminal.emulator.modes)
-    except CmuxError:
-        raise CmuxError("invalid_params", "Unknown key", {"key": p.key}) from None
-    write(surface, b"".join(encoded))
-    return {"type": "ok", **surface_keys(surface), "queued": False}
-
-
-class SurfaceReadParams(SurfaceRouting):
-    scrollback: bool = False
-    lines: int | None = None
-
-
-@methods.method("surface.read_text", SurfaceReadParams)
-async def surface_read_text(call: Call, p: SurfaceReadParams) -> Result:
-    """The visible screen, or screen plus scrollback (last ``lines``) when asked."""
-    import base64
-
-    surface = route_surface(call.ctx.mux, p)
-    if p.lines is not None and p.lines <= 0:
-        raise InvalidParams("lines", "must be greater than 0")
-    emulator = surface.terminal.emulator
-    if p.scrollback or p.lines is not None:
-        text, _ = read_text(emulator, "recent", p.lines or 10_000, "text")
-    else:
-        text, _ = read_text(emulator, "visible", None, "text")
-    return {"type": "surface_text", "text": text,
-            "base64": base64.b64encode(text.encode()).decode(), **surface_keys(surface)}

@@ -1,0 +1,566 @@
+"""The cmux v2 ``surface.*`` methods and ``tab.action``: the terminals of a pane.
+
+Calls are routed as :mod:`cmux_core.api.methods.routing` describes; results carry the
+window, workspace, pane and surface UUIDs in ``*_id`` with short refs in ``*_ref``.
+Creating, splitting and moving never move focus unless the request says
+``"focus": true`` (``surface.focus`` always does). Only terminal surfaces exist here:
+asking for a browser, markdown or other GUI surface is ``not_supported``.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from pydantic import Field
+
+from cmux_core.api.context import Call
+from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.methods.routing import (
+    Routing,
+    given,
+    pane_keys,
+    pane_of,
+    surface_keys,
+    surface_of,
+    tab_keys,
+    workspace_of,
+)
+from cmux_core.api.methods.workspace import (
+    ExecString,
+    command_argv,
+    resolve_cwd,
+    trimmed,
+    workspace_keys,
+)
+from cmux_core.errors import CmuxError, InvalidParams
+from cmux_core.model import surfaces
+from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.tree import Pane, Surface, Workspace
+from cmux_core.terminal.emulator import read_text
+from cmux_core.terminal.keys import encode_keys
+from cmux_core.terminal.process import validate_env
+
+methods = MethodTable()
+
+_SHORT_DIRECTIONS: dict[str, surfaces.SplitDirection] = {
+    "l": "left", "r": "right", "u": "up", "d": "down",
+    "left": "left", "right": "right", "up": "up", "down": "down"}
+_EDGES: dict[str, surfaces.SplitDirection] = {
+    "left": "left", "right": "right", "top": "up", "bottom": "down", "up": "up",
+    "down": "down"}
+
+
+def write(surface: Surface, data: bytes) -> None:
+    """Write input to the surface's terminal; ``process_exited`` once its process ended."""
+    if surface.terminal.exited:
+        raise CmuxError("process_exited", "the surface's process has exited",
+                        {"surface_id": surface.uuid})
+    surface.terminal.write(data)
+
+
+def surface_title(surface: Surface) -> str:
+    return surface.title or surface.terminal.emulator.title or ""
+
+
+def surface_row(mux: Mux, surface: Surface, index: int) -> dict[str, Any]:
+    """One surface as ``surface.list`` and ``system.tree`` show it."""
+    pane = surface.pane
+    focused = mux.is_focused(pane) and pane.selected is surface
+    return {"id": surface.uuid, "ref": surface.ref, "index": index, "type": "terminal",
+            "title": surface_title(surface), "focused": focused,
+            "selected": pane.selected is surface, "selected_in_pane": pane.selected is surface,
+            "pane_id": pane.key, "pane_ref": pane.ref,
+            "index_in_pane": pane.surfaces.index(surface), "tty": None, "url": None,
+            "pinned": surface.pinned, "unread": surface.unread,
+            "requested_working_directory": surface.launch_cwd,
+            "initial_command": " ".join(surface.command) if surface.command else None,
+            "terminal_id": surface.terminal.id, "public_pane_id": pane.id}
+
+
+def workspace_surfaces(mux: Mux, ws: Workspace) -> list[Surface]:
+    """Every surface of ``ws``: panes in layout order, then each pane's tab order."""
+    return [s for pane in mux.workspace_panes(ws) for s in pane.surfaces]
+
+
+def only_terminal(kind: str | None) -> None:
+    if kind is not None and kind != "terminal":
+        raise CmuxError("not_supported",
+                        f"surface type {kind!r} needs the cmux app's GUI; this server runs "
+                        "terminal surfaces only", {"type": kind})
+
+
+def split_direction(value: str, field: str = "direction") -> surfaces.SplitDirection:
+    direction = _SHORT_DIRECTIONS.get(value.strip().lower())
+    if direction is None:
+        raise InvalidParams(field, "Missing or invalid direction (left|right|up|down)")
+    return direction
+
+
+# -- reads and focus ---------------------------------------------------------------------
+
+
+@methods.method("surface.list", Routing)
+async def surface_list(call: Call, p: Routing) -> Result:
+    """The workspace's surfaces in spatial order (panes left to right, top to bottom,
+    then each pane's tab order)."""
+    mux = call.ctx.mux
+    ws = workspace_of(mux, p)
+    return {"type": "surface_list", **workspace_keys(ws),
+            "surfaces": [surface_row(mux, s, i)
+                         for i, s in enumerate(workspace_surfaces(mux, ws))]}
+
+
+@methods.method("surface.current", Routing)
+async def surface_current(call: Call, p: Routing) -> Result:
+    """The focused surface of the workspace the call means."""
+    mux = call.ctx.mux
+    ws = workspace_of(mux, Routing(workspace_id=p.workspace_id, window_id=p.window_id))
+    pane = mux.focused_pane_of(ws)
+    if pane is None:
+        raise CmuxError("not_found", "No focused surface")
+    return {"type": "surface", **surface_keys(pane.surface), "surface_type": "terminal"}
+
+
+class SurfaceFocusParams(Routing):
+    surface_id: str
+
+
+@methods.method("surface.focus", SurfaceFocusParams)
+async def surface_focus(call: Call, p: SurfaceFocusParams) -> Result:
+    """Select the surface in its pane and focus that pane, its workspace and window."""
+    mux = call.ctx.mux
+    surface = mux.surface(p.surface_id)
+    surface.pane.selected = surface
+    mux.focus_pane(surface.pane)
+    return {"type": "surface", **surface_keys(surface)}
+
+
+# -- input and reads ----------------------------------------------------------------------
+
+
+class SurfaceTextParams(Routing):
+    text: str
+
+
+@methods.method("surface.send_text", SurfaceTextParams)
+async def surface_send_text(call: Call, p: SurfaceTextParams) -> Result:
+    """Type ``text`` into the terminal as-is; a newline acts like Enter."""
+    surface = surface_of(call.ctx.mux, p)
+    write(surface, p.text.encode())
+    return {"type": "ok", **surface_keys(surface), "queued": False}
+
+
+class SurfaceKeyParams(Routing):
+    key: str
+
+
+_CMUX_KEY_ALIASES = {"sigint": "ctrl+c", "eof": "ctrl+d", "sigtstp": "ctrl+z",
+                     "sigquit": "ctrl+\\", "kill-line": "ctrl+u", "return": "enter"}
+
+
+def key_bytes(surface: Surface, key: str) -> bytes:
+    """The bytes of one cmux key name (``ctrl-c``, ``enter``, ``up``, ...)."""
+    name = key.strip()
+    name = _CMUX_KEY_ALIASES.get(name.lower(), name)
+    if name.lower().startswith("ctrl-") and len(name) > 5:
+        name = "ctrl+" + name[5:]
+    try:
+        encoded = encode_keys([name], surface.terminal.emulator.modes)
+    except CmuxError:
+        raise CmuxError("invalid_params", "Unknown key", {"key": key}) from None
+    return b"".join(encoded)
+
+
+@methods.method("surface.send_key", SurfaceKeyParams)
+async def surface_send_key(call: Call, p: SurfaceKeyParams) -> Result:
+    surface = surface_of(call.ctx.mux, p)
+    write(surface, key_bytes(surface, p.key))
+    return {"type": "ok", **surface_keys(surface), "queued": False}
+
+
+class SurfaceReadParams(Routing):
+    scrollback: bool = False
+    lines: int | None = None
+
+
+@methods.method("surface.read_text", SurfaceReadParams)
+async def surface_read_text(call: Call, p: SurfaceReadParams) -> Result:
+    """The visible screen, or screen plus scrollback (last ``lines``) when asked."""
+    surface = surface_of(call.ctx.mux, p)
+    if p.lines is not None and p.lines <= 0:
+        raise InvalidParams("lines", "must be greater than 0")
+    emulator = surface.terminal.emulator
+    if p.scrollback or p.lines is not None:
+        text, _ = read_text(emulator, "recent", p.lines or 10_000, "text")
+    else:
+        text, _ = read_text(emulator, "visible", None, "text")
+    return {"type": "surface_text", "text": text,
+            "base64": base64.b64encode(text.encode()).decode(), **surface_keys(surface)}
+
+
+# -- creating ---------------------------------------------------------------------------
+
+
+class NewTerminalParams(Routing):
+    type: str | None = None
+    url: str | None = None
+    working_directory: str | None = None
+    cwd: str | None = None
+    initial_command: ExecString | None = None
+    command: ExecString | None = None
+    initial_input: str | None = None
+    startup_environment: dict[str, str] | None = None
+    initial_env: dict[str, str] | None = None
+    focus: bool = False
+
+
+def terminal_spec(mux: Mux, p: NewTerminalParams, near: Pane
+                  ) -> tuple[str, list[str] | None, dict[str, str] | None]:
+    """cwd (default: where ``near`` works now), argv and env of a new terminal."""
+    only_terminal(p.type)
+    cwd = (resolve_cwd(p.working_directory, "working_directory")
+           or resolve_cwd(p.cwd, "cwd") or mux.pane_cwd(near) or near.tab.workspace.cwd)
+    command = (command_argv(p.initial_command, "initial_command")
+               or command_argv(p.command, "command"))
+    env_field = "startup_environment" if p.startup_environment is not None else "initial_env"
+    env = validate_env(p.startup_environment if p.startup_environment is not None
+                       else p.initial_env, env_field)
+    return cwd, command, env or None
+
+
+def created(surface: Surface) -> dict[str, Any]:
+    return {"type": "terminal", **surface_keys(surface), "surface_type": "terminal"}
+
+
+class SurfaceSplitParams(NewTerminalParams):
+    direction: str
+    initial_divider_position: float | None = Field(default=None, ge=0.1, le=0.9)
+
+
+async def split_here(call: Call, p: SurfaceSplitParams) -> Result:
+    mux = call.ctx.mux
+    direction = split_direction(p.direction)
+    source = surface_of(mux, p)
+    cwd, command, env = terminal_spec(mux, p, source.pane)
+    try:
+        pane = surfaces.split(mux, source.pane, direction,
+                              ratio=p.initial_divider_position, cwd=cwd, command=command,
+                              env=env, focus=p.focus)
+    except CmuxError as exc:
+        raise spawn_error(exc, "surface_create_failed") from None
+    if p.initial_input:
+        pane.terminal.write(p.initial_input.encode())
+    return created(pane.surface)
+
+
+@methods.method("surface.split", SurfaceSplitParams)
+async def surface_split(call: Call, p: SurfaceSplitParams) -> Result:
+    """A new pane with a new terminal beside the source surface's pane (default: the
+    focused surface), on the ``direction`` side."""
+    return await split_here(call, p)
+
+
+@methods.method("surface.create", NewTerminalParams)
+async def surface_create(call: Call, p: NewTerminalParams) -> Result:
+    """A new terminal surface (a new tab) in ``pane_id`` (default: the focused pane of
+    the workspace the call means); selected and focused only with ``focus``."""
+    mux = call.ctx.mux
+    pane = pane_of(mux, p)
+    cwd, command, env = terminal_spec(mux, p, pane)
+    try:
+        surface = surfaces.add_surface(mux, pane, cwd=cwd, command=command, env=env,
+                                       focus=p.focus)
+    except CmuxError as exc:
+        raise spawn_error(exc, "surface_create_failed") from None
+    if p.initial_input:
+        surface.terminal.write(p.initial_input.encode())
+    return created(surface)
+
+
+# -- closing, moving ------------------------------------------------------------------
+
+
+@methods.method("surface.close", Routing)
+async def surface_close(call: Call, p: Routing) -> Result:
+    """Close the surface (default: the focused one). The pane shows the surface now at
+    its index, else the one before; a pane closes with its last surface; the last
+    surface of a workspace is ``invalid_state``."""
+    mux = call.ctx.mux
+    surface = surface_of(mux, p)
+    keys = surface_keys(surface)
+    surfaces.close_surface(mux, surface)
+    return {"type": "ok", **keys}
+
+
+class SurfaceMoveParams(Routing):
+    surface_id: str
+    before_surface_id: str | None = None
+    after_surface_id: str | None = None
+    index: int | None = None
+    focus: bool = False
+
+
+@methods.method("surface.move", SurfaceMoveParams)
+async def surface_move(call: Call, p: SurfaceMoveParams) -> Result:
+    """Move a surface before/after another surface, into ``pane_id``, into the focused
+    pane of ``workspace_id``, or of ``window_id``'s selected workspace (at ``index``)."""
+    mux = call.ctx.mux
+    surface = mux.surface(p.surface_id)
+    before, after = given(p.before_surface_id), given(p.after_surface_id)
+    if before and after:
+        raise InvalidParams("after_surface_id", "give before_surface_id or after_surface_id, "
+                            "not both")
+    index = p.index
+    if before or after:
+        anchor = mux.surface(before or after or "")
+        if anchor is surface:
+            raise InvalidParams("before_surface_id" if before else "after_surface_id",
+                                "anchor is the moved surface")
+        dest = anchor.pane
+        others = [s for s in dest.surfaces if s is not surface]
+        index = others.index(anchor) + (0 if before else 1)
+    elif given(p.pane_id):
+        dest = mux.pane(given(p.pane_id))
+    elif given(p.workspace_id) or given(p.window_id):
+        ws = workspace_of(mux, Routing(workspace_id=p.workspace_id, window_id=p.window_id))
+        focused = mux.focused_pane_of(ws)
+        if focused is None:
+            raise CmuxError("not_found", "No focused pane")
+        dest = focused
+    else:
+        raise InvalidParams("pane_id", "give a destination: before_surface_id, "
+                            "after_surface_id, pane_id, workspace_id or window_id")
+    surfaces.move(mux, surface, dest, index=index, focus=p.focus)
+    return {"type": "ok", **surface_keys(surface)}
+
+
+class SurfaceReorderParams(Routing):
+    surface_id: str
+    index: int | None = None
+    before_surface_id: str | None = None
+    after_surface_id: str | None = None
+    focus: bool = False
+
+
+@methods.method("surface.reorder", SurfaceReorderParams)
+async def surface_reorder(call: Call, p: SurfaceReorderParams) -> Result:
+    """Move a surface within its pane: to ``index``, or before/after a surface of it."""
+    mux = call.ctx.mux
+    surface = mux.surface(p.surface_id)
+    targets = [x for x in (p.index, given(p.before_surface_id), given(p.after_surface_id))
+               if x is not None]
+    if len(targets) != 1:
+        raise InvalidParams("index", "give exactly one of index, before_surface_id, "
+                            "after_surface_id")
+    pane = surface.pane
+    if p.index is not None:
+        index = p.index
+    else:
+        anchor_text = given(p.before_surface_id) or given(p.after_surface_id) or ""
+        anchor = mux.surface(anchor_text)
+        if anchor.pane is not pane or anchor is surface:
+            raise InvalidParams("before_surface_id" if p.before_surface_id
+                                else "after_surface_id",
+                                "Anchor surface must be another surface of the same pane")
+        others = [s for s in pane.surfaces if s is not surface]
+        index = others.index(anchor) + (0 if given(p.before_surface_id) else 1)
+    surfaces.reorder(mux, surface, index)
+    if p.focus:
+        pane.selected = surface
+        mux.focus_pane(pane)
+    return {"type": "ok", **surface_keys(surface)}
+
+
+class SplitOffParams(Routing):
+    surface_id: str
+    direction: str | None = None
+    target_surface_id: str | None = None
+    edge: str | None = None
+    focus: bool = False
+
+
+async def split_off(call: Call, p: SplitOffParams) -> Result:
+    mux = call.ctx.mux
+    surface = mux.surface(p.surface_id)
+    ws = surface.pane.tab.workspace
+    ws_text, window_text = given(p.workspace_id), given(p.window_id)
+    if ws_text and mux.workspace(ws_text) is not ws:
+        raise InvalidParams("workspace_id", "the surface is not in this workspace")
+    if window_text and mux.window(window_text) is not ws.window:
+        raise InvalidParams("window_id", "the surface is not in this window")
+    target_text = given(p.target_surface_id)
+    target = mux.surface(target_text).pane if target_text else None
+    if p.edge is not None:
+        direction = _EDGES.get(p.edge.strip().lower())
+        if direction is None:
+            raise InvalidParams("edge", "must be left, right, top or bottom")
+    elif p.direction is not None:
+        direction = split_direction(p.direction)
+    else:
+        raise InvalidParams("direction", "Missing or invalid direction (left|right|up|down)")
+    pane = surfaces.split_off(mux, surface, direction, target=target, focus=p.focus)
+    return {"type": "ok", **surface_keys(surface), **pane_keys(pane)}
+
+
+@methods.method("surface.split_off", SplitOffParams)
+async def surface_split_off(call: Call, p: SplitOffParams) -> Result:
+    """Move a surface out of its pane into a new pane on the ``direction`` side of its
+    pane (or of ``target_surface_id``'s pane); ``invalid_state`` when that would empty
+    its pane."""
+    return await split_off(call, p)
+
+
+@methods.method("surface.drag_to_split", SplitOffParams)
+async def surface_drag_to_split(call: Call, p: SplitOffParams) -> Result:
+    """``surface.split_off`` as a drop: ``direction``, or ``target_surface_id`` with the
+    ``edge`` (left, right, top, bottom) of its pane."""
+    return await split_off(call, p)
+
+
+# -- per-surface actions -------------------------------------------------------------------
+
+
+@methods.method("surface.clear_history", Routing)
+async def surface_clear_history(call: Call, p: Routing) -> Result:
+    """Erase the screen and the scrollback of the surface's terminal (the program is
+    not told; a shell redraws its prompt at the next key)."""
+    surface = surface_of(call.ctx.mux, p)
+    surface.terminal.emulator.feed(b"\x1b[H\x1b[2J\x1b[3J")
+    return {"type": "ok", **surface_keys(surface)}
+
+
+@methods.method("surface.trigger_flash", Routing)
+async def surface_trigger_flash(call: Call, p: Routing) -> Result:
+    """Flash the surface: headless there is nothing to light up, so the flash is
+    counted (``debug.flash.count``) for clients that check it."""
+    surface = surface_of(call.ctx.mux, p)
+    surface.flash_count += 1
+    return {"type": "ok", **surface_keys(surface)}
+
+
+@methods.method("surface.health", Routing)
+async def surface_health(call: Call, p: Routing) -> Result:
+    """Each surface of the workspace: ``in_window`` is true while it belongs to a
+    window (every live surface does), ``alive`` while its process runs."""
+    mux = call.ctx.mux
+    ws = workspace_of(mux, p)
+    rows = [{"index": i, "id": s.uuid, "ref": s.ref, "type": "terminal",
+             "in_window": True, "alive": not s.terminal.exited}
+            for i, s in enumerate(workspace_surfaces(mux, ws))]
+    return {"type": "surface_health", **workspace_keys(ws), "surfaces": rows}
+
+
+@methods.method("surface.refresh", Routing)
+async def surface_refresh(call: Call, p: Routing) -> Result:
+    """Headless terminals have no view to redraw: answers how many terminal surfaces
+    the workspace holds, as ``refreshed``."""
+    mux = call.ctx.mux
+    ws = workspace_of(mux, p)
+    return {"type": "ok", **workspace_keys(ws),
+            "refreshed": len(workspace_surfaces(mux, ws))}
+
+
+class RespawnParams(Routing):
+    command: list[ExecString] | ExecString | None = None
+    initial_command: ExecString | None = None
+    working_directory: str | None = None
+    focus: bool = False
+
+
+@methods.method("surface.respawn", RespawnParams)
+async def surface_respawn(call: Call, p: RespawnParams) -> Result:
+    """Restart the surface's terminal: a new process (``command``, default the shell)
+    in ``working_directory`` (default where it was started); the old one is ended."""
+    mux = call.ctx.mux
+    surface = surface_of(mux, p)
+    cwd = resolve_cwd(p.working_directory, "working_directory") or surface.launch_cwd
+    command = command_argv(p.command, "command") or command_argv(p.initial_command,
+                                                                 "initial_command")
+    try:
+        surfaces.respawn(mux, surface, command=command, cwd=cwd)
+    except CmuxError as exc:
+        raise spawn_error(exc, "surface_respawn_failed") from None
+    if p.focus:
+        surface.pane.selected = surface
+        mux.focus_pane(surface.pane)
+    return {"type": "ok", **surface_keys(surface)}
+
+
+# -- tab actions ---------------------------------------------------------------------------
+
+
+ACTIONS = ("rename", "clear_name", "close_left", "close_right", "close_others",
+           "new_terminal_right", "duplicate", "pin", "unpin", "mark_unread", "mark_read",
+           "move_to_new_workspace")
+GUI_ACTIONS = ("new_browser_right", "reload")
+
+
+class TabActionParams(Routing):
+    action: str
+    title: str | None = None
+    focus: bool = False
+
+
+async def tab_action(call: Call, p: TabActionParams) -> Result:
+    mux = call.ctx.mux
+    action = p.action.strip().lower().replace("-", "_")
+    if action in GUI_ACTIONS:
+        raise CmuxError("not_supported", f"tab action {action} acts on a browser surface, "
+                        "which needs the cmux app's GUI", {"action": action})
+    if action not in ACTIONS:
+        raise InvalidParams("action", f"unknown action {p.action!r}; one of "
+                            + ", ".join(ACTIONS))
+    surface = surface_of(mux, p)
+    pane = surface.pane
+    out: dict[str, Any] = {"type": "ok", "action": action}
+    if action == "rename":
+        title = trimmed(p.title)
+        if title is None:
+            raise InvalidParams("title", "Missing title")
+        surface.title = title
+    elif action == "clear_name":
+        surface.title = None
+    elif action in ("pin", "unpin"):
+        surface.pinned = action == "pin"
+    elif action in ("mark_unread", "mark_read"):
+        surface.unread = action == "mark_unread"
+    elif action in ("close_left", "close_right", "close_others"):
+        at = pane.surfaces.index(surface)
+        doomed = [s for i, s in enumerate(pane.surfaces)
+                  if (action == "close_left" and i < at) or (action == "close_right" and i > at)
+                  or (action == "close_others" and i != at)]
+        for other in doomed:
+            surfaces.close_surface(mux, other)
+        out["closed"] = len(doomed)
+    elif action in ("new_terminal_right", "duplicate"):
+        command = surface.command if action == "duplicate" else None
+        cwd = mux.pane_cwd(pane) or pane.tab.workspace.cwd
+        try:
+            new = surfaces.add_surface(mux, pane, cwd=cwd, command=command, focus=p.focus,
+                                       index=pane.surfaces.index(surface) + 1)
+        except CmuxError as exc:
+            raise spawn_error(exc, "surface_create_failed") from None
+        out.update({"created_surface_id": new.uuid, "created_surface_ref": new.ref})
+    elif action == "move_to_new_workspace":
+        moved_to = surfaces.break_out(mux, surface, title=trimmed(p.title), focus=p.focus)
+        ws = moved_to.tab.workspace
+        out.update({"created_workspace_id": ws.uuid, "created_workspace_ref": ws.ref})
+    out.update({**surface_keys(surface), **tab_keys(surface), "title": surface_title(surface),
+                "pinned": surface.pinned, "unread": surface.unread})
+    return out
+
+
+@methods.method("tab.action", TabActionParams)
+async def tab_action_method(call: Call, p: TabActionParams) -> Result:
+    """A tab context-menu action on a surface (``tab_id`` or ``surface_id``): rename,
+    clear_name, close_left/right/others, new_terminal_right, duplicate, pin, unpin,
+    mark_unread, mark_read, move_to_new_workspace."""
+    return await tab_action(call, p)
+
+
+@methods.method("surface.action", TabActionParams)
+async def surface_action(call: Call, p: TabActionParams) -> Result:
+    """The same actions as ``tab.action``."""
+    return await tab_action(call, p)
+

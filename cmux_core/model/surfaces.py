@@ -1,0 +1,283 @@
+"""Surfaces inside panes: the cmux family's tabs-in-a-pane.
+
+A pane holds an ordered list of surfaces (each one terminal) and shows one of them, its
+*selected* surface. These functions add, close, reorder and move surfaces, split one off
+into a pane of its own, exchange two panes' selected surfaces and restart a surface's
+process. They work on objects already resolved (the method handlers raise the not-found
+errors) and either raise before changing anything or finish the whole change.
+
+Selection rule: when the selected surface leaves a pane, the surface now at its index is
+selected, else the one before it (the last one).
+
+A surface that moves keeps its terminal, its process, its uuid and its ref. A pane emptied
+by a move leaves its tree like a closed pane (``pane_closed``, ``layout_updated``, its tab
+and workspace closing when they empty), but the terminal that moved out stays running.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from cmux_core import ids
+from cmux_core.errors import CmuxError
+from cmux_core.model import arrange, layout
+from cmux_core.model.events import LayoutUpdated, PaneCreated, PaneUpdated
+from cmux_core.model.mux import Mux
+from cmux_core.model.tree import Pane, Surface, Tab
+
+SplitDirection = Literal["left", "right", "up", "down"]
+
+
+def split_shape(direction: SplitDirection) -> tuple[layout.Direction, bool]:
+    """The tree direction and whether the new pane comes first (left of / above)."""
+    if direction in ("left", "right"):
+        return "right", direction == "left"
+    return "down", direction == "up"
+
+
+def _rect(mux: Mux, pane: Pane) -> layout.Rect:
+    return mux.pane_rects(pane.tab).get(pane.key) or mux.area
+
+
+def _register(mux: Mux, surface: Surface) -> None:
+    mux._by_uuid[surface.uuid] = surface
+    mux._by_ref[surface.ref] = surface
+
+
+def _take(pane: Pane, surface: Surface) -> None:
+    """Remove ``surface`` from ``pane`` (which keeps at least one), reselecting by the rule."""
+    index = pane.surfaces.index(surface)
+    pane.surfaces.remove(surface)
+    if pane.selected is surface:
+        pane.selected = pane.surfaces[min(index, len(pane.surfaces) - 1)]
+
+
+def _put(mux: Mux, pane: Pane, surface: Surface, index: int | None) -> None:
+    """Insert ``surface`` into ``pane`` at ``index`` (clamped; None appends) and select it."""
+    at = len(pane.surfaces) if index is None else max(0, min(index, len(pane.surfaces)))
+    pane.surfaces.insert(at, surface)
+    surface.pane = pane
+    pane.selected = surface
+    mux._attach(pane, surface)
+    rect = _rect(mux, pane)
+    surface.terminal.resize(rect.width, rect.height)
+
+
+def _release(mux: Mux, pane: Pane) -> None:
+    """Take ``pane``, whose only surface is moving out, out of its tree. The surface's
+    terminal is not closed: the pane is emptied first, so closing it closes nothing."""
+    pane.surfaces = []
+    mux.close_pane(pane)
+
+
+def _empty_pane(mux: Mux, tab: Tab, like: Pane) -> Pane:
+    """A new pane of ``tab`` with no surface and no place in the tree yet."""
+    ws = tab.workspace
+    pane = Pane(ids.new_uuid(), ws.next_pane_number, mux.refs.mint("pane"), tab,
+                cwd=like.cwd)
+    ws.next_pane_number += 1
+    mux._by_uuid[pane.key] = pane
+    mux._by_ref[pane.ref] = pane
+    mux.panes[pane.key] = pane
+    return pane
+
+
+def add_surface(mux: Mux, pane: Pane, *, cwd: str, command: list[str] | None = None,
+                env: dict[str, str] | None = None, focus: bool = False,
+                index: int | None = None) -> Surface:
+    """Start a terminal as a new surface of ``pane`` (appended, or at ``index``).
+
+    With ``focus`` it becomes the pane's selected surface and the pane is focused;
+    otherwise the pane keeps showing what it showed. Raises ``spawn_failed`` (nothing
+    added) when the process cannot start. Publishes ``pane_updated``.
+    """
+    rect = _rect(mux, pane)
+    ref = mux.refs.mint("surface")
+    term = mux._spawn(pane.tab.workspace, pane.tab, pane, ref, cwd=cwd, command=command,
+                      env=env, size=(rect.width, rect.height))
+    surface = Surface(ids.new_uuid(), ref, term, pane, command, cwd)
+    _register(mux, surface)
+    at = len(pane.surfaces) if index is None else max(0, min(index, len(pane.surfaces)))
+    pane.surfaces.insert(at, surface)
+    mux._attach(pane, surface)
+    if focus:
+        pane.selected = surface
+    mux.events.publish(PaneUpdated(pane))
+    if focus:
+        mux.focus_pane(pane)
+    return surface
+
+
+def split(mux: Mux, target: Pane, direction: SplitDirection, *, ratio: float | None = None,
+          cwd: str | None = None, command: list[str] | None = None,
+          env: dict[str, str] | None = None, focus: bool = False) -> Pane:
+    """Split ``target`` with a new pane (one new terminal) on the ``direction`` side."""
+    shape, first = split_shape(direction)
+    pane = mux.split_pane(target, shape, ratio=ratio, cwd=cwd, env=env, command=command,
+                          focus=focus)
+    if first:
+        # The new pane was placed second: exchanging the two siblings puts it first.
+        tab = pane.tab
+        tab.tree = layout.swap(tab.tree, target.key, pane.key)
+        mux.apply_sizes(tab)
+        mux.events.publish(LayoutUpdated(tab))
+    return pane
+
+
+def close_surface(mux: Mux, surface: Surface) -> None:
+    """Close ``surface`` and end its process group; a pane closes with its last surface.
+
+    Raises ``invalid_state`` for the last surface of a workspace (close the workspace).
+    """
+    pane = surface.pane
+    if len(pane.surfaces) > 1:
+        _take(pane, surface)
+        mux._forget(surface.uuid, surface.ref)
+        mux._close_terminal(surface.terminal)
+        mux.events.publish(PaneUpdated(pane))
+        return
+    if len(mux.workspace_panes(pane.tab.workspace)) == 1:
+        raise CmuxError("invalid_state", "Cannot close the last surface")
+    mux.close_pane(pane)
+
+
+def reorder(mux: Mux, surface: Surface, index: int) -> None:
+    """Move ``surface`` to position ``index`` (clamped) of its own pane."""
+    pane = surface.pane
+    pane.surfaces.remove(surface)
+    pane.surfaces.insert(max(0, min(index, len(pane.surfaces))), surface)
+    mux.events.publish(PaneUpdated(pane))
+
+
+def move(mux: Mux, surface: Surface, dest: Pane, *, index: int | None = None,
+         focus: bool = False) -> None:
+    """Move ``surface`` into ``dest`` (any workspace or window), where it is selected.
+
+    Within its own pane this is :func:`reorder`. A source pane left empty is closed
+    (its tab and workspace too when they empty). ``focus`` focuses ``dest``.
+    """
+    src = surface.pane
+    if dest is src:
+        reorder(mux, surface, len(src.surfaces) if index is None else index)
+        if focus:
+            src.selected = surface
+            mux.focus_pane(src)
+        return
+    if len(src.surfaces) == 1:
+        _put(mux, dest, surface, index)
+        _release(mux, src)
+    else:
+        _take(src, surface)
+        _put(mux, dest, surface, index)
+        mux.events.publish(PaneUpdated(src))
+    mux.events.publish(PaneUpdated(dest))
+    if focus:
+        mux.focus_pane(dest)
+
+
+def split_off(mux: Mux, surface: Surface, direction: SplitDirection, *,
+              target: Pane | None = None, focus: bool = False) -> Pane:
+    """Put ``surface`` in a pane of its own on the ``direction`` side of ``target``
+    (default: its own pane); returns that pane.
+
+    A surface alone in its pane moves with its pane; split off beside that same pane
+    it would leave the pane empty: ``invalid_state``.
+    """
+    src = surface.pane
+    target = target or src
+    shape, first = split_shape(direction)
+    if len(src.surfaces) == 1:
+        if target is src:
+            raise CmuxError("invalid_state",
+                            "Cannot split off the only surface of a pane beside that pane")
+        return _move_pane_beside(mux, src, target, shape, first, focus)
+    before = mux._focus_key()
+    tab = target.tab
+    _take(src, surface)
+    pane = _empty_pane(mux, tab, src)
+    tab.tree = layout.split(tab.tree, target.key, pane.key, shape, before=first)
+    _put(mux, pane, surface, None)
+    if focus:
+        arrange._focus(mux, pane)
+    mux.apply_sizes(tab)
+    mux.events.publish(PaneUpdated(src))
+    mux.events.publish(PaneCreated(pane))
+    mux.events.publish(LayoutUpdated(tab))
+    mux._emit_focus_if_changed(before)
+    return pane
+
+
+def _move_pane_beside(mux: Mux, pane: Pane, target: Pane, shape: layout.Direction,
+                      first: bool, focus: bool) -> Pane:
+    tab = target.tab
+    if pane.tab is not tab:
+        result = arrange.move(mux, pane, arrange.ToTab(tab, target, shape), focus=focus)
+        if result.reason is not None:
+            raise CmuxError("invalid_state", f"cannot move the pane: {result.reason}")
+        if first:
+            tab.tree = layout.swap(tab.tree, target.key, pane.key)
+            mux.apply_sizes(tab)
+            mux.events.publish(LayoutUpdated(tab))
+        return pane
+    before = mux._focus_key()
+    rest = layout.remove(tab.tree, pane.key)
+    assert rest is not None, "target is another pane of this tree"
+    tab.tree = layout.split(rest, target.key, pane.key, shape, before=first)
+    if focus:
+        arrange._focus(mux, pane)
+    mux.apply_sizes(tab)
+    mux.events.publish(LayoutUpdated(tab))
+    mux._emit_focus_if_changed(before)
+    return pane
+
+
+def break_out(mux: Mux, surface: Surface, *, title: str | None = None,
+              focus: bool = False) -> Pane:
+    """Move ``surface`` into a new workspace appended to its window; returns its pane
+    there. A surface sharing its pane is first split off into a pane of its own."""
+    pane = surface.pane
+    if len(pane.surfaces) > 1:
+        pane = split_off(mux, surface, "right")
+    result = arrange.move(mux, pane, arrange.ToNewWorkspace(label=title), focus=focus)
+    if result.reason is not None:
+        raise CmuxError("invalid_state", f"cannot move the surface: {result.reason}")
+    return pane
+
+
+def swap_selected(mux: Mux, source: Pane, target: Pane, *, focus: bool = False) -> None:
+    """Exchange the selected surfaces of two panes; each takes the other's place.
+
+    With ``focus`` the target pane (now showing the source's surface) is focused.
+    """
+    a, b = source.surface, target.surface
+    ia, ib = source.surfaces.index(a), target.surfaces.index(b)
+    source.surfaces[ia], target.surfaces[ib] = b, a
+    for pane, surface in ((source, b), (target, a)):
+        surface.pane = pane
+        pane.selected = surface
+        mux._attach(pane, surface)
+        rect = _rect(mux, pane)
+        surface.terminal.resize(rect.width, rect.height)
+    mux.events.publish(PaneUpdated(source))
+    mux.events.publish(PaneUpdated(target))
+    if focus:
+        mux.focus_pane(target)
+
+
+def respawn(mux: Mux, surface: Surface, *, command: list[str] | None, cwd: str) -> None:
+    """Start a new process in ``surface`` and end the old one; the surface keeps its ids.
+
+    The new process starts first: when it cannot, ``spawn_failed`` is raised and the old
+    one keeps running.
+    """
+    pane = surface.pane
+    rect = _rect(mux, pane)
+    term = mux._spawn(pane.tab.workspace, pane.tab, pane, surface.ref, cwd=cwd,
+                      command=command, env=None, size=(rect.width, rect.height))
+    old = surface.terminal
+    surface.terminal = term
+    surface.command = command
+    surface.launch_cwd = cwd
+    mux._attach(pane, surface)
+    mux._close_terminal(old)
+    mux.events.publish(PaneUpdated(pane))
