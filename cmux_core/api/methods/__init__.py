@@ -24,7 +24,7 @@ from cmux_core.api.methods import (
 )
 
 CORE_MODULES = (server, workspace, pane, layout, system, plugin, views, detect, report, agent,
-                window, integration, attach, surface)
+                attach, window, integration, surface)
 
 
 def register_core_methods(table: MethodTable) -> None:
