@@ -9,6 +9,7 @@ from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.methods import (
     agent,
     attach,
+    cmux_catalog,
     detect,
     integration,
     layout,
@@ -24,7 +25,7 @@ from cmux_core.api.methods import (
 )
 
 CORE_MODULES = (server, workspace, pane, layout, system, plugin, views, detect, report, agent,
-                attach, window, integration, surface)
+                attach, window, integration, surface, cmux_catalog)
 
 
 def register_core_methods(table: MethodTable) -> None:

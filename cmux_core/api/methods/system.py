@@ -10,6 +10,7 @@ from typing import Any
 
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.methods.cmux_catalog import NOT_SUPPORTED
 from cmux_core.api.methods.surface import surface_row
 from cmux_core.api.methods.workspace import workspace_keys
 from cmux_core.errors import InvalidParams
@@ -31,10 +32,11 @@ async def system_ping(call: Call, p: Empty) -> Result:
 
 @methods.method("system.capabilities", Empty)
 async def system_capabilities(call: Call, p: Empty) -> Result:
-    """Every method this server answers, sorted."""
+    """Every method this server answers, sorted; the cmux methods that only answer
+    ``not_supported`` are left out."""
     return {"type": "capabilities", "protocol": "cmux-socket", "version": 2,
             "socket_path": str(call.ctx.info.socket_path), "access_mode": "automation",
-            "methods": call.ctx.info.method_names()}
+            "methods": [m for m in call.ctx.info.method_names() if m not in NOT_SUPPORTED]}
 
 
 class AuthParams(Params):
