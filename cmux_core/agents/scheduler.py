@@ -15,11 +15,12 @@ Nothing here polls a pane in a loop. Work is triggered by:
 Short per-pane timers exist only while something is pending: the working→idle
 hold, the end of the startup grace, the probes confirming an agent is gone.
 
-Publishing (into :class:`~cmux_core.agents.tracker.AgentTracker`) follows herdr's
-rules: a new agent is published ``idle`` (visible) at once and its screen is not
-classified for :data:`STARTUP_GRACE_S`; results are published when state or
-evidence changed; ``working`` → plain ``idle`` is held until confirmed; a
-``skip_state_update`` match discards the result; losing an agent takes
+Publishing (into :class:`~cmux_core.agents.tracker.AgentTracker`): a new agent is
+``unknown`` and its screen is not classified for :data:`STARTUP_GRACE_S`; after that it
+stays ``unknown`` until a rule of its manifest matches (a screen no rule knows is the
+agent still starting, or the shell's leftovers, not an idle prompt). Then results
+are published when state or evidence changed; ``working`` → plain ``idle`` is held
+until confirmed; a ``skip_state_update`` match discards the result; losing an agent takes
 :data:`LOSS_PROBES` probes in a row, unless the pane's own shell got the
 foreground back, which publishes the exit at once and clears the agent on the
 next probe.
@@ -138,6 +139,8 @@ class PaneDetection:
     grace_until: float = 0.0
     scanned_seq: int = -1
     published: tuple[str, bool, bool, bool] | None = None
+    drawn: bool = False
+    """A rule with a state has matched since the agent was adopted (see the module doc)."""
     published_at: float = -math.inf
     hold_since: float | None = None
     hold_confirms: int = 0
@@ -324,6 +327,10 @@ class DetectionScheduler:
             if self.tracker.record(pane).detected != label:
                 # The tracker declined it (a release suppresses re-acquisition briefly).
                 self.tracker.set_detected(pane, label)
+                if self.tracker.record(pane).detected == label:
+                    # Taken now, with no screen report: publish the next result afresh.
+                    st.published = None
+                    self._schedule_screen(st, 0)
             return
         if label is not None:
             self._adopt(st, identity)
@@ -339,7 +346,8 @@ class DetectionScheduler:
                 self._schedule_probe(st, LOSS_PROBE_INTERVAL_S)
 
     def _adopt(self, st: PaneDetection, identity: Identity | None) -> None:
-        """A (new) agent owns the pane: blank OSC evidence, publish idle, start the grace."""
+        """A (new) agent owns the pane: blank OSC evidence, ``unknown`` until a rule
+        matches, start the grace."""
         assert identity is not None
         emulator = st.pane.terminal.emulator
         st.agent, st.identity = identity.label, identity
@@ -349,10 +357,10 @@ class DetectionScheduler:
         st.osc_baseline = (emulator.title or "", emulator.progress or "")
         st.osc_fresh = [False, False]
         st.hold_since = None
+        st.published, st.drawn = None, False
         log.info("pane %s runs agent %s (%s)", st.pane.id, identity.label, identity.evidence,
                  extra={"cmux_pane": st.pane.id})
         self.tracker.set_detected(st.pane, identity.label)
-        self._publish(st, ScreenReport("idle", visible_idle=True), force=True)
         self._schedule_screen(st, STARTUP_GRACE_S)
 
     def _exit(self, st: PaneDetection) -> None:
@@ -430,6 +438,10 @@ class DetectionScheduler:
         if result.skip_state_update:
             st.hold_since = None
             return
+        if not st.drawn:
+            if result.matched_rule is None:
+                return
+            st.drawn = result.state != "unknown"
         report = ScreenReport(result.state, result.visible_idle, result.visible_blocker,
                               result.visible_working, matched_rule=result.matched_rule)
         if (st.published is not None and st.published[0] == "working"

@@ -28,10 +28,10 @@ Readiness of a managed launch (a terminal ``agent.start`` named, :class:`Launch`
 * ``launch_pending`` from the start until the agent is identified (process detection or
   a hook report naming it) *and* a real observation of its state exists that is not
   ``unknown``: any hook-set state, or a screen state once :data:`LAUNCH_SETTLE_S` have
-  passed since identification. Detection publishes a provisional ``idle`` the moment it
-  identifies an agent and classifies the real screen only after its startup grace
-  (shorter than the settle), republishing only what differs; so from the settle on, the
-  last screen report is what the screen really shows.
+  passed since identification. Detection leaves an identified agent ``unknown`` until
+  a rule of its manifest matches its screen, which it first looks at after its startup
+  grace (shorter than the settle), republishing only what differs; so from the settle on,
+  the last screen report is what the screen really shows.
 * ``interactive_ready`` once that observed state is ``idle`` (``done`` included) or
   ``blocked``: the agent is drawn and waiting for input (a prompt box or a question).
   It stays set while the agent runs, even when it goes on to work. A launch that settles
@@ -315,8 +315,8 @@ class AgentTracker:
             # The pane now runs a different known agent than the hook claimed.
             rec.session = auth.session or rec.session
             rec.authority = None
-        if label is None:
-            rec.screen = None
+        # A screen report speaks for the agent it was made for, never for the next one.
+        rec.screen = None
         self._recompute(pane, rec)
         self._emit(pane, rec, before)
 
