@@ -7,6 +7,7 @@ Paths follow XDG: config in ``$XDG_CONFIG_HOME/cmux`` (``~/.config/cmux``), stat
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -73,6 +74,26 @@ def socket_path(explicit: str | None = None, session: str | None = None) -> Path
     return runtime_dir() / "cmux.sock"
 
 
+def session_file(socket: Path, directory: Path | None = None) -> Path:
+    """Where the server on ``socket`` keeps its session: ``<directory>/<name>.json``
+    (default directory: :func:`state_dir`).
+
+    ``name`` is ``default`` for the default socket, the session name for a session's
+    socket, and otherwise the socket's file name with a hash of its absolute path, so two
+    servers never share one file.
+    """
+    path = Path(os.path.abspath(socket))
+    if path == Path(os.path.abspath(runtime_dir() / "cmux.sock")):
+        name = "default"
+    elif path.parent == Path(os.path.abspath(runtime_dir() / "sessions")) and \
+            path.suffix == ".sock" and valid_session_name(path.stem):
+        name = path.stem
+    else:
+        digest = hashlib.sha256(str(path).encode("utf-8", "surrogateescape")).hexdigest()
+        name = f"{path.stem}-{digest[:12]}"
+    return (directory or state_dir()) / f"{name}.json"
+
+
 def default_shell() -> str:
     shell = os.environ.get("SHELL", "")
     if shell and os.access(shell, os.X_OK):
@@ -93,6 +114,10 @@ class Settings:
     plugins_dirs: list[Path] = field(default_factory=list)
     manifests_dirs: list[Path] = field(default_factory=list)
     state_dir: Path = field(default_factory=state_dir)
+    restore: bool = True
+    """Restore the session saved by the last server on this socket (``--no-restore``)."""
+    state_file: Path | None = None
+    """The session file (``--state-file``); None: :func:`session_file` of the socket."""
 
     @classmethod
     def load(cls, path: Path | None = None) -> Settings:

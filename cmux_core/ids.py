@@ -402,3 +402,8 @@ class RefCounter:
         n = self._last.get(kind, 0) + 1
         self._last[kind] = n
         return f"{kind}:{n}"
+
+    def reserve(self, kind: RefKind, n: int) -> None:
+        """Count ``<kind>:<n>`` as handed out (a ref restored from a saved session), so
+        :meth:`mint` continues after it; a smaller ``n`` changes nothing."""
+        self._last[kind] = max(self._last.get(kind, 0), n)

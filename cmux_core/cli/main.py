@@ -34,7 +34,11 @@ from cmux_core.cli.layout import add_layout_commands
 from cmux_core.cli.manifests import add_explain_command, add_manifest_commands
 from cmux_core.cli.pane import add_pane_commands
 from cmux_core.cli.plugin import add_plugin_commands
-from cmux_core.cli.server import add_server_commands
+from cmux_core.cli.server import (
+    add_server_commands,
+    add_session_file_options,
+    apply_session_file_options,
+)
 from cmux_core.cli.session import add_session_commands
 from cmux_core.cli.sidebar import add_sidebar_commands
 from cmux_core.cli.tab import add_tab_commands
@@ -75,6 +79,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         settings.shell = args.shell
     settings.plugins_dirs.extend(Path(p) for p in args.plugins_dir or [])
     settings.manifests_dirs.extend(Path(p) for p in args.manifests_dir or [])
+    apply_session_file_options(args, settings)
     return serve(settings, socket_path(args.socket, args.session), session=args.session,
                  announce=not args.quiet)
 
@@ -166,6 +171,7 @@ def add_serve_command(sub: Any) -> None:
                    help="agent-detection manifests above all others (repeatable)")
     p.add_argument("--quiet", action="store_true",
                    help="no startup banner; log warnings and errors only")
+    add_session_file_options(p)
     p.set_defaults(func=cmd_serve)
 
 

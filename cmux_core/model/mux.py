@@ -18,7 +18,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, cast
 
 from cmux_core import ids
 from cmux_core.config import Settings
@@ -677,6 +677,49 @@ class Mux:
         if pgid is None:
             return None
         return procfs.cwd(pgid)
+
+    # -- restoring a saved session ------------------------------------------------------
+
+    def adopt(self, obj: object, uuid: str, ref: str = "") -> None:
+        """Enter a restored object under its saved uuid and short ref (``""`` for none, as
+        tabs have) so lookups find it, and make the allocators continue after them: the
+        ref's kind counts on from its number, and workspace numbers from a workspace's."""
+        self._by_uuid[uuid] = obj
+        if ref:
+            kind, _, number = ref.partition(":")
+            self._by_ref[ref] = obj
+            self.refs.reserve(cast(ids.RefKind, kind), int(number))
+        if isinstance(obj, Workspace):
+            self._next_workspace = max(self._next_workspace,
+                                       ids.decode_number(obj.id[1:]) + 1)
+
+    def restore_pane(self, tab: Tab, *, key: str, number: int, ref: str, surface_uuid: str,
+                     surface_ref: str, cwd: str, command: list[str] | None,
+                     argv: list[str] | None = None, size: tuple[int, int]) -> Pane:
+        """Spawn one pane of a restored ``tab`` under its saved key, number and refs.
+
+        ``argv`` is what runs now (None: ``command``); ``command`` is kept as what the pane
+        was launched with. The caller puts the pane into the tab's tree and publishes;
+        the workspace's pane numbers continue after ``number``. Raises ``spawn_failed``,
+        leaving nothing behind, when the process cannot start.
+        """
+        ws = tab.workspace
+        pane = Pane(key, number, ref, tab)
+        following = ws.next_pane_number
+        ws.next_pane_number = number
+        try:
+            term = self._spawn(ws, tab, pane, surface_ref, cwd=cwd, command=argv or command,
+                               env=None, size=size)
+        finally:
+            ws.next_pane_number = max(following, number + 1)
+        surface = Surface(surface_uuid, surface_ref, term, pane, command, cwd)
+        pane.surfaces.append(surface)
+        pane.selected = surface
+        self.adopt(pane, key, ref)
+        self.adopt(surface, surface_uuid, surface_ref)
+        self.panes[key] = pane
+        self._attach(pane, surface)
+        return pane
 
     # -- shutdown ---------------------------------------------------------------------
 

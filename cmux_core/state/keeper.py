@@ -1,0 +1,229 @@
+"""The session keeper: restores the saved session at start and saves the session after
+changes and at stop.
+
+Saving is driven by what happens, never by a clock running on its own: every typed event
+(a pane created or closed, a split resized, a rename, an agent's session reported, a view
+set ...) arms one timer :data:`EVENT_DELAY_S` ahead, and pane output (which is how a
+shell's ``cd`` shows) one :data:`OUTPUT_DELAY_S` ahead, unless an earlier one is armed
+already. When it fires the session is captured on the loop and, only when it differs
+from what was last saved, written by a worker thread (:func:`cmux_core.state.store.write`).
+An idle server therefore never wakes up for this, and a server killed outright loses at
+most the changes of its last second. At stop the session is saved one last time, before
+any pane is closed, so the agents running then are the ones resumed next time.
+
+The first save compares with the session as it stood at start (restored or new), so a
+server that changes nothing leaves the file as it found it; with ``--no-restore`` the
+old file therefore stays until this server's own session differs from a fresh one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+from cmux_core.agents.events import PaneAgentDetected
+from cmux_core.agents.tracker import AgentTracker
+from cmux_core.agents.views import AgentView, AgentViewChanged, ViewBook, ViewPlugins
+from cmux_core.events import Event, EventHub
+from cmux_core.model.events import PaneClosed, PaneExited
+from cmux_core.model.mux import Mux
+from cmux_core.model.tree import Pane
+from cmux_core.state import store
+from cmux_core.state.capture import ResumeFor, capture
+from cmux_core.state.restore import RestoreFailed, restore
+from cmux_core.state.schema import SessionState, StateFileError, dump
+
+log = logging.getLogger(__name__)
+
+EVENT_DELAY_S = 0.2
+"""Seconds from an event to the save it asks for."""
+OUTPUT_DELAY_S = 0.5
+"""Seconds from pane output to the check it asks for (a ``cd`` changes no event)."""
+
+
+class SessionKeeper:
+    """Restores and saves one server's session in the file at ``path``.
+
+    ``resume_for`` gives the command that resumes an agent session (the composition root
+    reads it from the agent's manifest). Call :meth:`restore` once, into the empty mux,
+    then :meth:`start`; :meth:`stop` saves for the last time. All on the loop.
+    """
+
+    def __init__(self, path: Path, mux: Mux, tracker: AgentTracker, views: ViewBook,
+                 plugins: ViewPlugins, events: EventHub, *, resume_for: ResumeFor,
+                 restore: bool = True) -> None:
+        self.path = path
+        self.mux = mux
+        self.tracker = tracker
+        self.views = views
+        self.plugins = plugins
+        self.resume_for = resume_for
+        self.restore_enabled = restore
+        self._named: dict[str, AgentView] = {}
+        self._carried: set[str] = set()
+        self._running = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._due = 0.0
+        self._task: asyncio.Task[None] | None = None
+        self._again = False
+        self._saved: bytes | None = None
+        self._failure: str | None = None
+        self.saves = 0
+        """Files written by this keeper."""
+        events.observe(self._on_event)
+
+    # -- start ----------------------------------------------------------------------------
+
+    def restore(self, fresh: Callable[[], object]) -> bool:
+        """Rebuild the saved session in the (empty) mux, or call ``fresh`` to make a new
+        session when no workspace came back; True when one did.
+
+        Without restoring (``--no-restore``), or without a file, nothing is read. A file
+        that cannot be restored is set aside with a log line. The session as it stands
+        when this returns is what the first save compares with.
+        """
+        restored = self._restore()
+        if not restored:
+            fresh()
+        self._saved = self._key(self._capture())
+        return restored
+
+    def _restore(self) -> bool:
+        if not self.restore_enabled:
+            log.info("starting a fresh session; %s is not restored (--no-restore)", self.path)
+            return False
+        try:
+            state = store.read(self.path)
+            if state is None:
+                return False
+            done = restore(state, self.mux, self.tracker, self.views, self.plugins)
+        except StateFileError as exc:
+            self._set_aside(exc.message, exc.future)
+            return False
+        except RestoreFailed as exc:
+            self._set_aside(str(exc), False)
+            return False
+        self._carried = done.resumed
+        self._named.update(done.views)
+        log.info("restored %d workspaces and %d panes (%d resuming an agent session) from %s",
+                 done.workspaces, done.panes, len(done.resumed), self.path)
+        return done.workspaces > 0
+
+    def _set_aside(self, reason: str, future: bool) -> None:
+        try:
+            moved = store.set_aside(self.path, future)
+        except OSError as exc:
+            log.warning("session file %s cannot be restored (%s) nor set aside (%s); "
+                        "starting a fresh session", self.path, reason, exc.strerror or exc)
+            return
+        log.warning("session file %s cannot be restored: %s; set aside as %s, starting a "
+                    "fresh session", self.path, reason, moved.name)
+
+    def start(self) -> None:
+        """Save from now on: at once when the session changed since :meth:`restore`, and
+        after every change. Call once the manifests are loaded (resume commands come from
+        them)."""
+        self._loop = asyncio.get_running_loop()
+        self._running = True
+        self.mux.output_listeners.append(self._on_output)
+        self._changed(0.0)
+
+    async def stop(self) -> None:
+        """Save the session as it is now (when it changed) and stop saving; call before
+        any pane closes."""
+        if not self._running:
+            return
+        self._running = False
+        if self._on_output in self.mux.output_listeners:
+            self.mux.output_listeners.remove(self._on_output)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await self._task
+        await self._save_once()
+
+    # -- triggers ---------------------------------------------------------------------------
+
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, AgentViewChanged):
+            if event.view is None:
+                self._named.pop(event.client_id, None)
+            else:
+                self._named[event.client_id] = event.view
+        elif isinstance(event, PaneAgentDetected):
+            if event.released or event.agent is not None:
+                self._carried.discard(event.pane.key)
+        elif isinstance(event, PaneExited | PaneClosed):
+            self._carried.discard(event.pane.key)
+        self._changed(EVENT_DELAY_S)
+
+    def _on_output(self, pane: Pane) -> None:
+        self._changed(OUTPUT_DELAY_S)
+
+    def _changed(self, delay: float) -> None:
+        """Arm the save timer ``delay`` seconds ahead, unless it is armed earlier."""
+        if not self._running or self._loop is None:
+            return
+        due = self._loop.time() + delay
+        if self._timer is not None:
+            if self._due <= due:
+                return
+            self._timer.cancel()
+        self._due = due
+        self._timer = self._loop.call_at(due, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        if self._task is not None and not self._task.done():
+            self._again = True
+            return
+        assert self._loop is not None
+        self._task = self._loop.create_task(self._save())
+
+    # -- saving -----------------------------------------------------------------------------
+
+    async def _save(self) -> None:
+        while True:
+            self._again = False
+            await self._save_once()
+            if not self._again or not self._running:
+                return
+
+    async def _save_once(self) -> None:
+        try:
+            state = self._capture()
+        except Exception:
+            log.exception("cannot capture the session for %s", self.path)
+            return
+        key = self._key(state)
+        if key == self._saved:
+            return
+        try:
+            await asyncio.to_thread(store.write, self.path, dump(state))
+        except OSError as exc:
+            message = f"{exc.strerror or exc}"
+            if message != self._failure:
+                log.warning("cannot save the session to %s: %s", self.path, message)
+            self._failure = message
+            return
+        self._saved = key
+        self._failure = None
+        self.saves += 1
+
+    def _capture(self) -> SessionState:
+        return capture(self.mux, self.tracker, self._named, resume_for=self.resume_for,
+                       carried=self._carried)
+
+    @staticmethod
+    def _key(state: SessionState) -> bytes:
+        """What a save compares: the session without its time stamp."""
+        return orjson.dumps(state.model_dump(mode="json", exclude={"saved_at"},
+                                             exclude_none=True))

@@ -1,0 +1,233 @@
+"""Rebuild a saved session (:mod:`cmux_core.state.schema`) in a mux that holds nothing yet.
+
+Every window, workspace, tab and pane comes back under its saved public number, UUID and
+short ref (the mux's allocators continue after them), with its labels, split ratios, zoom
+and focus. Each pane starts again in its saved cwd (when that directory is gone: its
+workspace's, else the home directory) running the command it was launched with, or the
+shell. A pane whose agent had a session and a resume command resumes it: the command is
+typed into the pane's shell when the agent ran inside one, and otherwise runs in place of
+the pane's command; the session reference and the agent's name go back to the tracker.
+A resume command that cannot start falls back to the pane's own command, and a command
+that cannot start to the shell.
+
+Named clients' agent views are set again; one whose plugin is gone is skipped with a log
+line. Events are published as for new objects (workspace, tab, pane created, layout
+updated), after the whole session is in place.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cmux_core import ids
+from cmux_core.agents.tracker import AgentTracker, SessionRef
+from cmux_core.agents.views import AgentView, ViewBook, ViewPlugins, check_plugins, parse_view
+from cmux_core.errors import CmuxError
+from cmux_core.model import layout
+from cmux_core.model.events import LayoutUpdated, PaneCreated, TabCreated, WorkspaceCreated
+from cmux_core.model.mux import Mux
+from cmux_core.model.tree import Pane, Tab, Window, Workspace
+from cmux_core.state.schema import (
+    PaneState,
+    SessionState,
+    SplitState,
+    TabState,
+    WorkspaceState,
+    leaves,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Restored:
+    """What a restore brought back: counts for the log line, and ``resumed``, the keys of
+    the panes that resume an agent session."""
+
+    workspaces: int = 0
+    panes: int = 0
+    resumed: set[str] = field(default_factory=set)
+    views: dict[str, AgentView] = field(default_factory=dict)
+
+
+class RestoreFailed(Exception):
+    """A pane could not be started even with the shell; the mux has been emptied again."""
+
+
+def restore(state: SessionState, mux: Mux, tracker: AgentTracker, book: ViewBook,
+            plugins: ViewPlugins) -> Restored:
+    """Build ``state`` into ``mux`` (which must hold no window) and set its views.
+
+    Raises :class:`RestoreFailed` after closing whatever it had started.
+    """
+    done = Restored()
+    built: list[tuple[Workspace, list[tuple[Tab, list[Pane]]]]] = []
+    try:
+        for saved_window in state.windows:
+            if not saved_window.workspaces:
+                continue
+            window = Window(saved_window.uuid, saved_window.ref)
+            mux.windows.append(window)
+            mux.adopt(window, window.uuid, window.ref)
+            by_number: dict[int, Workspace] = {}
+            for saved_ws in saved_window.workspaces:
+                ws, tabs = _workspace(mux, tracker, window, saved_ws, done)
+                by_number[saved_ws.number] = ws
+                built.append((ws, tabs))
+            window.selected = by_number.get(saved_window.selected or 0) or window.workspaces[0]
+            window.previous = by_number.get(saved_window.previous or 0)
+    except RestoreFailed:
+        _undo(mux)
+        raise
+    if mux.windows:
+        index = state.active_window
+        saved = state.windows[index] if index is not None else None
+        mux.active_window = next((w for w in mux.windows if saved and w.uuid == saved.uuid),
+                                 mux.windows[0])
+    for ws, tabs in built:
+        mux.events.publish(WorkspaceCreated(ws))
+        for tab, panes in tabs:
+            mux.events.publish(TabCreated(tab))
+            for pane in panes:
+                mux.events.publish(PaneCreated(pane))
+            mux.events.publish(LayoutUpdated(tab))
+    for saved_view in state.views:
+        try:
+            view = parse_view(saved_view.source, saved_view.label, saved_view.filter,
+                              saved_view.sort)
+            check_plugins(view, plugins)
+        except CmuxError as exc:
+            log.warning("agent view of client %s not restored: %s", saved_view.client_id,
+                        exc.message)
+            continue
+        book.set(saved_view.client_id, view)
+        done.views[saved_view.client_id] = view
+    return done
+
+
+def _undo(mux: Mux) -> None:
+    """Take back a restore that failed half way: the mux holds nothing again (it held
+    nothing before), every started terminal is closed and nothing was published."""
+    for pane in list(mux.panes.values()):
+        mux._discard_pane(pane)
+    for window in mux.windows:
+        for ws in window.workspaces:
+            for tab in ws.tabs:
+                mux._forget(tab.uuid, "")
+            mux._forget(ws.uuid, ws.ref)
+        mux._forget(window.uuid, window.ref)
+    mux.windows.clear()
+    mux.active_window = None
+
+
+def _directory(*candidates: str | None) -> str:
+    for candidate in candidates:
+        if candidate and os.path.isabs(candidate) and Path(candidate).is_dir():
+            return candidate
+    return str(Path.home())
+
+
+def _workspace(mux: Mux, tracker: AgentTracker, window: Window, saved: WorkspaceState,
+               done: Restored) -> tuple[Workspace, list[tuple[Tab, list[Pane]]]]:
+    ws = Workspace(ids.workspace_id(saved.number), saved.uuid, saved.ref, window,
+                   _directory(saved.cwd), dict(saved.env), label=saved.label or None,
+                   description=saved.description)
+    ws.next_tab_number = saved.next_tab_number
+    ws.next_pane_number = saved.next_pane_number
+    mux.adopt(ws, ws.uuid, ws.ref)
+    window.workspaces.append(ws)
+    tabs = [_tab(mux, tracker, ws, saved_tab, done) for saved_tab in saved.tabs]
+    ws.active_tab = next((t for t, _ in tabs if t.number == saved.active_tab), tabs[0][0])
+    done.workspaces += 1
+    return ws, tabs
+
+
+def _tree(node: PaneState | SplitState) -> layout.Node:
+    if isinstance(node, PaneState):
+        return layout.Leaf(node.key)
+    return layout.Split(node.direction, layout.clamp_ratio(node.ratio), _tree(node.first),
+                        _tree(node.second))
+
+
+def _tab(mux: Mux, tracker: AgentTracker, ws: Workspace, saved: TabState,
+         done: Restored) -> tuple[Tab, list[Pane]]:
+    tree = _tree(saved.root)
+    tab = Tab(saved.uuid, saved.number, ws, tree, "", zoomed=saved.zoomed,
+              label=saved.label or None)
+    rects = layout.rects(tree, mux.area)
+    panes: list[Pane] = []
+    for leaf in leaves(saved.root):
+        rect = rects[leaf.key]
+        panes.append(_pane(mux, tracker, tab, leaf, (max(rect.width, 2), max(rect.height, 1)),
+                           done))
+    by_number = {pane.number: pane for pane in panes}
+    tab.focused = by_number[saved.focused].key
+    previous = by_number.get(saved.previous_focus or 0)
+    tab.previous_focus = previous.key if previous is not None else None
+    if len(panes) < 2:
+        tab.zoomed = False
+    ws.tabs.append(tab)
+    ws.next_tab_number = max(ws.next_tab_number, tab.number + 1)
+    mux.adopt(tab, tab.uuid)
+    if tab.zoomed:
+        mux.apply_sizes(tab)
+    return tab, panes
+
+
+def _pane(mux: Mux, tracker: AgentTracker, tab: Tab, saved: PaneState,
+          size: tuple[int, int], done: Restored) -> Pane:
+    cwd = _directory(saved.cwd, tab.workspace.cwd)
+    agent = saved.agent
+    resume = agent.resume if agent is not None and agent.session is not None else None
+    replace = resume is not None and not (agent is not None and agent.resume_typed)
+
+    def start(argv: list[str] | None, command: list[str] | None) -> Pane:
+        return mux.restore_pane(tab, key=saved.key, number=saved.number, ref=saved.ref,
+                                surface_uuid=saved.surface_uuid,
+                                surface_ref=saved.surface_ref, cwd=cwd, command=command,
+                                argv=argv, size=size)
+
+    attempts: list[tuple[list[str] | None, list[str] | None]] = []
+    if replace:
+        attempts.append((resume, saved.command))
+    attempts.append((None, saved.command))
+    if saved.command is not None:
+        attempts.append((None, None))
+    pane: Pane | None = None
+    for argv, command in attempts:
+        try:
+            pane = start(argv, command)
+            break
+        except CmuxError as exc:
+            log.warning("restoring pane %s: %s", ids.pane_id(tab.workspace.id, saved.number),
+                        exc.message)
+            resume = None if argv is not None else resume
+    if pane is None:
+        raise RestoreFailed(f"pane {ids.pane_id(tab.workspace.id, saved.number)} cannot "
+                            "start, not even the shell")
+    pane.label = saved.label or None
+    done.panes += 1
+    if agent is not None and resume is not None and agent.session is not None:
+        if not replace:
+            _type(pane, resume)
+        session = agent.session
+        tracker.record(pane).session = SessionRef(session.source, session.agent,
+                                                  session.kind, session.value)
+        if agent.name:
+            tracker.set_name(pane, agent.name)
+        done.resumed.add(pane.key)
+    return pane
+
+
+def _type(pane: Pane, argv: list[str]) -> None:
+    """Type ``argv`` and Enter into the pane's shell; the terminal holds the line until
+    the shell reads it."""
+    try:
+        pane.terminal.write(shlex.join(argv).encode() + b"\r")
+    except CmuxError as exc:
+        log.warning("pane %s: cannot type its resume command: %s", pane.id, exc.message)
+

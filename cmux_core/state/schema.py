@@ -1,0 +1,237 @@
+"""The session file's format, version :data:`VERSION`, and its validation.
+
+One JSON object: ``version``, ``saved_at`` (UTC, informational), the ``windows`` with
+their ``workspaces``, each workspace's ``tabs`` with the split tree (``root``) whose
+leaves are the panes, and the named clients' agent ``views``. Objects are recorded under
+their public numbers, UUIDs and short refs, so a restore gives them back the same
+handles. Unknown keys are ignored (a later version 1 writer may add optional ones); a file
+whose ``version`` is higher than :data:`VERSION` is a *future* file, any other problem
+makes it *corrupt*: :func:`parse` raises :class:`StateFileError` saying which.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+VERSION: Literal[1] = 1
+"""The version this server writes and the highest it reads."""
+
+MAX_FILE_BYTES = 64 * 1024 * 1024
+"""A larger file is not read (it is set aside as corrupt)."""
+
+_UUID = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
+_NUMBER = r"[1-9][0-9]{0,17}"
+
+Uuid = Annotated[str, Field(pattern=_UUID)]
+Number = Annotated[int, Field(ge=1, le=10**18)]
+Argv = Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+
+
+class StateFileError(Exception):
+    """A session file that cannot be restored; ``future`` when a newer server wrote it."""
+
+    def __init__(self, message: str, *, future: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.future = future
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(strict=True, frozen=True, extra="ignore")
+
+
+class SessionRefState(_Model):
+    """An agent's native session reference (``agents.tracker.SessionRef``)."""
+
+    source: Annotated[str, Field(min_length=1)]
+    agent: Annotated[str, Field(min_length=1)]
+    kind: Literal["id", "path"]
+    value: Annotated[str, Field(min_length=1)]
+
+
+class PaneAgentState(_Model):
+    """The agent a pane ran: its name, its session and the command that resumes it.
+
+    ``resume`` was filled in from the agent's manifest when the session was saved;
+    ``resume_typed`` says whether it is typed into the pane's own program (the agent ran
+    inside a shell) or replaces it (the pane was the agent).
+    """
+
+    name: str | None = None
+    session: SessionRefState | None = None
+    resume: Argv | None = None
+    resume_typed: bool = False
+
+
+class PaneState(_Model):
+    type: Literal["pane"]
+    key: Uuid
+    number: Number
+    ref: Annotated[str, Field(pattern=f"^pane:{_NUMBER}$")]
+    surface_uuid: Uuid
+    surface_ref: Annotated[str, Field(pattern=f"^surface:{_NUMBER}$")]
+    cwd: Annotated[str, Field(min_length=1)]
+    command: Argv | None = None
+    label: str | None = None
+    agent: PaneAgentState | None = None
+
+
+class SplitState(_Model):
+    type: Literal["split"]
+    direction: Literal["right", "down"]
+    ratio: float
+    first: Node
+    second: Node
+
+    @field_validator("ratio")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("ratio must be a finite number")
+        return value
+
+
+Node = Annotated[PaneState | SplitState, Field(discriminator="type")]
+SplitState.model_rebuild()
+
+
+class TabState(_Model):
+    uuid: Uuid
+    number: Number
+    root: Node
+    focused: Number
+    """The number of the tab's focused pane."""
+    previous_focus: Number | None = None
+    zoomed: bool = False
+    label: str | None = None
+
+
+class WorkspaceState(_Model):
+    number: Number
+    """The workspace's public number: its id is ``w`` and this number in the id alphabet."""
+    uuid: Uuid
+    ref: Annotated[str, Field(pattern=f"^workspace:{_NUMBER}$")]
+    cwd: Annotated[str, Field(min_length=1)]
+    env: dict[str, str] = Field(default_factory=dict)
+    label: str | None = None
+    description: str = ""
+    tabs: Annotated[list[TabState], Field(min_length=1)]
+    active_tab: Number | None = None
+    """The active tab's number."""
+    next_tab_number: Number = 1
+    next_pane_number: Number = 1
+
+
+class WindowState(_Model):
+    uuid: Uuid
+    ref: Annotated[str, Field(pattern=f"^window:{_NUMBER}$")]
+    workspaces: list[WorkspaceState]
+    selected: Number | None = None
+    """The selected workspace's number."""
+    previous: Number | None = None
+
+
+class ViewState(_Model):
+    """A named client's agent view, as ``agent.view.set`` received it."""
+
+    client_id: Annotated[str, Field(min_length=1)]
+    source: str
+    label: str | None = None
+    filter: Any = None
+    sort: Any = None
+
+
+class SessionState(_Model):
+    version: Literal[1]
+    saved_at: str = ""
+    windows: list[WindowState]
+    active_window: int | None = None
+    """Index of the active window in ``windows``."""
+    views: list[ViewState] = Field(default_factory=list)
+
+
+def leaves(node: PaneState | SplitState) -> list[PaneState]:
+    """The panes of a tree, left to right."""
+    if isinstance(node, PaneState):
+        return [node]
+    return leaves(node.first) + leaves(node.second)
+
+
+def parse(data: bytes) -> SessionState:
+    """Validate a session file's bytes; raises :class:`StateFileError`."""
+    if len(data) > MAX_FILE_BYTES:
+        raise StateFileError(f"the file is larger than {MAX_FILE_BYTES} bytes")
+    try:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise StateFileError(f"not valid JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise StateFileError("not a JSON object")
+    version = raw.get("version")
+    if type(version) is not int:
+        raise StateFileError("no version number")
+    if version > VERSION:
+        raise StateFileError(f"written in version {version}; this server reads up to "
+                             f"version {VERSION}", future=True)
+    try:
+        state = SessionState.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the file"
+        raise StateFileError(f"{where}: {first['msg']}") from None
+    _check_unique(state)
+    return state
+
+
+def _check_unique(state: SessionState) -> None:
+    """Handles must be unique, and every number a focus or selection names must exist."""
+    seen: set[str] = set()
+
+    def once(handle: str, what: str) -> None:
+        if handle in seen:
+            raise StateFileError(f"{what} {handle} appears twice")
+        seen.add(handle)
+
+    for window in state.windows:
+        once(window.uuid, "uuid")
+        once(window.ref, "ref")
+        numbers = set()
+        for ws in window.workspaces:
+            once(ws.uuid, "uuid")
+            once(ws.ref, "ref")
+            once(f"workspace number {ws.number}", "the")
+            numbers.add(ws.number)
+            tabs = set()
+            for tab in ws.tabs:
+                once(tab.uuid, "uuid")
+                if tab.number in tabs:
+                    raise StateFileError(f"workspace {ws.number}: tab {tab.number} twice")
+                tabs.add(tab.number)
+                panes = set()
+                for pane in leaves(tab.root):
+                    for handle in (pane.key, pane.ref, pane.surface_uuid, pane.surface_ref):
+                        once(handle, "handle")
+                    once(f"pane {ws.number}:{pane.number}", "the")
+                    panes.add(pane.number)
+                for number in (tab.focused, tab.previous_focus):
+                    if number is not None and number not in panes:
+                        raise StateFileError(f"workspace {ws.number} tab {tab.number}: "
+                                             f"focused pane {number} is not in the tab")
+            if ws.active_tab is not None and ws.active_tab not in tabs:
+                raise StateFileError(f"workspace {ws.number}: active tab {ws.active_tab} "
+                                     "does not exist")
+        for number in (window.selected, window.previous):
+            if number is not None and number not in numbers:
+                raise StateFileError(f"window {window.ref}: workspace {number} is not in it")
+    if state.active_window is not None and not 0 <= state.active_window < len(state.windows):
+        raise StateFileError(f"active_window {state.active_window} does not exist")
+
+
+def dump(state: SessionState) -> bytes:
+    """The file's bytes: indented JSON, keys in model order, absent values left out."""
+    data = state.model_dump(mode="json", exclude_none=True)
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)

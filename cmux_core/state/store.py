@@ -1,0 +1,78 @@
+"""The session file on disk: read it, write it atomically, set a bad one aside.
+
+A write goes to a temporary file beside the real one (mode 0600, in a directory made
+0700 when missing), is flushed with ``fsync`` and renamed over the file, and the
+directory is synced, so a crash at any moment leaves either the old file or the new
+one, never a mixture. A file that cannot be restored is renamed, not deleted:
+``<name>.json.corrupt-<UTC time>`` or ``<name>.json.future-<UTC time>``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+
+from cmux_core.state.schema import MAX_FILE_BYTES, SessionState, StateFileError, parse
+
+
+def read(path: Path) -> SessionState | None:
+    """The session saved at ``path``; None when there is no file.
+
+    Raises :class:`StateFileError` when the file cannot be read or restored (future is
+    set when a newer server wrote it).
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StateFileError(f"cannot read it: {exc.strerror or exc}") from None
+    return parse(data)
+
+
+def set_aside(path: Path, future: bool) -> Path:
+    """Rename ``path`` to a free name with a ``.corrupt-`` or ``.future-`` suffix and the
+    UTC time; returns the new path. Raises OSError when it cannot be renamed."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    base = f"{path.name}.{'future' if future else 'corrupt'}-{stamp}"
+    target = path.with_name(base)
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{base}.{n}")
+    os.rename(path, target)
+    return target
+
+
+def write(path: Path, data: bytes) -> None:
+    """Replace the file at ``path`` with ``data`` atomically (see the module docstring).
+
+    Raises OSError when the directory or file cannot be made or written; the old file
+    is then left as it was and no temporary file remains.
+    """
+    directory = path.parent
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    temporary = directory / f".{path.name}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
