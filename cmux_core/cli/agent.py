@@ -8,7 +8,8 @@
     cmux agent list
 
 Targets are a terminal id, a pane id, an agent name or an agent label. ``start`` prints
-the new pane's id; ``prompt --wait`` and ``wait`` print the status reached; ``--json``
+the new pane's id; ``prompt`` prints the status once the agent took the prompt (with
+``--wait``, the status reached) and ``wait`` the status reached; ``--json``
 prints the raw result everywhere. ``agent explain`` is added to the group by
 :mod:`cmux_core.cli.manifests`, beside the other detection tools.
 """
@@ -131,7 +132,8 @@ COMMANDS = [
     Command("send-keys", "agent.send_keys", "send key combos to an agent",
             (TARGET, arg("keys", nargs="+", metavar="KEY",
                          help="a key or combo: enter, tab, esc, up, ctrl+c, alt+x, ..."))),
-    Command("prompt", "agent.prompt", "submit a prompt; with --wait print the status reached",
+    Command("prompt", "agent.prompt", "submit a prompt and print the status it led to; with "
+            "--wait, the status reached",
             (TARGET, arg("text", help="prompt text, or - for standard input"),
              arg("--wait", action="store_true", help="wait until the agent is done with it"),
              UNTIL, TIMEOUT),

@@ -55,6 +55,11 @@ PROMPT_ENTER_DELAY_S = 0.3
 """Pause between a prompt's text and its Enter, so the program sees them as two inputs."""
 PROMPT_EFFECT_LIMIT_MS = 5000
 """Longest a prompt may go without an observed state change before it counts as stalled."""
+PROMPT_TAKEN_LIMIT_S = 2.0
+"""Without ``wait``: longest ``agent.prompt`` looks for the prompt to be taken after Enter."""
+PROMPT_SETTLE_S = 0.5
+"""Without ``wait``: once the screen changed after Enter, how long detection is given to
+see it (its debounce and the ``working`` -> ``idle`` hold are shorter)."""
 READY_TIMEOUT_MS = 30000
 """Default bound of the wait for a pending launch in ``agent.prompt``/``agent.send_keys``."""
 START_TIMEOUT_MS = (3000, 300000)
@@ -498,8 +503,10 @@ class AgentPromptParams(Params):
 async def agent_prompt(call: Call, p: AgentPromptParams) -> Result:
     """Paste the prompt (bracketed when enabled), then Enter 300 ms later.
 
-    A pending launch is waited for first (``timeout_ms`` bounds that wait). With
-    ``wait``: the prompt must then visibly take effect (a state change within 5 s, else
+    A pending launch is waited for first (``timeout_ms`` bounds that wait). Without
+    ``wait``, the reply follows the prompt being taken (:func:`prompt_taken`), so its
+    status is the one the prompt led to, not the one before it. With ``wait``: the prompt
+    must then visibly take effect (a state change within 5 s, else
     ``agent_prompt_stalled``), then the status must reach ``until``.
     """
     if not p.text.strip():
@@ -517,20 +524,68 @@ async def agent_prompt(call: Call, p: AgentPromptParams) -> Result:
         term.write(data)
     except CmuxError as exc:
         raise CmuxError("agent_prompt_failed", exc.message) from None
-    asyncio.get_running_loop().call_later(PROMPT_ENTER_DELAY_S, submit, term, enter)
+    loop = asyncio.get_running_loop()
+    entered: asyncio.Future[int | None] = loop.create_future()
+    loop.call_later(PROMPT_ENTER_DELAY_S, submit, term, enter, entered)
     if p.wait is None:
-        return {"type": "agent_prompted", "agent": wire.agent_info(call.ctx.mux, tracker, pane)}
+        info = await served(call, prompt_taken(call, pin, before_seq, entered))
+        return {"type": "agent_prompted", "agent": info}
     until: set[str] = set(p.wait.until or DEFAULT_UNTIL)
     info = await served(call, prompt_wait(call, pin, before_seq, until, p.wait.timeout_ms))
     return {"type": "agent_prompted", "agent": info}
 
 
-def submit(term: Any, enter: bytes) -> None:
+def submit(term: Any, enter: bytes, entered: asyncio.Future[int | None]) -> None:
+    """Write Enter; ``entered`` gets the terminal's output count at that moment (None when
+    it could not be written). Runs even when the prompting client has gone away."""
+    seq = None
     if not term.exited:
         try:
             term.write(enter)
+            seq = term.output_seq
         except CmuxError:
-            return
+            seq = None
+    if not entered.done():
+        entered.set_result(seq)
+
+
+async def prompt_taken(call: Call, pin: Pinned, before_seq: int,
+                       entered: asyncio.Future[int | None]) -> dict[str, Any]:
+    """The agent's info once its prompt was taken, for ``agent.prompt`` without ``wait``.
+
+    Taken means: its state changed since ``before_seq`` (it went ``working``, or asked
+    something), or its screen changed after Enter and detection then had
+    :data:`PROMPT_SETTLE_S` to report a change. After :data:`PROMPT_TAKEN_LIMIT_S` with
+    neither, or when the pane stops running the agent, the info is what it is then: a
+    prompt without ``wait`` never fails for want of an effect.
+    """
+    mux = call.ctx.mux
+    tracker = tracker_of(call)
+    pane = pin.pane
+    seq_at_enter = await asyncio.shield(entered)
+    deadline = time.monotonic() + PROMPT_TAKEN_LIMIT_S
+    screen_changed = seq_at_enter is None
+    with watching(call.ctx.events) as sub:
+        while (pin.running(mux, tracker)
+               and tracker.record(pane).state_change_seq <= before_seq):
+            if not screen_changed and seq_at_enter is not None \
+                    and pane.terminal.output_seq > seq_at_enter:
+                screen_changed = True
+                deadline = min(deadline, time.monotonic() + PROMPT_SETTLE_S)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            wakes: list[asyncio.Future[Any]] = [asyncio.ensure_future(sub.next_batch())]
+            if not screen_changed:
+                wakes.append(asyncio.ensure_future(mux.output_signal(pane).wait()))
+            try:
+                await asyncio.wait(wakes, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for wake in wakes:
+                    wake.cancel()
+    if pane.key not in mux.panes:
+        raise CmuxError("agent_not_running", "agent is no longer running in the target pane")
+    return wire.agent_info(mux, tracker, pane)
 
 
 async def prompt_wait(call: Call, pin: Pinned, before_seq: int, until: set[str],
