@@ -6,7 +6,9 @@ then, when the header has a ``length``, exactly that many raw bytes. ``screen`` 
 carry terminal bytes made by a :class:`~cmux_core.terminal.redraw.Painter` (the whole
 screen first, then only what changed), at most one per :data:`FRAME_GAP_S` while output
 flows, so a pane printing megabytes costs its clients a bounded number of screens, not
-a copy of every byte. The last frame is ``end`` with a ``reason``.
+a copy of every byte. A session asked for ``rows`` frames gets the changed rows as styled
+text in the header instead (for a client that lays the pane out itself). The last frame
+is ``end`` with a ``reason``.
 
 The :class:`AttachBook` keeps every session, and decides a pane's size: the most recent
 session that typed (or attached), among those that may size it (not read-only, not
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane
-from cmux_core.terminal.redraw import Painter, capture
+from cmux_core.terminal.redraw import Painter, ScreenImage, capture
 
 if TYPE_CHECKING:
     from cmux_core.api.context import Peer
@@ -35,6 +37,20 @@ FRAME_GAP_S = 0.008
 """Least time between two screen frames to one client while output keeps coming."""
 
 _activity = itertools.count(1)
+
+
+def rows_frame(last: ScreenImage | None, image: ScreenImage) -> bytes:
+    """A ``rows`` frame: the rows of ``image`` that differ from ``last`` (all of them when
+    ``last`` is None or of another size) as ``[index, styled text]`` pairs, plus the size,
+    cursor and title; empty when nothing changed."""
+    if last == image:
+        return b""
+    whole = last is None or (last.columns, last.lines) != (image.columns, image.lines)
+    rows = [[y, row] for y, row in enumerate(image.rows)
+            if whole or last is None or row != last.rows[y]]
+    return frame("rows", columns=image.columns, lines=image.lines, whole=whole,
+                 cursor=list(image.cursor), cursor_visible=image.cursor_visible,
+                 title=image.title, rows=rows)
 
 
 def frame(kind: str, payload: bytes = b"", **fields: object) -> bytes:
@@ -50,7 +66,8 @@ class AttachSession:
     detaches, or the connection ends (its task is then cancelled)."""
 
     def __init__(self, book: AttachBook, mux: Mux, pane: Pane, peer: Peer, *,
-                 columns: int, lines: int, read_only: bool, resize: bool) -> None:
+                 columns: int, lines: int, read_only: bool, resize: bool,
+                 rows: bool = False) -> None:
         self.book = book
         self.mux = mux
         self.pane = pane
@@ -61,6 +78,8 @@ class AttachSession:
         self.resize = resize
         self.active = next(_activity)
         self.painter = Painter(columns, lines)
+        self.rows = rows
+        self._image: ScreenImage | None = None
         self.wake = asyncio.Event()
         self.ending: str | None = None
 
@@ -110,9 +129,14 @@ class AttachSession:
                     self.ending = "pane_closed"
                 else:
                     terminal = pane.terminal
-                    data = self.painter.paint(capture(terminal.emulator))
-                    if data:
-                        self.peer.send(frame("screen", data))
+                    image = capture(terminal.emulator)
+                    if self.rows:
+                        self.peer.send(rows_frame(self._image, image))
+                        self._image = image
+                    else:
+                        data = self.painter.paint(image)
+                        if data:
+                            self.peer.send(frame("screen", data))
                     if terminal.exited:
                         self.ending = "pane_exited"
             if self.ending is not None:

@@ -42,6 +42,7 @@ from cmux_core.cli.server import (
 from cmux_core.cli.session import add_session_commands
 from cmux_core.cli.sidebar import add_sidebar_commands
 from cmux_core.cli.tab import add_tab_commands
+from cmux_core.cli.ui import add_ui_command
 from cmux_core.cli.window import add_window_commands
 from cmux_core.cli.workspace import add_workspace_commands
 from cmux_core.config import ConfigError, Settings, socket_path
@@ -216,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_explain_command(add_agent_commands(sub, add_common), add_common)
     add_sidebar_commands(sub, add_common)
     add_attach_command(sub, add_common)
+    add_ui_command(sub, add_common)
     add_manifest_commands(sub, add_common)
     add_plugin_commands(sub, add_common)
     add_integration_commands(sub, add_common)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from typing import Literal
 
 from pydantic import Field
 
@@ -45,6 +46,7 @@ class AttachParams(Params):
     lines: int = Field(24, ge=1, le=SIZE_MAX)
     read_only: bool = False
     resize: bool = True
+    frames: Literal["screen", "rows"] = "screen"
 
 
 @methods.method("pane.attach", AttachParams)
@@ -53,7 +55,8 @@ async def pane_attach(call: Call, p: AttachParams) -> Result:
     server writes frames (a ``screen`` frame with the whole screen, then changes, and a
     last ``end`` frame). ``columns`` x ``lines`` is the attached terminal's size; unless
     ``read_only`` or ``resize: false``, the pane takes it while this client is the most
-    recent one to type or attach."""
+    recent one to type or attach. ``frames: "rows"`` sends changed rows as styled text
+    instead of terminal bytes."""
     peer = _peer(call)
     book = call.ctx.attach
     if book.session(peer.client_id) is not None:
@@ -63,11 +66,12 @@ async def pane_attach(call: Call, p: AttachParams) -> Result:
     if pane.terminal.exited:
         raise CmuxError("pane_exited", f"the process of pane {pane.id} has exited")
     session = AttachSession(book, mux, pane, peer, columns=p.columns, lines=p.lines,
-                            read_only=p.read_only, resize=p.resize)
+                            read_only=p.read_only, resize=p.resize, rows=p.frames == "rows")
     book.add(session)
     peer.run_task(session.run())
     return {"type": "pane_attach", "pane_id": pane.id, "columns": pane.terminal.columns,
-            "lines": pane.terminal.rows, "read_only": p.read_only, "resize": p.resize}
+            "lines": pane.terminal.rows, "read_only": p.read_only, "resize": p.resize,
+            "frames": p.frames}
 
 
 class InputParams(Params):

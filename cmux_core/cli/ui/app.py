@@ -1,0 +1,382 @@
+"""The ``cmux ui`` application: the agents sidebar beside a live pane, in one terminal.
+
+Drawn with prompt_toolkit. The sidebar is the agent list of ``agent.list {view}``, the
+same board ``cmux agents --watch`` shows (so plugin sorts and filters of the followed view
+apply), refetched when the server reports a change. The pane area shows one pane through
+its own ``pane.attach`` connection with ``frames: "rows"``: the server sends changed rows
+as styled text and the pane takes the area's size while no other client typed into it
+more recently.
+
+Keys: ``j``/``k`` or arrows move between agents (the pane area follows), ``tab`` and
+``shift-tab`` step through every pane, ``b`` jumps to the next blocked agent, Enter
+attaches to the shown pane full-screen (``cmux attach``; its detach key comes back here),
+``f`` focuses the shown pane on the server, ``q`` or Ctrl-C quits (every pane keeps
+running).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from typing import Any
+
+from prompt_toolkit.application import Application, run_in_terminal
+from prompt_toolkit.formatted_text import ANSI, StyleAndTextTuples
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.layout import HSplit, Layout, VSplit, Window
+from prompt_toolkit.layout.controls import FormattedTextControl
+from prompt_toolkit.layout.dimension import Dimension
+
+from cmux_core.cli.sidebar import (
+    SPIN_SECONDS,
+    VIEW_EVENT,
+    WATCH_EVENTS,
+    Board,
+    columns_from,
+    fetch_board_async,
+    render_rows,
+    summary,
+)
+from cmux_core.client import AsyncClient, Client
+from cmux_core.errors import CmuxError
+
+SIDEBAR_COLUMNS = "status,name,agent,age"
+SIDEBAR_WIDTH = 36  # the default of cmux ui --sidebar-width
+PREVIEW_RETRY_S = 0.5
+
+
+class PanePreview:
+    """One pane's rows, kept current through a ``pane.attach`` connection (rows frames).
+
+    :meth:`show` switches to another pane (closing the previous connection);
+    ``on_change`` is called on the loop after every frame.
+    """
+
+    def __init__(self, path: str, on_change: Any) -> None:
+        self.path = path
+        self.on_change = on_change
+        self.pane_id: str | None = None
+        self.rows: list[str] = []
+        self.title: str | None = None
+        self.ended: str | None = None
+        self.size = (0, 0)
+        self._writer: asyncio.StreamWriter | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def show(self, pane_id: str | None, columns: int, lines: int) -> None:
+        if pane_id == self.pane_id and self._task is not None and not self._task.done():
+            await self.resize(columns, lines)
+            return
+        await self.close()
+        self.pane_id, self.rows, self.title, self.ended = pane_id, [], None, None
+        self.size = (columns, lines)
+        if pane_id is None:
+            return
+        client = Client(self.path, timeout=10)
+        try:
+            client.call("pane.attach", {"pane_id": pane_id, "columns": columns,
+                                        "lines": lines, "frames": "rows"})
+        except CmuxError as exc:
+            client.close()
+            self.ended = exc.message
+            self.on_change()
+            return
+        sock, pending = client.take_connection()
+        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 24)
+        self._writer = writer
+        self._task = asyncio.create_task(self._follow(reader, pending))
+
+    async def resize(self, columns: int, lines: int) -> None:
+        if (columns, lines) == self.size or self._writer is None:
+            return
+        self.size = (columns, lines)
+        self._writer.write(json.dumps({"method": "attach.resize", "params": {
+            "columns": columns, "lines": lines}}).encode() + b"\n")
+        with contextlib.suppress(ConnectionError, OSError):
+            await self._writer.drain()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+            self._task = None
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    async def _follow(self, reader: asyncio.StreamReader, pending: bytes) -> None:
+        buffered = pending.split(b"\n")
+        tail = buffered.pop()
+        try:
+            for line in buffered:
+                self._apply(line)
+            first = True
+            while self.ended is None:
+                line = await reader.readline()
+                if first:
+                    line, first = tail + line, False
+                if not line:
+                    self.ended = "the server closed the connection"
+                    break
+                self._apply(line)
+        finally:
+            self.on_change()
+
+    def _apply(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        header = json.loads(line)
+        kind = header.get("frame")
+        if kind == "rows":
+            lines = int(header["lines"])
+            if header.get("whole") or len(self.rows) != lines:
+                self.rows = [""] * lines
+            for index, text in header["rows"]:
+                self.rows[index] = text
+            self.title = header.get("title")
+            self.on_change()
+        elif kind == "end":
+            self.ended = str(header.get("reason"))
+
+
+class Ui:
+    """The ``cmux ui`` application: one request connection, one event stream, one
+    preview connection, one prompt_toolkit application."""
+
+    def __init__(self, path: str, view: bool | str, params: dict[str, Any] | None, *,
+                 sidebar_width: int = SIDEBAR_WIDTH) -> None:
+        self.path = path
+        self.view = view
+        self.params = params
+        self.sidebar_width = sidebar_width
+        self.columns = columns_from(SIDEBAR_COLUMNS)
+        self.board = Board([], 0)
+        self.selected: str | None = None
+        self.shown: str | None = None
+        self.notice = ""
+        self.stale = asyncio.Event()
+        self.requests = AsyncClient(path)
+        self.preview = PanePreview(path, self._invalidate)
+        self.app: Application[int] = Application(
+            layout=Layout(self._layout()), key_bindings=self._keys(), full_screen=True,
+            mouse_support=False, refresh_interval=None)
+        self.draws = 0
+
+    # -- layout ------------------------------------------------------------------------
+
+    def _layout(self) -> HSplit:
+        sidebar = Window(FormattedTextControl(self._sidebar_text), width=Dimension.exact(
+            self.sidebar_width), wrap_lines=False)
+        pane = HSplit([
+            Window(FormattedTextControl(self._pane_heading), height=1, style="reverse"),
+            Window(FormattedTextControl(self._pane_text), wrap_lines=False),
+        ])
+        return HSplit([
+            VSplit([sidebar, Window(width=1, char="│", style="fg:#666666"), pane]),
+            Window(FormattedTextControl(self._footer), height=1, style="reverse"),
+        ])
+
+    def _pane_area(self) -> tuple[int, int]:
+        size = self.app.output.get_size()
+        return max(2, size.columns - self.sidebar_width - 1), max(1, size.rows - 2)
+
+    def _sidebar_text(self) -> StyleAndTextTuples:
+        self.draws += 1
+        now = time.time()
+        lines = render_rows(self.board, self.columns, width=self.sidebar_width, now=now,
+                            frame=int(now / SPIN_SECONDS), selected=self.selected)
+        if not self.board.rows:
+            lines.append("")
+            lines.append(" no agents yet" if not self.board.total else " none in this view")
+        return ANSI("\n".join(lines)).__pt_formatted_text__()
+
+    def _pane_heading(self) -> StyleAndTextTuples:
+        pane = self.shown or "no pane"
+        title = f" {self.preview.title}" if self.preview.title else ""
+        ended = f" [{self.preview.ended}]" if self.preview.ended else ""
+        return [("", f" {pane}{title}{ended}")]
+
+    def _pane_text(self) -> StyleAndTextTuples:
+        columns, lines = self._pane_area()
+        if self.preview.size != (columns, lines) and self.shown is not None:
+            asyncio.get_running_loop().create_task(self.preview.resize(columns, lines))
+        return ANSI("\n".join(self.preview.rows[:lines])).__pt_formatted_text__()
+
+    def _footer(self) -> StyleAndTextTuples:
+        counts = summary(self.board.rows, False)
+        keys = self.notice or ("j/k agents · tab panes · b next blocked · enter attach · "
+                               "f focus · q quit")
+        return [("", f" {counts}   {keys}")]
+
+    def _invalidate(self) -> None:
+        self.app.invalidate()
+
+    # -- keys --------------------------------------------------------------------------
+
+    def _keys(self) -> KeyBindings:
+        kb = KeyBindings()
+
+        @kb.add("q")
+        @kb.add("c-c")
+        def _quit(event: KeyPressEvent) -> None:
+            event.app.exit(result=0)
+
+        @kb.add("j")
+        @kb.add("down")
+        def _down(event: KeyPressEvent) -> None:
+            self._move(1)
+
+        @kb.add("k")
+        @kb.add("up")
+        def _up(event: KeyPressEvent) -> None:
+            self._move(-1)
+
+        @kb.add("b")
+        def _blocked(event: KeyPressEvent) -> None:
+            self._next_blocked()
+
+        @kb.add("tab")
+        def _next_pane(event: KeyPressEvent) -> None:
+            event.app.create_background_task(self._step_pane(1))
+
+        @kb.add("s-tab")
+        def _previous_pane(event: KeyPressEvent) -> None:
+            event.app.create_background_task(self._step_pane(-1))
+
+        @kb.add("enter")
+        def _attach(event: KeyPressEvent) -> None:
+            event.app.create_background_task(self._attach())
+
+        @kb.add("f")
+        def _focus(event: KeyPressEvent) -> None:
+            event.app.create_background_task(self._focus())
+
+        return kb
+
+    def _ids(self) -> list[str]:
+        return [str(r.get("pane_id")) for r in self.board.rows]
+
+    def _select(self, pane_id: str | None) -> None:
+        self.selected = pane_id
+        self._show(pane_id)
+
+    def _show(self, pane_id: str | None) -> None:
+        self.shown = pane_id
+        columns, lines = self._pane_area()
+        self.app.create_background_task(self.preview.show(pane_id, columns, lines))
+        self.app.invalidate()
+
+    def _move(self, step: int) -> None:
+        ids = self._ids()
+        if not ids:
+            return
+        index = ids.index(self.selected) if self.selected in ids else -1 if step > 0 else 0
+        self._select(ids[max(0, min(len(ids) - 1, index + step))])
+
+    def _next_blocked(self) -> None:
+        ids = self._ids()
+        blocked = [str(r.get("pane_id")) for r in self.board.rows
+                   if r.get("agent_status") == "blocked"]
+        if not blocked:
+            self.notice = "no blocked agent"
+            self.app.invalidate()
+            return
+        start = ids.index(self.selected) if self.selected in ids else -1
+        after = [p for p in blocked if ids.index(p) > start]
+        self.notice = ""
+        self._select((after or blocked)[0])
+
+    async def _step_pane(self, step: int) -> None:
+        try:
+            panes = [str(p["pane_id"]) for p in
+                     (await self.requests.call("pane.list"))["panes"]]
+        except CmuxError as exc:
+            self.notice = exc.message
+            return
+        if not panes:
+            return
+        index = panes.index(self.shown) if self.shown in panes else -1
+        self._show(panes[(index + step) % len(panes)])
+
+    async def _attach(self) -> None:
+        if self.shown is None:
+            return
+        argv = [sys.executable, "-m", "cmux_core", "attach", self.shown, "--socket", self.path]
+        await run_in_terminal(lambda: subprocess.call(argv), in_executor=True)
+        self.stale.set()
+
+    async def _focus(self) -> None:
+        if self.shown is None:
+            return
+        try:
+            await self.requests.call("pane.focus", {"pane_id": self.shown})
+        except CmuxError as exc:
+            self.notice = exc.message
+        self.stale.set()
+
+    # -- data --------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        await self.requests.connect()
+        if self.params is not None:
+            await self.requests.call("agent.view.set", self.params)
+        tasks = [asyncio.create_task(self._follow_events()),
+                 asyncio.create_task(self._refresh()), asyncio.create_task(self._tick())]
+        try:
+            return await self.app.run_async()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await self.preview.close()
+            await self.requests.close()
+
+    async def _refresh(self) -> None:
+        self.stale.set()
+        while True:
+            await self.stale.wait()
+            self.stale.clear()
+            try:
+                self.board = await fetch_board_async(self.requests, self.view)
+            except (ConnectionError, OSError, TimeoutError):
+                self._gone()
+                return
+            ids = self._ids()
+            if self.selected not in ids:
+                self.selected = ids[0] if ids else None
+            if self.shown is None:
+                focused = await self._focused_pane()
+                self._show(self.selected or focused)
+            self.app.invalidate()
+
+    async def _tick(self) -> None:
+        """Redraw for the clock alone: the working spinner, and the time in state."""
+        while True:
+            working = any(r.get("agent_status") == "working" for r in self.board.rows)
+            await asyncio.sleep(SPIN_SECONDS if working else 1.0 - time.time() % 1.0)
+            self.app.invalidate()
+
+    async def _focused_pane(self) -> str | None:
+        try:
+            return str((await self.requests.call("pane.current"))["pane"]["pane_id"])
+        except CmuxError:
+            return None
+
+    async def _follow_events(self) -> None:
+        events = AsyncClient(self.path, timeout=None)
+        try:
+            async for _event in events.events([*WATCH_EVENTS, VIEW_EVENT]):
+                self.stale.set()
+        except (ConnectionError, OSError):
+            self._gone()
+        finally:
+            await events.close()
+
+    def _gone(self) -> None:
+        self.notice = "the cmux server went away"
+        if self.app.is_running:
+            self.app.exit(result=1)
