@@ -16,6 +16,7 @@ from cmux_core.api.methods import (
     pane,
     plugin,
     report,
+    saved_layouts,
     server,
     surface,
     system,
@@ -25,7 +26,7 @@ from cmux_core.api.methods import (
 )
 
 CORE_MODULES = (server, workspace, pane, layout, system, plugin, views, detect, report, agent,
-                attach, window, integration, surface, cmux_catalog)
+                attach, window, saved_layouts, integration, surface, cmux_catalog)
 
 
 def register_core_methods(table: MethodTable) -> None:

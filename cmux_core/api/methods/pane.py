@@ -62,6 +62,9 @@ WAIT_BURST = 8
 """Quick wakes a waiter serves at once before pacing itself."""
 
 ReadSource = Literal["visible", "recent", "recent_unwrapped", "detection"]
+NOMINAL_CELL_PX = (8, 16)
+"""A cell's size in pixels as the screens report it to programs (``CSI 16 t``): a headless
+pane has no pixels, so its ``pixel_frame`` is its cell rectangle in this unit."""
 
 
 def pane_row(mux: Mux, agents: AgentTracker, pane: Pane, index: int) -> dict[str, Any]:
@@ -76,6 +79,13 @@ def pane_row(mux: Mux, agents: AgentTracker, pane: Pane, index: int) -> dict[str
         "selected_surface_ref": pane.surface.ref,
         "surface_count": len(pane.surfaces),
     })
+    rect = mux.pane_rects(pane.tab).get(pane.key)
+    if rect is not None:
+        width, height = NOMINAL_CELL_PX
+        info.update({"pixel_frame": {"x": rect.x * width, "y": rect.y * height,
+                                     "width": rect.width * width,
+                                     "height": rect.height * height},
+                     "cell_width_px": width, "cell_height_px": height})
     return info
 
 
