@@ -20,19 +20,20 @@ from typing import Any
 
 from cmux_core import __version__
 from cmux_core.agents.scheduler import DetectionScheduler
-from cmux_core.agents.tracker import AgentTracker, declarations_from
+from cmux_core.agents.tracker import AgentTracker, SessionRef, declarations_from
 from cmux_core.agents.views import ViewBook
 from cmux_core.api import wire
 from cmux_core.api.context import Call, ServerInfo, Services
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.methods import register_core_methods
 from cmux_core.api.server import Server, ServerAlreadyRunning, SocketPathError
-from cmux_core.config import Settings
+from cmux_core.config import Settings, session_file
 from cmux_core.detect.registry import ManifestRegistry
 from cmux_core.events import Event, EventHub
 from cmux_core.model.mux import Mux
 from cmux_core.plugin_host.events import PluginUnloaded
 from cmux_core.plugin_host.host import PluginHost
+from cmux_core.state import SessionKeeper
 from cmux_core.terminal.process import Terminal
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,10 @@ class App:
         self.detection = DetectionScheduler(self.mux, self.agents, self.registry, self.events)
         self.views = ViewBook(self.events)
         self.events.observe(self._on_event)
+        self.keeper = SessionKeeper(
+            settings.state_file or session_file(socket_path, settings.state_dir), self.mux,
+            self.agents, self.views, self.plugins, self.events, resume_for=self._resume_argv,
+            restore=settings.restore)
         self.loop_monitor = LoopMonitor()
         self.info = ServerInfo(__version__, socket_path, session,
                                loop_lag=self.loop_monitor.summary,
@@ -87,6 +92,15 @@ class App:
         if isinstance(event, PluginUnloaded):
             self.views.plugin_unloaded(event.plugin.plugin_id, event.reason)
 
+    def _fresh_session(self) -> None:
+        self.mux.create_window()
+        self.mux.create_workspace(focus=True)
+
+    def _resume_argv(self, session: SessionRef) -> list[str] | None:
+        """The command that resumes ``session``, from its agent's manifest."""
+        manifest = self.registry.get(session.agent)
+        return manifest.resume_argv(session.kind, session.value) if manifest else None
+
     async def request(self, method: str, params: Mapping[str, Any],
                       connection: Any = None) -> dict[str, Any]:
         """Answer one socket API call in-process, as ``connection``'s client (None: the
@@ -95,7 +109,8 @@ class App:
         return await self.methods.call(call, dict(params))
 
     async def start(self) -> None:
-        """Bind the socket, load plugins, create the default workspace, start detection.
+        """Bind the socket, load plugins, restore the saved session (or create the default
+        workspace), start detection and the session's saving.
 
         Plugins are loaded before the socket accepts connections, so no request sees half of
         them. Raises :class:`ServerAlreadyRunning` when a live server answers on the path and
@@ -109,11 +124,11 @@ class App:
         await self.server.bind()
         await self.plugins.load()
         await self.server.listen()
-        self.mux.create_window()
-        self.mux.create_workspace(focus=True)
+        self.keeper.restore(fresh=self._fresh_session)
         self.loop_monitor.start()
         await self.plugins.start()
         await self.detection.start()
+        self.keeper.start()
 
     async def run_until_stopped(self) -> None:
         await self.info.stopping.wait()
@@ -124,6 +139,7 @@ class App:
         unlink the socket."""
         self.loop_monitor.stop()
         self.server.stop_accepting()
+        await self.keeper.stop()
         await self.plugins.stop()
         await self.detection.stop()
         self.server.drop_connections()
