@@ -1,0 +1,330 @@
+"""Sessions survive restarts: real servers stopped (SIGTERM or SIGKILL) and started again on
+the same socket and state directory bring back workspaces, tabs, splits with their ratios,
+names, cwd, ids and agent sessions, which resume through their manifest's ``[resume]``
+command. Bad session files are set aside; ``--no-restore`` starts clean.
+
+The agent is a small fake (``fakebot_agent.py``) that prints the arguments it was started
+with; a manifest in ``--manifests-dir`` identifies it by its script name and resumes it by
+running it again with ``--resume <id>``, and a plugin declares the session source.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cmux_core.config import session_file
+from cmux_core.testing import ServerProcess, start_server, wait_until
+
+AGENT = textwrap.dedent("""\
+    import sys
+    print("FAKEBOT started with", " ".join(sys.argv[1:]) or "nothing", flush=True)
+    print("> ", flush=True)
+    for line in sys.stdin:
+        if line.strip() == "quit":
+            break
+""")
+
+PLUGIN = textwrap.dedent('''\
+    from cmux_core import hookimpl
+
+    @hookimpl
+    def cmux_register_integrations(register):
+        register("fakebot-sessions", install=lambda: None, uninstall=lambda: None,
+                 status=lambda: {"installed": True}, source="test:fakebot", agent="fakebot",
+                 authority="session")
+''')
+
+
+def manifest(script: Path) -> str:
+    return textwrap.dedent(f"""\
+        id = "fakebot"
+        process_names = ["fakebot_agent"]
+
+        [[rules]]
+        id = "prompt"
+        state = "idle"
+        contains = ["> "]
+
+        [resume]
+        argv = [{json.dumps(sys.executable)}, {json.dumps(str(script))}, "--resume",
+                "{{session_id}}"]
+        """)
+
+
+@dataclass
+class Place:
+    """One socket and state directory that successive servers share."""
+
+    socket: Path
+    state: Path
+    root: Path
+    agent: Path
+    extra: list[str]
+
+    @property
+    def file(self) -> Path:
+        return session_file(self.socket, self.state / "cmux")
+
+    def start(self, *args: str) -> ServerProcess:
+        return start_server(["--socket", str(self.socket), *self.extra, *args],
+                            env={"XDG_STATE_HOME": str(self.state)})
+
+    def saved(self) -> dict[str, Any]:
+        return dict(json.loads(self.file.read_text()))
+
+
+@pytest.fixture
+def place(tmp_path: Path) -> Iterator[Place]:
+    socket_dir = Path(tempfile.mkdtemp(prefix="cmux-p-", dir=tempfile.gettempdir()))
+    agent = tmp_path / "fakebot_agent.py"
+    agent.write_text(AGENT)
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "manifests" / "fakebot.toml").write_text(manifest(agent))
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "fakebot_sessions.py").write_text(PLUGIN)
+    extra = ["--manifests-dir", str(tmp_path / "manifests"),
+             "--plugins-dir", str(tmp_path / "plugins")]
+    try:
+        yield Place(socket_dir / "s.sock", tmp_path / "state", tmp_path, agent, extra)
+    finally:
+        shutil.rmtree(socket_dir, ignore_errors=True)
+
+
+def kill_hard(server: ServerProcess) -> None:
+    server.process.send_signal(signal.SIGKILL)
+    server.process.wait(10)
+    server.stop()
+
+
+def pane(server: ServerProcess, pane_id: str) -> dict[str, Any]:
+    return dict(server.call("pane.get", {"pane_id": pane_id})["pane"])
+
+
+def layout(server: ServerProcess, tab_id: str) -> dict[str, Any]:
+    return dict(server.call("layout.export", {"tab_id": tab_id})["layout"])
+
+
+def panes(server: ServerProcess) -> list[tuple[str, str, str]]:
+    return [(p["pane_id"], p["uuid"], p["ref"]) for p in server.call("pane.list")["panes"]]
+
+
+def workspaces(server: ServerProcess) -> list[tuple[str, str, str, str]]:
+    return [(w["workspace_id"], w["label"], w["uuid"], w["ref"])
+            for w in server.call("workspace.list")["workspaces"]]
+
+
+def text(server: ServerProcess, pane_id: str) -> str:
+    """The pane's recent text with its (narrow pane's) line breaks taken out."""
+    return str(server.call("pane.read", {"pane_id": pane_id, "source": "recent",
+                                         "lines": 200})["read"]["text"]).replace("\n", "")
+
+
+def build(server: ServerProcess, root: Path) -> None:
+    """Two workspaces (a third closed in between), splits with ratios, names, cwds."""
+    for name in ("left", "right", "bottom", "moved", "other"):
+        (root / name).mkdir()
+    call = server.call
+    call("pane.split", {"pane_id": "w1:p1", "direction": "right", "ratio": 0.3,
+                        "cwd": str(root / "right")})
+    call("pane.split", {"pane_id": "w1:p2", "direction": "down", "ratio": 0.7,
+                        "cwd": str(root / "bottom")})
+    call("pane.rename", {"pane_id": "w1:p3", "label": "logs"})
+    call("workspace.rename", {"workspace_id": "w1", "label": "alpha"})
+    call("tab.create", {"workspace_id": "w1", "label": "second tab", "cwd": str(root / "left")})
+    call("tab.rename", {"tab_id": "w1:t1", "label": "main"})
+    call("workspace.create", {"label": "closed", "cwd": str(root / "other")})
+    call("workspace.create", {"label": "beta", "cwd": str(root / "other")})
+    call("workspace.close", {"workspace_id": "w2"})
+    call("pane.send_text", {"pane_id": "w1:p1", "text": f"cd {root / 'moved'}\r"})
+    wait_until(lambda: pane(server, "w1:p1").get("foreground_cwd") == str(root / "moved"),
+               message="the shell's cd")
+
+
+def test_a_stopped_server_comes_back_as_it_was(place: Place) -> None:
+    first = place.start()
+    build(first, place.root)
+    before = (workspaces(first), panes(first), layout(first, "w1:t1"), layout(first, "w1:t2"),
+              layout(first, "w3:t1"))
+    assert first.stop() == 0
+    mode = stat.S_IMODE(os.stat(place.file).st_mode)
+    assert mode == 0o600, oct(mode)
+    assert place.saved()["version"] == 1
+
+    second = place.start()
+    after = (workspaces(second), panes(second), layout(second, "w1:t1"),
+             layout(second, "w1:t2"), layout(second, "w3:t1"))
+    assert after == before
+    root = layout(second, "w1:t1")["root"]
+    assert (root["direction"], root["ratio"]) == ("right", 0.3)
+    assert (root["second"]["direction"], root["second"]["ratio"]) == ("down", 0.7)
+    assert root["first"]["cwd"] == str(place.root / "moved")
+    assert root["second"]["second"]["label"] == "logs"
+    tabs = second.call("tab.list", {"workspace_id": "w1"})["tabs"]
+    assert [t["label"] for t in tabs] == ["main", "second tab"]
+    # The restored shell really runs in its directory, and the allocators go on.
+    second.call("pane.send_text", {"pane_id": "w1:p1", "text": "pwd\r"})
+    wait_until(lambda: str(place.root / "moved") in text(second, "w1:p1"), message="pwd")
+    split = second.call("pane.split", {"pane_id": "w1:p1", "direction": "down"})["pane"]
+    assert split["pane_id"] == "w1:p5"
+    assert split["ref"] == "pane:7"
+    created = second.call("workspace.create", {"label": "gamma"})["workspace"]
+    assert created["workspace_id"] == "w4"
+    second.stop()
+
+
+def test_a_killed_server_keeps_what_it_saved_a_moment_before(place: Place) -> None:
+    first = place.start()
+    first.call("pane.split", {"pane_id": "w1:p1", "direction": "down", "ratio": 0.25})
+    first.call("workspace.rename", {"workspace_id": "w1", "label": "survivor"})
+
+    def saved_change() -> bool:
+        try:
+            ws = place.saved()["windows"][0]["workspaces"][0]
+        except (OSError, ValueError, KeyError, IndexError):
+            return False
+        return ws.get("label") == "survivor" and ws["tabs"][0]["root"]["type"] == "split"
+
+    wait_until(saved_change, timeout=5, message="the change in the session file")
+    kill_hard(first)
+
+    second = place.start()
+    assert workspaces(second)[0][:2] == ("w1", "survivor")
+    root = layout(second, "w1:t1")["root"]
+    assert (root["direction"], root["ratio"]) == ("down", 0.25)
+    second.stop()
+
+
+def test_an_idle_server_does_not_rewrite_its_file(place: Place) -> None:
+    first = place.start()
+    first.call("pane.split", {"pane_id": "w1:p1"})
+    assert first.stop() == 0
+    written = place.file.stat().st_mtime_ns
+    second = place.start()
+    second.call("pane.list")
+    assert second.stop() == 0
+    assert place.file.stat().st_mtime_ns == written
+
+
+@pytest.mark.parametrize(("content", "suffix"), [
+    (b"{not json", ".corrupt-"),
+    (b'{"version": 1, "windows": [{"uuid": "x"}]}', ".corrupt-"),
+    (b'{"version": 99, "windows": [], "from": "a later cmux"}', ".future-"),
+])
+def test_a_file_that_cannot_be_restored_is_set_aside(place: Place, content: bytes,
+                                                     suffix: str) -> None:
+    place.file.parent.mkdir(parents=True)
+    place.file.write_bytes(content)
+    server = place.start()
+    assert [p[0] for p in panes(server)] == ["w1:p1"]
+    aside = [p for p in place.file.parent.iterdir() if suffix in p.name]
+    assert len(aside) == 1 and aside[0].read_bytes() == content
+    assert not place.file.exists()
+    assert "set aside as" in server.log() and "starting a fresh session" in server.log()
+    server.stop()
+
+
+def test_no_restore_starts_clean_and_keeps_the_file_until_something_changes(
+        place: Place) -> None:
+    first = place.start()
+    first.call("pane.split", {"pane_id": "w1:p1"})
+    first.stop()
+    old = place.file.read_bytes()
+
+    clean = place.start("--no-restore")
+    assert [p[0] for p in panes(clean)] == ["w1:p1"]
+    clean.call("pane.list")
+    assert place.file.read_bytes() == old
+    clean.call("workspace.rename", {"workspace_id": "w1", "label": "new life"})
+    wait_until(lambda: place.file.read_bytes() != old, timeout=5, message="a save")
+    clean.stop()
+    assert place.saved()["windows"][0]["workspaces"][0]["label"] == "new life"
+
+
+def test_state_file_option_names_the_file(place: Place) -> None:
+    chosen = place.root / "elsewhere" / "mine.json"
+    first = place.start("--state-file", str(chosen))
+    first.call("workspace.rename", {"workspace_id": "w1", "label": "chosen"})
+    first.stop()
+    assert json.loads(chosen.read_text())["windows"][0]["workspaces"][0]["label"] == "chosen"
+    assert not place.file.exists()
+    second = place.start("--state-file", str(chosen))
+    assert workspaces(second)[0][1] == "chosen"
+    second.stop()
+
+
+def start_agent(server: ServerProcess, place: Place, pane_id: str, session: str) -> None:
+    """Wait for ``pane_id``'s fakebot to be detected, then report its session."""
+    wait_until(lambda: pane(server, pane_id).get("agent") == "fakebot", timeout=20,
+               message=f"fakebot detected in {pane_id}")
+    result = server.call("pane.report_agent_session", {
+        "pane_id": pane_id, "source": "test:fakebot", "agent": "fakebot",
+        "agent_session_id": session})
+    assert result["type"] == "ok"
+    assert pane(server, pane_id)["agent_session"]["value"] == session
+
+
+def test_agents_resume_their_sessions_after_a_restart(place: Place) -> None:
+    first = place.start()
+    # One agent typed into the pane's shell, one that is the pane's own program.
+    first.call("pane.send_text", {"pane_id": "w1:p1",
+                                  "text": f"{sys.executable} {place.agent}\r"})
+    start_agent(first, place, "w1:p1", "sess-in-shell")
+    first.call("pane.split", {"pane_id": "w1:p1", "command": [sys.executable,
+                                                              str(place.agent)]})
+    start_agent(first, place, "w1:p2", "sess-own")
+    first.stop()
+    saved = place.saved()["windows"][0]["workspaces"][0]["tabs"][0]["root"]
+    assert saved["first"]["agent"]["resume"][-2:] == ["--resume", "sess-in-shell"]
+    assert saved["first"]["agent"]["resume_typed"] is True
+    assert saved["second"]["agent"]["resume_typed"] is False
+
+    second = place.start()
+    wait_until(lambda: "started with --resume sess-in-shell" in text(second, "w1:p1"),
+               timeout=20, message="the typed resume")
+    wait_until(lambda: "started with --resume sess-own" in text(second, "w1:p2"),
+               timeout=20, message="the pane's own resume")
+    for pane_id, session in (("w1:p1", "sess-in-shell"), ("w1:p2", "sess-own")):
+        assert pane(second, pane_id)["agent_session"]["value"] == session
+    # The pane keeps the command it was launched with; its session is saved again.
+    assert layout(second, "w1:t1")["root"]["second"]["command"] == [sys.executable,
+                                                                    str(place.agent)]
+    wait_until(lambda: pane(second, "w1:p1").get("agent") == "fakebot", timeout=20,
+               message="the resumed agent detected")
+    second.stop()
+    again = place.saved()["windows"][0]["workspaces"][0]["tabs"][0]["root"]
+    assert again["first"]["agent"]["session"]["value"] == "sess-in-shell"
+    assert again["second"]["agent"]["session"]["value"] == "sess-own"
+
+
+def test_an_agent_that_exited_is_not_resumed(place: Place) -> None:
+    first = place.start()
+    first.call("workspace.rename", {"workspace_id": "w1", "label": "kept"})
+    first.call("pane.send_text", {"pane_id": "w1:p1",
+                                  "text": f"{sys.executable} {place.agent}\r"})
+    start_agent(first, place, "w1:p1", "sess-gone")
+    first.call("pane.send_text", {"pane_id": "w1:p1", "text": "quit\r"})
+    wait_until(lambda: pane(first, "w1:p1").get("agent") is None, timeout=20,
+               message="the agent's exit")
+    first.stop()
+    assert "agent" not in place.saved()["windows"][0]["workspaces"][0]["tabs"][0]["root"]
+
+    second = place.start()
+    second.call("pane.send_text", {"pane_id": "w1:p1", "text": "echo shell-is-back\r"})
+    wait_until(lambda: "shell-is-back" in text(second, "w1:p1").split("echo")[-1],
+               message="a plain shell")
+    assert "--resume" not in text(second, "w1:p1")
+    assert pane(second, "w1:p1").get("agent_session") is None
+    second.stop()
