@@ -27,7 +27,8 @@ from typing import Any
 
 import orjson
 
-from cmux_core.agents.scheduler import STARTUP_GRACE_S
+from cmux_core.agents.scheduler import SAFETY_QUIET_S, STARTUP_GRACE_S
+from cmux_core.app import LoopMonitor
 from cmux_core.errors import CmuxError
 
 from .cmux import CmuxSide, python_argv
@@ -315,20 +316,27 @@ def idle_tmux(tmux: Tmux, panes: int, seconds: float,
     return total, threads, (cpu_seconds(pid) - cpu) / (time.monotonic() - began) * 100
 
 
+IDLE_SETTLE_S = max(SAFETY_QUIET_S, LoopMonitor().linger) + 2.0
+"""The idle case measures once the server's quiet windows after the last output and the
+last request have run out (its timers then stop)."""
+
+
 def case_idle(ctx: Context) -> list[Row]:
     sizes = scale_sizes(ctx)
     panes, seconds = sizes.idle_panes, ctx.sizes.idle_seconds
     with ctx.cmux() as side:
-        c_wake, c_threads, c_cpu = idle_cmux(side, panes, seconds, sizes.settle)
+        c_wake, c_threads, c_cpu = idle_cmux(side, panes, seconds, IDLE_SETTLE_S)
         ctx.backends.add(side.backend)
     with ctx.tmux() as tmux:
-        t_wake, t_threads, t_cpu = idle_tmux(tmux, panes, seconds, sizes.settle)
+        t_wake, t_threads, t_cpu = idle_tmux(tmux, panes, seconds, IDLE_SETTLE_S)
     woken = ", ".join(f"{name} {rate:.1f}/s" for name, rate in c_threads.items())
     return [
         Row("idle_wakeups_per_s", f"idle: server wake-ups/s, {panes} idle panes", c_wake,
             t_wake, "lower",
             f"voluntary context switches of all server threads over {seconds:g} s, "
-            f"{sizes.settle:g} s after the panes started; cmux by thread: {woken or 'none'}",
+            f"{IDLE_SETTLE_S:g} s after the panes started (the server's timers stop once "
+            f"nothing printed for {SAFETY_QUIET_S:g} s and no request came for "
+            f"{LoopMonitor().linger:g} s); cmux by thread: {woken or 'none'}",
             {"cmux_threads": c_threads, "tmux_threads": t_threads, "seconds": seconds}),
         Row("idle_cpu_100_pct", f"idle: server CPU, {panes} idle panes (% of a core)", c_cpu,
             t_cpu, "lower", "over the same window"),

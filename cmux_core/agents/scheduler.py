@@ -10,7 +10,10 @@ Nothing here polls a pane in a loop. Work is triggered by:
   of a few probes (an agent may ``exec`` without changing group);
 * **one slow timer** for the whole server (:data:`SAFETY_INTERVAL_S`) that
   notices panes nobody heard from, re-probes identified agents every
-  :data:`AGENT_REPROBE_S` and re-checks what output may have missed.
+  :data:`AGENT_REPROBE_S` and re-checks what output may have missed. It runs only
+  while there is something to catch: an agent in some pane, a pane not yet probed,
+  or output in the last :data:`SAFETY_QUIET_S`; new panes and output arm it again, so
+  a server whose panes are all quiet shells is never woken.
 
 Short per-pane timers exist only while something is pending: the working→idle
 hold, the end of the startup grace, the probes confirming an agent is gone.
@@ -46,7 +49,7 @@ from cmux_core.detect.identify import Identity, identify_group
 from cmux_core.detect.manifest import Manifest
 from cmux_core.detect.registry import ManifestRegistry, ReloadReport
 from cmux_core.errors import CmuxError
-from cmux_core.model.events import PaneClosed
+from cmux_core.model.events import PaneClosed, PaneCreated
 from cmux_core.terminal.procfs import ProcessReader
 
 if TYPE_CHECKING:
@@ -96,6 +99,7 @@ SCREEN_DEBOUNCE_S = 0.075
 PROBE_DELAY_S = 0.05
 """Wait after a foreground change before reading ``/proc`` (the child may not have exec'd)."""
 SAFETY_INTERVAL_S = 2.0
+SAFETY_QUIET_S = 10.0
 AGENT_REPROBE_S = 5.0
 STARTUP_GRACE_S = 3.0
 LOSS_PROBES = 6
@@ -213,7 +217,9 @@ class DetectionScheduler:
         return self._running and self.mux.panes.get(st.pane.key) is st.pane
 
     def _on_event(self, event: Event) -> None:
-        if isinstance(event, PaneClosed):
+        if isinstance(event, PaneCreated):
+            self._arm_safety()
+        elif isinstance(event, PaneClosed):
             # A closed pane's state (and its screen) goes at once, not at the next tick.
             st = self.panes.pop(event.pane.key, None)
             if st is not None:
@@ -233,6 +239,8 @@ class DetectionScheduler:
         elif not st.exited:
             self._schedule_screen(st, SCREEN_DEBOUNCE_S)
         st.last_output = now
+        if self._safety is None:
+            self._arm_safety()
 
     def _acquire(self, st: PaneDetection, now: float) -> None:
         """Open an acquisition window on output in a pane with no agent (see module doc)."""
@@ -243,10 +251,22 @@ class DetectionScheduler:
         st.acquire_since = now
         self._schedule_probe(st, ACQUIRE_FAST_EVERY_S)
 
+    def _arm_safety(self) -> None:
+        if self._running and self._safety is None and self._loop is not None:
+            self._safety = self._loop.call_later(SAFETY_INTERVAL_S, self._safety_tick)
+
     def _safety_tick(self) -> None:
-        """The one slow timer: catch what no output announced."""
-        assert self._loop is not None
-        self._safety = self._loop.call_later(SAFETY_INTERVAL_S, self._safety_tick)
+        """The one slow timer: catch what no output announced (see the module doc)."""
+        self._safety = None
+        try:
+            self._safety_check()
+        finally:
+            now = time.monotonic()
+            if any(st.agent is not None or st.probed_at == -math.inf
+                   or now - st.last_output < SAFETY_QUIET_S for st in self.panes.values()):
+                self._arm_safety()
+
+    def _safety_check(self) -> None:
         now = time.monotonic()
         for key in [k for k in self.panes if k not in self.mux.panes]:
             self.panes.pop(key).cancel()

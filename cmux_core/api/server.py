@@ -296,6 +296,8 @@ class Server:
         self.socket_path = socket_path
         self.close_listeners: list[Callable[[Connection], None]] = []
         """Called with each connection as it closes (views keyed by it are dropped)."""
+        self.request_listeners: list[Callable[[], None]] = []
+        """Called as each request starts (the loop monitor measures while clients ask)."""
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[Any]] = set()
         self._client_ids = itertools.count(1)
@@ -304,6 +306,8 @@ class Server:
         return len(self._connections)
 
     async def call(self, request: Request, connection: Connection | None) -> dict[str, Any]:
+        for listener in self.request_listeners:
+            listener()
         call = Call(self.services, connection, request.id, request.method)
         return await self.methods.call(call, request.params)
 

@@ -41,6 +41,7 @@ from cmux_core.detect.manifest import (
     manifest_from_data,
     parse_manifest,
 )
+from cmux_core.watch import watch
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,6 @@ WATCH_STEP_MS = 200
 """A watcher batch is handed over once no write arrived for this long..."""
 WATCH_DEBOUNCE_MS = 1000
 """...or once it has been collecting for this long (sustained writes)."""
-WATCH_TIMEOUT_MS = 2000
 
 _WIRE_KIND: dict[str, str] = {"plugin": "plugin", "bundled": "bundled", "user": "local override",
                               "manifests_dir": "local override"}
@@ -423,25 +423,24 @@ class ManifestRegistry:
 
     async def _watch_loop(self, roots: tuple[Path, ...], stop: asyncio.Event,
                           previous: asyncio.Task[None] | None) -> None:
-        import watchfiles
-
         if previous is not None:
             with contextlib.suppress(BaseException):
                 await previous
         first = True
         try:
-            async for changes in watchfiles.awatch(
-                    *roots, stop_event=stop, debounce=WATCH_DEBOUNCE_MS, step=WATCH_STEP_MS,
-                    rust_timeout=WATCH_TIMEOUT_MS, yield_on_timeout=True, recursive=False,
-                    watch_filter=lambda _change, path: self._relevant(path)):
-                if first or changes:
-                    # The first pass also catches edits made while the watcher was starting.
-                    first = False
-                    await self.reload("watch")
-                    self.watching.set()
-                    if self._roots() != roots:
-                        self._restart_watcher()
-                        return
+            async with contextlib.aclosing(watch(
+                    roots, recursive=False, stop=stop, debounce_ms=WATCH_DEBOUNCE_MS,
+                    quiet_ms=WATCH_STEP_MS,
+                    keep=lambda _change, path: self._relevant(path))) as batches:
+                async for changes in batches:
+                    if first or changes:
+                        # The first pass also catches edits made while the watcher started.
+                        first = False
+                        await self.reload("watch")
+                        self.watching.set()
+                        if self._roots() != roots:
+                            self._restart_watcher()
+                            return
         except asyncio.CancelledError:
             raise
         except Exception:

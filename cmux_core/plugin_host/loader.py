@@ -43,6 +43,7 @@ from typing import Any, Literal
 
 from cmux_core.config import config_dir
 from cmux_core.errors import CmuxError, InvalidParams
+from cmux_core.watch import Change, Keep, watch
 
 log = logging.getLogger(__name__)
 
@@ -440,39 +441,36 @@ class SourceWatcher:
 
     async def _watch(self, roots: list[WatchRoot], stop: asyncio.Event,
                      previous: asyncio.Task[None] | None) -> None:
-        import watchfiles
-
         if previous is not None:
             with contextlib.suppress(BaseException):
                 await previous
         flat = {r.path: r.names for r in roots if not r.recursive}
 
-        def in_tree(_change: watchfiles.Change, path: str) -> bool:
+        def in_tree(_change: Change, path: str) -> bool:
             return path.endswith(".py")
 
-        def in_dir(_change: watchfiles.Change, path: str) -> bool:
+        def in_dir(_change: Change, path: str) -> bool:
             where = Path(path)
             if not path.endswith(".py") or where.parent not in flat:
                 return False
             names = flat[where.parent]
             return names is None or where.name in names
 
-        # notify watches a whole tree or one level, never both in one watch: two watches
         streams = [(paths, recursive, keep) for paths, recursive, keep in (
             ([r.path for r in roots if r.recursive], True, in_tree),
             (list(flat), False, in_dir)) if paths]
         waiting = set(range(len(streams)))
 
-        async def follow(index: int, paths: list[Path], recursive: bool,
-                         keep: Callable[[watchfiles.Change, str], bool]) -> None:
-            async for changes in watchfiles.awatch(
-                    *paths, stop_event=stop, debounce=self.debounce_ms, recursive=recursive,
-                    rust_timeout=1000, yield_on_timeout=True, watch_filter=keep):
-                waiting.discard(index)
-                if not waiting:
-                    self.ready.set()
-                if changes:
-                    await self.on_change({Path(p) for _, p in changes})
+        async def follow(index: int, paths: list[Path], recursive: bool, keep: Keep) -> None:
+            async with contextlib.aclosing(watch(
+                    paths, recursive=recursive, keep=keep, stop=stop,
+                    debounce_ms=self.debounce_ms)) as batches:
+                async for changes in batches:
+                    waiting.discard(index)
+                    if not waiting:
+                        self.ready.set()
+                    if changes:
+                        await self.on_change({Path(p) for _, p in changes})
 
         try:
             async with asyncio.TaskGroup() as group:
