@@ -148,6 +148,8 @@ def build(server: ServerProcess, root: Path) -> None:
     call("workspace.create", {"label": "closed", "cwd": str(root / "other")})
     call("workspace.create", {"label": "beta", "cwd": str(root / "other")})
     call("workspace.close", {"workspace_id": "w2"})
+    call("workspace.action", {"workspace_id": "w3", "action": "pin"})
+    call("workspace.action", {"workspace_id": "w3", "action": "set_color", "color": "#00ff00"})
     call("pane.send_text", {"pane_id": "w1:p1", "text": f"cd {root / 'moved'}\r"})
     wait_until(lambda: pane(server, "w1:p1").get("foreground_cwd") == str(root / "moved"),
                message="the shell's cd")
@@ -172,6 +174,8 @@ def test_a_stopped_server_comes_back_as_it_was(place: Place) -> None:
     assert (root["second"]["direction"], root["second"]["ratio"]) == ("down", 0.7)
     assert root["first"]["cwd"] == str(place.root / "moved")
     assert root["second"]["second"]["label"] == "logs"
+    beta = second.call("workspace.get", {"workspace_id": "w3"})["workspace"]
+    assert (beta["pinned"], beta["custom_color"]) == (True, "#00ff00")
     tabs = second.call("tab.list", {"workspace_id": "w1"})["tabs"]
     assert [t["label"] for t in tabs] == ["main", "second tab"]
     # The restored shell really runs in its directory, and the allocators go on.

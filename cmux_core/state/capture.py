@@ -73,7 +73,7 @@ def _workspace(mux: Mux, tracker: AgentTracker, ws: Workspace, resume_for: Resum
     assert number is not None
     return WorkspaceState(
         number=number, uuid=ws.uuid, ref=ws.ref, cwd=ws.cwd, env=dict(ws.env),
-        label=ws.label, description=ws.description,
+        label=ws.label, description=ws.description, pinned=ws.pinned, color=ws.color,
         tabs=[_tab(mux, tracker, tab, resume_for, carried) for tab in ws.tabs],
         active_tab=ws.active_tab.number if ws.active_tab is not None else None,
         next_tab_number=ws.next_tab_number, next_pane_number=ws.next_pane_number)

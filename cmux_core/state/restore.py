@@ -135,7 +135,7 @@ def _workspace(mux: Mux, tracker: AgentTracker, window: Window, saved: Workspace
                done: Restored) -> tuple[Workspace, list[tuple[Tab, list[Pane]]]]:
     ws = Workspace(ids.workspace_id(saved.number), saved.uuid, saved.ref, window,
                    _directory(saved.cwd), dict(saved.env), label=saved.label or None,
-                   description=saved.description)
+                   description=saved.description, pinned=saved.pinned, color=saved.color)
     ws.next_tab_number = saved.next_tab_number
     ws.next_pane_number = saved.next_pane_number
     mux.adopt(ws, ws.uuid, ws.ref)

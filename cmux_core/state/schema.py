@@ -119,6 +119,8 @@ class WorkspaceState(_Model):
     env: dict[str, str] = Field(default_factory=dict)
     label: str | None = None
     description: str = ""
+    pinned: bool = False
+    color: str | None = None
     tabs: Annotated[list[TabState], Field(min_length=1)]
     active_tab: Number | None = None
     """The active tab's number."""
