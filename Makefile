@@ -10,11 +10,16 @@ PYTEST_WORKERS ?= 2
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml plugins/cmux-claude/pyproject.toml plugins/cmux-codex/pyproject.toml \
+		plugins/cmux-gemini/pyproject.toml plugins/cmux-opencode/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,ghostty]'
 	$(BIN)/python -m pip install --quiet -e plugins/cmux-views
+	$(BIN)/python -m pip install --quiet -e plugins/cmux-claude
+	$(BIN)/python -m pip install --quiet -e plugins/cmux-codex
+	$(BIN)/python -m pip install --quiet -e plugins/cmux-gemini
+	$(BIN)/python -m pip install --quiet -e plugins/cmux-opencode
 	touch $(STAMP)
 
 serve: $(STAMP)

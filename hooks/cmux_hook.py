@@ -12,8 +12,9 @@ screen keeps the last word on ``blocked`` and on a turn that ended without a hoo
 
 An agent waits for its hooks, so start-up is all that counts: only built-in C modules are
 imported (``_json``, ``_socket``, ``_signal``; their Python wrappers pull in ``re`` and
-``enum``, which would triple the start-up time). Whatever happens — no server, a bad payload, a server that does not answer — the program
-exits 0 without output, at the latest after ``DEADLINE_S``.
+``enum``, which would triple the start-up time). Whatever happens (no server, a bad
+payload, a server that does not answer), the program exits 0 without output, at the latest
+after ``DEADLINE_S``.
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ def gemini(p: Payload) -> Report | None:
     return None
 
 
-# -- OpenCode (events forwarded by the cmux.js plugin) ---------------------------------------
+# -- OpenCode (what hooks/opencode/cmux.js forwards: {"type": ..., "properties": {...}}) -----
 
 
 def opencode(p: Payload) -> Report | None:
@@ -170,8 +171,11 @@ def opencode(p: Payload) -> Report | None:
     if kind == "session.idle":
         return {"state": "idle", "tokens": {"tool": None, "tool_input": None}}
     if kind in ("permission.asked", "permission.updated"):
-        what = short(props.get("title")) or short(props.get("permission"))
-        return {"state": "blocked", "message": what}
+        patterns = props.get("patterns")
+        pattern = patterns[0] if isinstance(patterns, list) and patterns else None
+        what = " ".join(filter(None, (short(props.get("permission")) or short(props.get("type")),
+                                      short(pattern) or short(props.get("title")))))
+        return {"state": "blocked", "message": what or None}
     if kind == "permission.replied":
         return {"state": "working"}
     if kind == "tool.execute.before":

@@ -1,0 +1,200 @@
+"""cmux-codex: Codex's own lifecycle hooks report to the cmux pane Codex runs in.
+
+``cmux integration install codex`` (the integration ``codex``, plugin id ``cmux-codex``):
+
+* copies ``cmux-hook`` (with its Python body) to ``$XDG_CONFIG_HOME/cmux/hooks/codex/``;
+* adds one command hook running it to each event in :data:`EVENTS` as inline ``[hooks]``
+  tables of ``$CODEX_HOME/config.toml`` (``~/.codex/config.toml``), through ``tomlkit`` so
+  the file's comments, layout and every other key stay as they were.
+
+Codex runs a hook it has not seen before only after the user trusts it (``/hooks`` in
+Codex); install says so, and ``status()`` cannot tell whether that happened. Codex's older
+``notify`` program is not used: it also fires for Codex's own side requests (a session
+title), so it does not mark the end of a turn.
+
+Uninstall removes exactly those hook entries (an event, or ``hooks``, left empty by that is
+removed too) and the copied hook. The reports use source ``cmux:codex`` with the ``shared``
+authority; see ``docs/agents.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+import tomlkit.exceptions
+
+from cmux_core.config import config_dir
+from cmux_core.hookspecs import RegisterIntegration, hookimpl
+from cmux_core.plugin_host.settings_files import (
+    FileChange,
+    SettingsError,
+    edit_toml,
+    remove_file,
+    write_text,
+)
+
+__version__ = "0.1.0"
+
+AGENT = "codex"
+SOURCE = "cmux:codex"
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse",
+          "PreCompact", "Stop", "SessionEnd")
+"""The Codex hook events the integration hooks (what each reports: docs/agents.md)."""
+
+HOOK_FILES = {"cmux-hook": 0o755, "cmux_hook.py": 0o644}
+MARKER = "/cmux/hooks/codex/cmux-hook"
+"""Part of every command this integration installs, wherever the config dir was."""
+
+TRUST_NOTE = ("Codex runs new or changed hooks only once you trust them: start codex and "
+              "open /hooks to review and trust the cmux hooks")
+
+
+def codex_home() -> Path:
+    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+
+
+def config_path() -> Path:
+    return codex_home() / "config.toml"
+
+
+def hook_dir() -> Path:
+    return config_dir() / "hooks" / AGENT
+
+
+def command() -> str:
+    return f"{shlex.quote(str(hook_dir() / 'cmux-hook'))} {AGENT}"
+
+
+def _data(name: str) -> str:
+    return (resources.files(__name__) / name).read_text(encoding="utf-8")
+
+
+def _ours(hook: Any) -> bool:
+    return isinstance(hook, dict) and MARKER in str(hook.get("command", ""))
+
+
+def _handlers(group: Any) -> list[Any]:
+    inner = group.get("hooks") if isinstance(group, dict) else None
+    return list(inner) if isinstance(inner, list) else []
+
+
+def add_hooks(doc: Any) -> None:
+    """Make every event run our command once; a stale command of ours is updated in place."""
+    hooks = doc.get("hooks")
+    if hooks is None:
+        hooks = tomlkit.table(is_super_table=True)
+        doc["hooks"] = hooks
+    if not isinstance(hooks, dict):
+        raise SettingsError(f"{config_path()}: 'hooks' is not a table")
+    cmd = command()
+    for event in EVENTS:
+        groups = hooks.get(event)
+        if groups is None:
+            groups = tomlkit.aot()
+            hooks[event] = groups
+        if not isinstance(groups, list):
+            raise SettingsError(f"{config_path()}: 'hooks.{event}' is not an array of tables")
+        mine = [h for g in groups for h in _handlers(g) if _ours(h)]
+        if mine:
+            for hook in mine:
+                if hook["command"] != cmd:
+                    hook["command"] = cmd
+            continue
+        handler = tomlkit.table()
+        handler["type"] = "command"
+        handler["command"] = cmd
+        handlers = tomlkit.aot()
+        handlers.append(handler)
+        group = tomlkit.table()
+        group["hooks"] = handlers
+        groups.append(group)
+
+
+def remove_hooks(doc: Any) -> None:
+    """Drop every hook entry of ours; containers that only held ours go too."""
+    hooks = doc.get("hooks")
+    if not isinstance(hooks, dict):
+        return
+    removed = False
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        touched = False
+        for index in reversed(range(len(groups))):
+            group = groups[index]
+            handlers = _handlers(group)
+            if not any(_ours(h) for h in handlers):
+                continue
+            removed = touched = True
+            inner = group["hooks"]
+            for position in reversed(range(len(handlers))):
+                if _ours(handlers[position]):
+                    del inner[position]
+            if not len(inner):
+                del groups[index]
+        if touched and not len(groups):
+            del hooks[event]
+    if removed and not len(hooks):
+        del doc["hooks"]
+
+
+def install(*, dry_run: bool = False) -> list[FileChange | str]:
+    """Copy the hook and add it to Codex's ``config.toml``."""
+    changes: list[FileChange | str] = [edit_toml(config_path(), add_hooks, dry_run=dry_run)]
+    for name, mode in HOOK_FILES.items():
+        changes.append(write_text(hook_dir() / name, _data(f"hooks/{name}"), mode=mode,
+                                  dry_run=dry_run))
+    changes.append(TRUST_NOTE)
+    return changes
+
+
+def uninstall(*, dry_run: bool = False) -> list[FileChange | str]:
+    """Remove our hook entries and the copied hook."""
+    changes: list[FileChange | str] = []
+    if config_path().exists():
+        changes.append(edit_toml(config_path(), remove_hooks, dry_run=dry_run))
+    for name in HOOK_FILES:
+        changes.append(remove_file(hook_dir() / name, dry_run=dry_run))
+    if not dry_run:
+        with contextlib.suppress(OSError):
+            hook_dir().rmdir()
+    return changes
+
+
+def status() -> dict[str, Any]:
+    """``installed`` when the hook is in place and every event runs it."""
+    hooked: list[str] = []
+    error = None
+    try:
+        doc = tomlkit.parse(config_path().read_text(encoding="utf-8"))
+        hooks = doc.get("hooks", {})
+        hooked = [e for e in EVENTS if isinstance(hooks.get(e), list)
+                  and any(_ours(h) for g in hooks[e] for h in _handlers(g))]
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, tomlkit.exceptions.TOMLKitError) as exc:
+        error = f"{config_path()}: {exc}"
+    files = all((hook_dir() / name).is_file() for name in HOOK_FILES)
+    result: dict[str, Any] = {
+        "installed": files and len(hooked) == len(EVENTS), "config": str(config_path()),
+        "hook": str(hook_dir() / "cmux-hook"), "events": hooked,
+        "missing_events": [e for e in EVENTS if e not in hooked], "source": SOURCE,
+        "note": TRUST_NOTE}
+    if error:
+        result["error"] = error
+    return result
+
+
+@hookimpl
+def cmux_register_integrations(register: RegisterIntegration) -> None:
+    register(AGENT, install=install, uninstall=uninstall, status=status,
+             description="Codex lifecycle hooks in config.toml: session, prompt, tool and "
+                         "permission reports",
+             source=SOURCE, agent=AGENT, authority="shared")
