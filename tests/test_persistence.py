@@ -150,6 +150,12 @@ def build(server: ServerProcess, root: Path) -> None:
     call("workspace.close", {"workspace_id": "w2"})
     call("workspace.action", {"workspace_id": "w3", "action": "pin"})
     call("workspace.action", {"workspace_id": "w3", "action": "set_color", "color": "#00ff00"})
+    call("agent.view.set", {"client_id": "sidebar-1", "source": "test:sidebar",
+                            "label": "Blocked first",
+                            "filter": {"op": "not", "filter": {"op": "eq", "field": "status",
+                                                               "value": "unknown"}},
+                            "sort": [{"field": "attention", "direction": "desc"}]})
+    call("agent.view.set", {"source": "test:connection-only"})
     call("pane.send_text", {"pane_id": "w1:p1", "text": f"cd {root / 'moved'}\r"})
     wait_until(lambda: pane(server, "w1:p1").get("foreground_cwd") == str(root / "moved"),
                message="the shell's cd")
@@ -160,6 +166,8 @@ def test_a_stopped_server_comes_back_as_it_was(place: Place) -> None:
     build(first, place.root)
     before = (workspaces(first), panes(first), layout(first, "w1:t1"), layout(first, "w1:t2"),
               layout(first, "w3:t1"))
+    first_view = first.call("agent.view.get", {"client_id": "sidebar-1"})
+    assert first_view["active"] is True
     assert first.stop() == 0
     mode = stat.S_IMODE(os.stat(place.file).st_mode)
     assert mode == 0o600, oct(mode)
@@ -174,6 +182,9 @@ def test_a_stopped_server_comes_back_as_it_was(place: Place) -> None:
     assert (root["second"]["direction"], root["second"]["ratio"]) == ("down", 0.7)
     assert root["first"]["cwd"] == str(place.root / "moved")
     assert root["second"]["second"]["label"] == "logs"
+    view = second.call("agent.view.get", {"client_id": "sidebar-1"})
+    assert view == first_view
+    assert second.call("agent.view.get")["active"] is False
     beta = second.call("workspace.get", {"workspace_id": "w3"})["workspace"]
     assert (beta["pinned"], beta["custom_color"]) == (True, "#00ff00")
     tabs = second.call("tab.list", {"workspace_id": "w1"})["tabs"]
