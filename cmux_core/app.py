@@ -31,6 +31,7 @@ from cmux_core.config import Settings, session_file
 from cmux_core.detect.registry import ManifestRegistry
 from cmux_core.events import Event, EventHub
 from cmux_core.model.mux import Mux
+from cmux_core.model.notifications import NotificationBook
 from cmux_core.plugin_host.events import PluginUnloaded
 from cmux_core.plugin_host.host import PluginHost
 from cmux_core.state import SessionKeeper
@@ -72,6 +73,9 @@ class App:
         self.registry = ManifestRegistry(settings, self.plugins)
         self.detection = DetectionScheduler(self.mux, self.agents, self.registry, self.events)
         self.views = ViewBook(self.events)
+        self.notifications = NotificationBook(self.mux)
+        self.events.observe(self.notifications.on_event)
+        self.mux.view_listeners.append(self.notifications.on_view)
         self.events.observe(self._on_event)
         self.keeper = SessionKeeper(
             settings.state_file or session_file(socket_path, settings.state_dir), self.mux,
@@ -82,7 +86,8 @@ class App:
                                loop_lag=self.loop_monitor.summary,
                                method_names=self.methods.names)
         self.services = Services(settings, self.info, self.events, self.mux, self.agents,
-                                 self.detection, self.plugins, self.views)
+                                 self.detection, self.plugins, self.views,
+                                 self.notifications)
         self.server = Server(self.services, self.methods, socket_path)
         self.info.connection_count = self.server.connection_count
         self.server.close_listeners.append(self.views.connection_closed)

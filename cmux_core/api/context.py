@@ -22,6 +22,7 @@ from cmux_core.api.attach import AttachBook
 from cmux_core.config import Settings
 from cmux_core.events import EventHub, Subscriber
 from cmux_core.model.mux import Mux
+from cmux_core.model.notifications import NotificationBook
 from cmux_core.plugin_host.host import PluginHost
 
 T = TypeVar("T")
@@ -57,6 +58,7 @@ class Services:
     detection: DetectionScheduler
     plugins: PluginHost
     views: ViewBook
+    notifications: NotificationBook
     attach: AttachBook = field(default_factory=AttachBook)
 
 

@@ -168,7 +168,7 @@ class Mux:
         pane = Pane(key, number, "", tab)
         surface_uuid = ids.new_uuid()
         surface_ref = self.refs.mint("surface")
-        term = self._spawn(ws, tab, pane, surface_ref, cwd=cwd, command=command, env=env,
+        term = self._spawn(ws, tab, pane, surface_uuid, cwd=cwd, command=command, env=env,
                            size=size)
         ws.next_pane_number += 1
         pane.ref = self.refs.mint("pane")
@@ -183,7 +183,7 @@ class Mux:
         self._attach(pane, surface)
         return pane
 
-    def _spawn(self, ws: Workspace, tab: Tab, pane: Pane, surface_ref: str, *, cwd: str,
+    def _spawn(self, ws: Workspace, tab: Tab, pane: Pane, surface_uuid: str, *, cwd: str,
                command: list[str] | None, env: dict[str, str] | None,
                size: tuple[int, int]) -> Terminal:
         # Hints and ids that belong to the server's own terminal must not leak into panes.
@@ -198,7 +198,7 @@ class Mux:
             "CMUX_WORKSPACE_ID": ws.id,
             "CMUX_TAB_ID": tab.id,
             "CMUX_PANE_ID": pane_public,
-            "CMUX_SURFACE_ID": surface_ref,
+            "CMUX_SURFACE_ID": surface_uuid,
             "TERM": "xterm-256color",
             "COLORTERM": "truecolor",
         })
@@ -708,7 +708,7 @@ class Mux:
         following = ws.next_pane_number
         ws.next_pane_number = number
         try:
-            term = self._spawn(ws, tab, pane, surface_ref, cwd=cwd, command=argv or command,
+            term = self._spawn(ws, tab, pane, surface_uuid, cwd=cwd, command=argv or command,
                                env=None, size=size)
         finally:
             ws.next_pane_number = max(following, number + 1)

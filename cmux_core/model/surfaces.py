@@ -92,10 +92,10 @@ def add_surface(mux: Mux, pane: Pane, *, cwd: str, command: list[str] | None = N
     added) when the process cannot start. Publishes ``pane_updated``.
     """
     rect = _rect(mux, pane)
-    ref = mux.refs.mint("surface")
-    term = mux._spawn(pane.tab.workspace, pane.tab, pane, ref, cwd=cwd, command=command,
+    uuid = ids.new_uuid()
+    term = mux._spawn(pane.tab.workspace, pane.tab, pane, uuid, cwd=cwd, command=command,
                       env=env, size=(rect.width, rect.height))
-    surface = Surface(ids.new_uuid(), ref, term, pane, command, cwd)
+    surface = Surface(uuid, mux.refs.mint("surface"), term, pane, command, cwd)
     _register(mux, surface)
     at = len(pane.surfaces) if index is None else max(0, min(index, len(pane.surfaces)))
     pane.surfaces.insert(at, surface)
@@ -272,7 +272,7 @@ def respawn(mux: Mux, surface: Surface, *, command: list[str] | None, cwd: str) 
     """
     pane = surface.pane
     rect = _rect(mux, pane)
-    term = mux._spawn(pane.tab.workspace, pane.tab, pane, surface.ref, cwd=cwd,
+    term = mux._spawn(pane.tab.workspace, pane.tab, pane, surface.uuid, cwd=cwd,
                       command=command, env=None, size=(rect.width, rect.height))
     old = surface.terminal
     surface.terminal = term

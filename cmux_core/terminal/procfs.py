@@ -151,3 +151,60 @@ class ProcessReader:
         if now - self._groups_at >= self.groups_max_age:
             self._groups, self._groups_at = process_groups(self.proc_root), now
         return self._groups.get(pgid, [])
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessStat:
+    """One process as ``/proc/<pid>/stat`` shows it: its family (parent, group,
+    session), its terminal, CPU time used so far (seconds) and resident memory (bytes)."""
+
+    pid: int
+    ppid: int
+    pgid: int
+    session: int
+    comm: str
+    state: str
+    tty: str | None
+    cpu_seconds: float
+    rss_bytes: int
+
+
+def _tty_name(tty_nr: int) -> str | None:
+    """``/dev/pts/<n>`` for a pseudo-terminal device number (majors 136-143), else None."""
+    major = (tty_nr >> 8) & 0xFFF
+    minor = (tty_nr & 0xFF) | ((tty_nr >> 12) & 0xFFF00)
+    if 136 <= major <= 143:
+        return f"/dev/pts/{(major - 136) * 256 + minor}"
+    return None
+
+
+def process_table(proc_root: str = PROC_ROOT) -> list[ProcessStat]:
+    """Every process on the system (one scan of ``proc_root``), in pid order."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    page = os.sysconf("SC_PAGE_SIZE")
+    table: list[ProcessStat] = []
+    try:
+        entries = os.scandir(proc_root)
+    except OSError:
+        return table
+    with entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"{proc_root}/{entry.name}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            close = stat.rfind(b")")
+            comm = stat[stat.find(b"(") + 1:close].decode("utf-8", "replace")
+            fields = stat[close + 2:].split()
+            try:
+                table.append(ProcessStat(
+                    int(entry.name), int(fields[1]), int(fields[2]), int(fields[3]), comm,
+                    fields[0].decode(), _tty_name(int(fields[4])),
+                    (int(fields[11]) + int(fields[12])) / ticks, int(fields[21]) * page))
+            except (IndexError, ValueError):
+                continue
+    table.sort(key=lambda p: p.pid)
+    return table

@@ -13,6 +13,7 @@ from cmux_core.api.methods import (
     detect,
     integration,
     layout,
+    notification,
     pane,
     plugin,
     report,
@@ -26,7 +27,8 @@ from cmux_core.api.methods import (
 )
 
 CORE_MODULES = (server, workspace, pane, layout, system, plugin, views, detect, report, agent,
-                attach, window, saved_layouts, integration, surface, cmux_catalog)
+                attach, window, saved_layouts, integration, surface, cmux_catalog,
+                notification)
 
 
 def register_core_methods(table: MethodTable) -> None:

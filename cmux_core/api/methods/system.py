@@ -6,17 +6,26 @@ Results carry UUIDs in ``*_id`` and short refs in ``*_ref``; absent values are
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import os
+import time
 from typing import Any
+
+from pydantic import Field
 
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.cmux_catalog import NOT_SUPPORTED
-from cmux_core.api.methods.surface import surface_row
+from cmux_core.api.methods.routing import Routing, surface_keys, surface_of
+from cmux_core.api.methods.surface import key_bytes, surface_row, write
 from cmux_core.api.methods.workspace import workspace_keys
-from cmux_core.errors import InvalidParams
+from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane, Surface, Window, Workspace
+from cmux_core.terminal import procfs
+from cmux_core.terminal.emulator import read_text
 
 methods = MethodTable()
 
@@ -148,3 +157,232 @@ async def system_tree(call: Call, p: TreeParams) -> Result:
     pane = mux.focused_pane()
     active = focused_keys(mux, mux.active_workspace(), pane.surface if pane else None)
     return {"type": "tree", "active": active, "caller": None, "windows": nodes}
+
+
+# -- processes: system.top, system.memory, debug.terminals ------------------------------
+
+
+async def process_sample(interval_ms: int) -> tuple[list[procfs.ProcessStat],
+                                                   dict[int, float]]:
+    """Every process now, and each one's CPU use over ``interval_ms`` in percent of one
+    core (0 when the interval is 0). The scans run off the event loop."""
+    first = await asyncio.to_thread(procfs.process_table)
+    if interval_ms <= 0:
+        return first, {}
+    started = time.monotonic()
+    await asyncio.sleep(interval_ms / 1000)
+    second = await asyncio.to_thread(procfs.process_table)
+    elapsed = max(time.monotonic() - started, 1e-6)
+    before = {p.pid: p.cpu_seconds for p in first}
+    return second, {p.pid: round(100 * (p.cpu_seconds - before[p.pid]) / elapsed, 1)
+                    for p in second if p.pid in before}
+
+
+def terminal_processes(table: list[procfs.ProcessStat], surface: Surface
+                       ) -> list[procfs.ProcessStat]:
+    """The processes of the surface's terminal: its session (the shell is its leader)."""
+    term = surface.terminal
+    if term.exited or not term.pid:
+        return []
+    return [p for p in table if p.session == term.pid]
+
+
+def process_row(p: procfs.ProcessStat, cpu: dict[int, float]) -> dict[str, Any]:
+    info = procfs.read_process(p.pid)
+    argv = [a for a in info.argv if a] if info else []
+    return {"pid": p.pid, "ppid": p.ppid, "pgid": p.pgid, "name": p.comm,
+            "command": " ".join(argv) or p.comm, "state": p.state,
+            "cpu_seconds": round(p.cpu_seconds, 2), "cpu_percent": cpu.get(p.pid, 0.0),
+            "rss_bytes": p.rss_bytes}
+
+
+def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"process_count": len(rows),
+            "cpu_percent": round(sum(r["cpu_percent"] for r in rows), 1),
+            "rss_bytes": sum(r["rss_bytes"] for r in rows)}
+
+
+class TopParams(TreeParams):
+    include_processes: bool = True
+    sample_ms: int = Field(default=200, ge=0, le=2000)
+
+
+def server_row(table: list[procfs.ProcessStat], cpu: dict[int, float]) -> dict[str, Any]:
+    me = next((p for p in table if p.pid == os.getpid()), None)
+    return {"pid": os.getpid(), "rss_bytes": me.rss_bytes if me else procfs.rss_bytes(),
+            "cpu_percent": cpu.get(os.getpid(), 0.0)}
+
+
+@methods.method("system.top", TopParams)
+async def system_top(call: Call, p: TopParams) -> Result:
+    """``system.tree`` with every terminal's processes (read from /proc): CPU over a
+    ``sample_ms`` window (default 200 ms) and resident memory, with totals per surface
+    and for the whole server."""
+    tree = await system_tree(call, p)
+    table, cpu = await process_sample(p.sample_ms)
+    mux = call.ctx.mux
+    everything: list[dict[str, Any]] = []
+    for window in tree["windows"]:
+        for ws_node in window["workspaces"]:
+            for pane_node_ in ws_node["panes"]:
+                for row in pane_node_["surfaces"]:
+                    surface = mux.surface(row["id"])
+                    procs = [process_row(x, cpu) for x in terminal_processes(table, surface)]
+                    everything.extend(procs)
+                    row["totals"] = totals(procs)
+                    if p.include_processes:
+                        row["processes"] = procs
+    server = server_row(table, cpu)
+    return {**tree, "type": "top", "sample": {"interval_ms": p.sample_ms, "at": time.time()},
+            "server": server, "totals": totals(everything)}
+
+
+class MemoryParams(TreeParams):
+    group_limit: int = Field(default=10, ge=1, le=100)
+    top_group_limit: int | None = Field(default=None, ge=1, le=100)
+
+
+@methods.method("system.memory", MemoryParams)
+async def system_memory(call: Call, p: MemoryParams) -> Result:
+    """Resident memory of the server and of every terminal's processes (all windows
+    unless one is named): per surface, and per program name largest first
+    (``group_limit`` groups, 1-100)."""
+    mux = call.ctx.mux
+    table, _ = await process_sample(0)
+    if p.window_id:
+        wanted = list(mux.window(p.window_id).workspaces)
+    elif p.workspace_id:
+        wanted = [mux.workspace(p.workspace_id)]
+    else:
+        wanted = list(mux.workspaces())
+    per_surface: list[dict[str, Any]] = []
+    programs: dict[str, list[procfs.ProcessStat]] = {}
+    for ws in wanted:
+        for pane in mux.workspace_panes(ws):
+            for surface in pane.surfaces:
+                procs = terminal_processes(table, surface)
+                for x in procs:
+                    programs.setdefault(x.comm, []).append(x)
+                per_surface.append({**surface_keys(surface), "process_count": len(procs),
+                                    "rss_bytes": sum(x.rss_bytes for x in procs)})
+    per_surface.sort(key=lambda r: -r["rss_bytes"])
+    limit = p.top_group_limit or p.group_limit
+    groups = sorted(((sum(x.rss_bytes for x in procs), name, len(procs))
+                     for name, procs in programs.items()), reverse=True)
+    return {"type": "memory", "server": server_row(table, {}),
+            "totals": {"rss_bytes": sum(r["rss_bytes"] for r in per_surface),
+                       "process_count": sum(r["process_count"] for r in per_surface)},
+            "surfaces": per_surface,
+            "program_totals": [{"program": name, "process_count": count, "rss_bytes": rss}
+                               for rss, name, count in groups[:limit]]}
+
+
+@methods.method("debug.terminals", Empty)
+async def debug_terminals(call: Call, p: Empty) -> Result:
+    """Every terminal the server runs: where it sits, its process, PTY, size, state,
+    and the CPU time and memory of its processes."""
+    mux = call.ctx.mux
+    table, _ = await process_sample(0)
+    rows = []
+    for pane in mux.all_panes():
+        for surface in pane.surfaces:
+            term = surface.terminal
+            procs = terminal_processes(table, surface)
+            leader = next((x for x in procs if x.pid == term.pid), None)
+            rows.append({
+                **surface_keys(surface), "terminal_id": term.id, "public_pane_id": pane.id,
+                "selected": pane.selected is surface, "pid": term.pid or None,
+                "tty": leader.tty if leader else None, "argv": term.argv, "cwd": term.cwd,
+                "columns": term.columns, "rows": term.rows, "emulator": term.emulator.backend,
+                "title": term.emulator.title, "exited": term.exited,
+                "exit_code": term.exit_code, "created_at": term.created_at,
+                "foreground_pgid": None if term.exited else term.foreground_pgid(),
+                "process_count": len(procs),
+                "cpu_seconds": round(sum(x.cpu_seconds for x in procs), 2),
+                "rss_bytes": sum(x.rss_bytes for x in procs)})
+    return {"type": "terminals", "count": len(rows), "terminals": rows}
+
+
+# -- debug.*: what a test harness asks of the app, answered for the terminals -------------
+
+
+class TypeParams(Params):
+    text: str
+
+
+@methods.method("debug.type", TypeParams)
+async def debug_type(call: Call, p: TypeParams) -> Result:
+    """Type ``text`` into the focused surface, as keystrokes would reach it."""
+    surface = surface_of(call.ctx.mux, Routing())
+    write(surface, p.text.encode())
+    return {"type": "ok", **surface_keys(surface)}
+
+
+class ShortcutParams(Params):
+    combo: str
+
+
+@methods.method("debug.shortcut.simulate", ShortcutParams)
+async def debug_shortcut_simulate(call: Call, p: ShortcutParams) -> Result:
+    """Press a key combo in the focused surface (``enter``, ``ctrl-c``, ``up``, ...);
+    a combo with ``cmd`` is a shortcut of the GUI app: ``not_supported``."""
+    if "cmd" in p.combo.lower().replace("-", "+").split("+"):
+        raise CmuxError("not_supported", f"{p.combo} is a shortcut of the GUI app",
+                        {"combo": p.combo})
+    surface = surface_of(call.ctx.mux, Routing())
+    write(surface, key_bytes(surface, p.combo))
+    return {"type": "ok", **surface_keys(surface)}
+
+
+@methods.method("debug.app.activate", Empty)
+async def debug_app_activate(call: Call, p: Empty) -> Result:
+    """The app counts as active from now on (see ``app.focus_override.set``)."""
+    call.ctx.notifications.app_became_active = True
+    return {"type": "ok", "active": call.ctx.notifications.app_active}
+
+
+@methods.method("debug.terminal.is_focused", Routing)
+async def debug_terminal_is_focused(call: Call, p: Routing) -> Result:
+    """Whether the surface is the one typed input goes to (the focused surface of the
+    active workspace)."""
+    mux = call.ctx.mux
+    surface = surface_of(mux, p)
+    focused = mux.is_focused(surface.pane) and surface.pane.selected is surface
+    return {"type": "ok", **surface_keys(surface), "focused": focused}
+
+
+@methods.method("debug.terminal.read_text", Routing)
+async def debug_terminal_read_text(call: Call, p: Routing) -> Result:
+    """The surface's visible screen as text and base64."""
+    surface = surface_of(call.ctx.mux, p)
+    text, _ = read_text(surface.terminal.emulator, "visible", None, "text")
+    return {"type": "ok", **surface_keys(surface), "text": text,
+            "base64": base64.b64encode(text.encode()).decode()}
+
+
+@methods.method("debug.flash.count", Routing)
+async def debug_flash_count(call: Call, p: Routing) -> Result:
+    """How many times the surface was flashed since the last ``debug.flash.reset``."""
+    surface = surface_of(call.ctx.mux, p)
+    return {"type": "ok", **surface_keys(surface), "count": surface.flash_count}
+
+
+@methods.method("debug.flash.reset", Empty)
+async def debug_flash_reset(call: Call, p: Empty) -> Result:
+    """Set every surface's flash count back to 0."""
+    for pane in call.ctx.mux.all_panes():
+        for surface in pane.surfaces:
+            surface.flash_count = 0
+    return {"type": "ok"}
+
+
+@methods.method("debug.notification.focus", Routing)
+async def debug_notification_focus(call: Call, p: Routing) -> Result:
+    """What clicking a notification does: focus its surface (``surface_id``, else the
+    focused one of ``workspace_id``) and flash it; its notifications stay unread."""
+    mux = call.ctx.mux
+    surface = surface_of(mux, p)
+    surface.pane.selected = surface
+    mux.focus_pane(surface.pane)
+    surface.flash_count += 1
+    return {"type": "ok", **surface_keys(surface)}
