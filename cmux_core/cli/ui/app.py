@@ -45,8 +45,46 @@ from cmux_core.client import AsyncClient, Client
 from cmux_core.errors import CmuxError
 
 SIDEBAR_COLUMNS = "status,name,agent,age"
+FRAGMENT_CACHE_ROWS = 4096
+"""Styled rows whose parsed fragments are kept (a row that did not change is not parsed
+again)."""
 SIDEBAR_WIDTH = 36  # the default of cmux ui --sidebar-width
-PREVIEW_RETRY_S = 0.5
+MIN_REDRAW_S = 1 / 60
+"""Least time between two redraws: a burst of changes is drawn as one screen."""
+
+
+class Fragments:
+    """Styled rows as prompt_toolkit fragments, one fragment per run of one style.
+
+    Parsing SGR gives a fragment per character, which prompt_toolkit then splits and
+    measures one by one; merged runs and a cache by row text keep a redraw cheap.
+    """
+
+    def __init__(self) -> None:
+        self._cache: dict[str, StyleAndTextTuples] = {}
+
+    def row(self, text: str) -> StyleAndTextTuples:
+        hit = self._cache.get(text)
+        if hit is None:
+            hit = []
+            for fragment in ANSI(text).__pt_formatted_text__():
+                style, chars = fragment[0], fragment[1]
+                if hit and hit[-1][0] == style:
+                    hit[-1] = (style, hit[-1][1] + chars)
+                else:
+                    hit.append((style, chars))
+            if len(self._cache) >= FRAGMENT_CACHE_ROWS:
+                self._cache.clear()
+            self._cache[text] = hit
+        return hit
+
+    def rows(self, texts: list[str]) -> StyleAndTextTuples:
+        out: StyleAndTextTuples = []
+        for i, text in enumerate(texts):
+            if i:
+                out.append(("", "\n"))
+            out.extend(self.row(text))
+        return out
 
 
 class PanePreview:
@@ -164,17 +202,23 @@ class Ui:
         self.preview = PanePreview(path, self._invalidate)
         self.app: Application[int] = Application(
             layout=Layout(self._layout()), key_bindings=self._keys(), full_screen=True,
-            mouse_support=False, refresh_interval=None)
-        self.draws = 0
+            mouse_support=False, refresh_interval=None, min_redraw_interval=MIN_REDRAW_S)
+        self._sidebar_key: tuple[object, ...] = ()
+        self._sidebar_lines: StyleAndTextTuples = []
+        self.fragments = Fragments()
 
     # -- layout ------------------------------------------------------------------------
 
     def _layout(self) -> HSplit:
+        # Sizes are given, so laying out never measures the text.
+        fill = Dimension(min=1, preferred=10_000)
         sidebar = Window(FormattedTextControl(self._sidebar_text), width=Dimension.exact(
-            self.sidebar_width), wrap_lines=False)
+            self.sidebar_width), height=fill, wrap_lines=False)
         pane = HSplit([
-            Window(FormattedTextControl(self._pane_heading), height=1, style="reverse"),
-            Window(FormattedTextControl(self._pane_text), wrap_lines=False),
+            Window(FormattedTextControl(self._pane_heading), height=1, width=fill,
+                   style="reverse"),
+            Window(FormattedTextControl(self._pane_text), height=fill, width=fill,
+                   wrap_lines=False),
         ])
         return HSplit([
             VSplit([sidebar, Window(width=1, char="│", style="fg:#666666"), pane]),
@@ -186,14 +230,19 @@ class Ui:
         return max(2, size.columns - self.sidebar_width - 1), max(1, size.rows - 2)
 
     def _sidebar_text(self) -> StyleAndTextTuples:
-        self.draws += 1
         now = time.time()
-        lines = render_rows(self.board, self.columns, width=self.sidebar_width, now=now,
-                            frame=int(now / SPIN_SECONDS), selected=self.selected)
-        if not self.board.rows:
-            lines.append("")
-            lines.append(" no agents yet" if not self.board.total else " none in this view")
-        return ANSI("\n".join(lines)).__pt_formatted_text__()
+        frame = int(now / SPIN_SECONDS)
+        # The list only changes with the board, the selection, the second and the spinner.
+        key = (id(self.board), self.selected, int(now), frame)
+        if key != self._sidebar_key:
+            lines = render_rows(self.board, self.columns, width=self.sidebar_width, now=now,
+                                frame=frame, selected=self.selected)
+            if not self.board.rows:
+                lines.append("")
+                lines.append(" no agents yet" if not self.board.total else
+                             " none in this view")
+            self._sidebar_key, self._sidebar_lines = key, self.fragments.rows(lines)
+        return self._sidebar_lines
 
     def _pane_heading(self) -> StyleAndTextTuples:
         pane = self.shown or "no pane"
@@ -205,7 +254,7 @@ class Ui:
         columns, lines = self._pane_area()
         if self.preview.size != (columns, lines) and self.shown is not None:
             asyncio.get_running_loop().create_task(self.preview.resize(columns, lines))
-        return ANSI("\n".join(self.preview.rows[:lines])).__pt_formatted_text__()
+        return self.fragments.rows(self.preview.rows[:lines])
 
     def _footer(self) -> StyleAndTextTuples:
         counts = summary(self.board.rows, False)
