@@ -204,10 +204,11 @@ def test_release_and_clear_authority(api: Api) -> None:
         assert api("pane.get", {"pane_id": pane})["pane"]["agent_status"] == "unknown"
     finally:
         events.close()
-    report(api, pane, "blocked", source="custom:c", agent="other")
+    report(api, pane, "blocked", source="custom:c", agent="other", seq=5)
+    api("pane.clear_agent_authority", {"pane_id": pane, "seq": 5})
+    assert status(api, pane) == "blocked", "a clear with a stale seq is ignored"
+    # Seed 004: source is for correlation only; whichever hook set the authority, it goes.
     api("pane.clear_agent_authority", {"pane_id": pane, "source": "custom:nope"})
-    assert status(api, pane) == "blocked"
-    api("pane.clear_agent_authority", {"pane_id": pane})
     assert api("agent.list")["agents"] == []
     assert api("pane.get", {"pane_id": pane})["pane"]["agent_status"] == "unknown"
 

@@ -12,9 +12,12 @@ Three kinds of signal feed a pane's :class:`AgentRecord`:
 Authority is data, not names: a report's ``(source, agent)`` pair is looked up among the
 integrations plugins declared (:class:`SourceDeclaration`). A ``lifecycle`` source owns
 idle/working/blocked while its agent process is detected, and screen detection is skipped;
-a ``session`` source only records the session reference; any undeclared (custom) source
+a ``session`` source only records the session reference; a ``shared`` source and the
+screen decide together (:mod:`cmux_core.agents.authority`); any undeclared (custom) source
 owns the state at once, except that a live, visible blocker on the screen of the same
-known agent still wins. Every status carries its provenance: which signal set it
+known agent still wins. herdr's official ``herdr:<integration>`` sources keep herdr's
+meaning. A report may carry a TTL, past which its state no longer counts; a report from a
+subagent never moves the state. Every status carries its provenance: which signal set it
 (``hook``, ``screen``, ``process_exit``, ``release``), its source and when.
 
 Public status adds ``done`` (idle and not yet seen) to the state; a server-global
@@ -58,6 +61,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from cmux_core.agents.authority import (
+    HERDR_DECLARATIONS,
+    SHARED_BLOCKED_TTL_S,
+    Authority,
+    ScreenView,
+    SourceDeclaration,
+    declarations_from,
+    shared_state,
+)
 from cmux_core.agents.events import (
     PaneAgentDetected,
     PaneAgentStatusChanged,
@@ -91,7 +103,6 @@ __all__ = [
 
 AgentState = Literal["idle", "working", "blocked", "unknown"]
 AgentStatus = Literal["idle", "working", "blocked", "done", "unknown"]
-Authority = Literal["lifecycle", "session"]
 StatusSource = Literal["none", "hook", "screen", "process_exit", "release"]
 
 ATTENTION: dict[str, int] = {"blocked": 4, "done": 3, "working": 2, "idle": 1, "unknown": 0}
@@ -123,31 +134,6 @@ class ScreenReport:
 
 
 @dataclass(frozen=True, slots=True)
-class SourceDeclaration:
-    """An integration's claim: reports from ``source`` about ``agent`` carry ``authority``."""
-
-    source: str
-    agent: str
-    authority: Authority
-    plugin_id: str | None = None
-
-
-def declarations_from(integrations: Iterable[object]) -> list[SourceDeclaration]:
-    """The source declarations of registered integrations (those naming a source, an agent
-    and an authority of ``lifecycle`` or ``session``); others declare nothing."""
-    out: list[SourceDeclaration] = []
-    for integration in integrations:
-        source = getattr(integration, "source", None)
-        agent = getattr(integration, "agent", None)
-        authority = getattr(integration, "authority", None)
-        if (isinstance(source, str) and isinstance(agent, str) and source and agent.strip()
-                and (authority == "lifecycle" or authority == "session")):
-            out.append(SourceDeclaration(source, agent, authority,
-                                         getattr(integration, "plugin_id", None)))
-    return out
-
-
-@dataclass(frozen=True, slots=True)
 class SessionRef:
     """An agent's native session reference, as reported by its integration."""
 
@@ -163,16 +149,18 @@ class SessionRef:
 
 @dataclass(slots=True)
 class HookAuthority:
-    """The last accepted state report; ``lifecycle`` or ``custom`` (undeclared) authority."""
+    """The last accepted state report; ``lifecycle``, ``shared`` or ``custom`` (undeclared)
+    authority. Past ``expires_at`` (monotonic; None: never) its state no longer counts."""
 
     source: str
     agent: str
     state: AgentState
-    kind: Literal["lifecycle", "custom"]
+    kind: Literal["lifecycle", "shared", "custom"]
     message: str | None = None
     custom_status: str | None = None
     reported_at: float = field(default_factory=time.monotonic)
     session: SessionRef | None = None
+    expires_at: float | None = None
 
 
 @dataclass(slots=True)
@@ -212,6 +200,8 @@ class AgentRecord:
     metadata: MetadataStore = field(default_factory=MetadataStore)
     presentation: dict[str, PresentationEntry] = field(default_factory=dict)
     launch: Launch | None = None
+    authority_recheck: float | None = None
+    """When the authority's state may next change on its own (a TTL, a confirmation)."""
 
     @property
     def status(self) -> AgentStatus:
@@ -287,15 +277,24 @@ class AgentTracker:
         label = label.strip()
         return self.canonical_agent(label) or label
 
-    def authority_of(self, source: str, agent: str) -> Authority | None:
-        """The authority a plugin declared for ``(source, agent)``; None for custom sources."""
-        for decl in self.declarations():
+    def all_declarations(self) -> list[SourceDeclaration]:
+        """Plugins' declarations, then herdr's official sources (a plugin's comes first)."""
+        return [*self.declarations(), *HERDR_DECLARATIONS]
+
+    def declaration_of(self, source: str, agent: str) -> SourceDeclaration | None:
+        """The declaration for ``(source, agent)``; None for custom sources."""
+        for decl in self.all_declarations():
             if decl.source == source and self.canonical(decl.agent) == agent:
-                return decl.authority
+                return decl
         return None
 
+    def authority_of(self, source: str, agent: str) -> Authority | None:
+        """The authority declared for ``(source, agent)``; None for custom sources."""
+        decl = self.declaration_of(source, agent)
+        return decl.authority if decl is not None else None
+
     def is_declared_source(self, source: str) -> bool:
-        return any(decl.source == source for decl in self.declarations())
+        return any(decl.source == source for decl in self.all_declarations())
 
     # -- observations from detection ----------------------------------------------------
 
@@ -343,17 +342,21 @@ class AgentTracker:
 
     def report_agent(self, pane: Pane, *, source: str, agent: str, state: AgentState,
                      seq: int | None = None, message: str | None = None,
-                     custom_status: str | None = None, session: SessionRef | None = None
-                     ) -> bool:
+                     custom_status: str | None = None, session: SessionRef | None = None,
+                     ttl_s: float | None = None, subagent: bool = False) -> bool:
         """Apply a ``pane.report_agent`` (``agent`` already normalised). True if accepted.
 
-        Ignored (False): a ``session`` source's state (only its session ref is kept), a
-        report about an agent that just exited, a lifecycle report without its process or
-        cleared for this session, a known label that conflicts with the detected process,
-        and a stale ``seq``.
+        Ignored (False): a subagent's report, a ``session`` source's state (only its session
+        ref is kept), a report about an agent that just exited, a lifecycle report without
+        its process or cleared for this session, a known label that conflicts with the
+        detected process, and a stale ``seq``. ``ttl_s`` bounds how long the state counts;
+        a ``shared`` ``blocked`` without one gets the declaration's or the default TTL.
         """
+        if subagent:
+            return False
         rec = self.record(pane)
-        authority = self.authority_of(source, agent)
+        decl = self.declaration_of(source, agent)
+        authority = decl.authority if decl is not None else None
         if not self.is_declared_source(source):
             session = None
         if authority == "session":
@@ -379,9 +382,16 @@ class AgentTracker:
         previous = rec.authority
         if session is None and previous is not None and previous.source == source:
             session = previous.session
+        now = time.monotonic()
+        if ttl_s is None and authority == "shared" and state == "blocked":
+            assert decl is not None
+            ttl_s = (decl.state_ttl_ms / 1000 if decl.state_ttl_ms is not None
+                     else SHARED_BLOCKED_TTL_S)
+        kind: Literal["lifecycle", "shared", "custom"] = (
+            authority if authority == "lifecycle" or authority == "shared" else "custom")
         rec.authority = HookAuthority(
-            source, agent, state, "lifecycle" if authority == "lifecycle" else "custom",
-            message, custom_status, time.monotonic(), session)
+            source, agent, state, kind, message, custom_status, now, session,
+            now + ttl_s if ttl_s is not None else None)
         rec.session = None
         self._recompute(pane, rec)
         self._emit(pane, rec, before)
@@ -439,12 +449,17 @@ class AgentTracker:
 
     def clear_authority(self, pane: Pane, *, source: str | None = None, seq: int | None = None
                         ) -> bool:
-        """Apply a ``pane.clear_agent_authority``: the state falls back to the screen."""
+        """Apply a ``pane.clear_agent_authority``: the state falls back to the screen.
+
+        Whichever hook set the authority, it is dropped (seed 004: ``source`` is for
+        correlation only). ``seq`` orders the clear among the reports of ``source`` (the
+        authority's own source when omitted): a stale one is ignored.
+        """
         rec = self.record(pane)
         auth = rec.authority
-        if auth is None or (source is not None and source != auth.source):
+        if auth is None:
             return False
-        if not rec.accept_hook_seq(auth.source, seq):
+        if not rec.accept_hook_seq(source if source is not None else auth.source, seq):
             return False
         before = self._snapshot(pane, rec)
         if auth.kind == "lifecycle":
@@ -635,7 +650,7 @@ class AgentTracker:
 
     def _blocker_overrides(self, rec: AgentRecord, auth: HookAuthority) -> bool:
         screen = rec.screen
-        return (auth.kind != "lifecycle" and screen is not None and screen.state == "blocked"
+        return (auth.kind == "custom" and screen is not None and screen.state == "blocked"
                 and screen.visible_blocker and screen.at >= auth.reported_at
                 and auth.state != "blocked" and rec.detected is not None
                 and auth.agent == rec.detected)
@@ -643,7 +658,27 @@ class AgentTracker:
     def _recompute(self, pane: Pane, rec: AgentRecord) -> None:
         auth = rec.authority
         screen = rec.screen
-        if auth is not None and self._effective(rec, auth):
+        recheck = auth.expires_at if auth is not None else None
+        now = time.monotonic()
+        if auth is not None and auth.kind == "shared":
+            view = None if screen is None else ScreenView(
+                screen.state, screen.at, screen.visible_blocker, screen.visible_idle,
+                screen.visible_working, screen.matched_rule)
+            verdict = shared_state(auth.state, auth.reported_at, auth.expires_at, view, now)
+            recheck = verdict.recheck_at
+            if verdict.from_screen:
+                detail = screen.matched_rule if screen is not None else None
+                self._set_state(pane, rec, verdict.state, "screen" if screen else "none",
+                                detail)
+            else:
+                self._set_state(pane, rec, verdict.state, "hook", auth.source)
+        elif auth is not None and auth.expires_at is not None and now >= auth.expires_at:
+            recheck = None
+            if screen is not None:
+                self._set_state(pane, rec, screen.state, "screen", screen.matched_rule)
+            else:
+                self._set_state(pane, rec, "unknown", "none", None)
+        elif auth is not None and self._effective(rec, auth):
             if self._blocker_overrides(rec, auth):
                 assert screen is not None
                 self._set_state(pane, rec, "blocked", "screen", screen.matched_rule)
@@ -653,6 +688,11 @@ class AgentTracker:
             self._set_state(pane, rec, screen.state, "screen", screen.matched_rule)
         else:
             self._set_state(pane, rec, "unknown", "none", None)
+        if recheck is not None and recheck <= now:
+            recheck = None
+        if recheck != rec.authority_recheck:
+            rec.authority_recheck = recheck
+            self._schedule(pane.key)
 
     def _set_state(self, pane: Pane, rec: AgentRecord, state: AgentState, source: StatusSource,
                    detail: str | None) -> None:
@@ -825,6 +865,8 @@ class AgentTracker:
         rec = self.records.get(key)
         if rec is not None:
             deadlines.extend(rec.metadata.deadlines())
+            if rec.authority_recheck is not None:
+                deadlines.append(rec.authority_recheck)
             for entry in rec.presentation.values():
                 deadlines.extend(entry.deadlines())
         store = self.workspace_metadata.get(key)
@@ -844,6 +886,8 @@ class AgentTracker:
                 entry.expire(now)
                 if entry.empty():
                     del rec.presentation[source]
+            rec.authority_recheck = None
+            self._recompute(pane, rec)
             self._emit(pane, rec, before)
         store = self.workspace_metadata.get(key)
         if store is not None and store.expire(now):

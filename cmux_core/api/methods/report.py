@@ -142,6 +142,10 @@ class ReportAgentParams(Params):
     agent_session_id: str | None = None
     agent_session_path: str | None = None
     launch_env: dict[str, Any] | None = None
+    ttl_ms: int | None = Field(default=None, ge=1, le=MAX_TTL_MS)
+    """How long the reported state counts; after it the screen decides again."""
+    subagent: bool = False
+    """The report comes from a subagent of the pane's agent: it never moves the state."""
 
 
 @methods.method("pane.report_agent", ReportAgentParams)
@@ -154,7 +158,8 @@ async def pane_report_agent(call: Call, p: ReportAgentParams) -> Result:
     accepted = tracker.report_agent(
         pane, source=p.source, agent=agent, state=p.state, seq=p.seq, message=p.message,
         custom_status=custom or None,
-        session=session_ref(p.source, agent, p.agent_session_id, p.agent_session_path))
+        session=session_ref(p.source, agent, p.agent_session_id, p.agent_session_path),
+        ttl_s=p.ttl_ms / 1000 if p.ttl_ms is not None else None, subagent=p.subagent)
     if accepted:
         report = p.model_dump(exclude_none=True)
         report["agent"] = agent

@@ -1,0 +1,369 @@
+"""Hooks and screen together (``authority="shared"``), report TTLs, subagent reports, herdr's
+official sources and ``pane.clear_agent_authority``.
+
+The first tests drive the tracker's detection interface (``set_detected``/``publish_screen``)
+on a real mux with real PTYs, as ``test_agent_authority.py`` does, so each screen observation
+lands exactly when the test says. The last ones run a real server with a loose-file plugin
+declaring the shared authority and a small fake agent whose screens a test manifest knows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import shutil
+import sys
+import textwrap
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Api
+
+from cmux_core.agents.authority import SHARED_CONFIRM_S, SourceDeclaration
+from cmux_core.agents.tracker import AgentTracker, ScreenReport, SessionRef
+from cmux_core.api import wire
+from cmux_core.config import Settings
+from cmux_core.events import EventHub
+from cmux_core.model.mux import Mux
+from cmux_core.model.tree import Pane
+from cmux_core.testing import ServerProcess, async_wait_until, start_server, wait_until
+
+KNOWN = {"claude": "claude", "toybot": "toybot", "opencode": "opencode"}
+
+IDLE = ScreenReport("idle", visible_idle=True, matched_rule="idle_prompt")
+WORKING = ScreenReport("working", visible_working=True, matched_rule="spinner")
+DIALOG = ScreenReport("blocked", visible_blocker=True, matched_rule="permission")
+NO_RULE = ScreenReport("idle")  # the known-agent fallback: no rule matched
+
+
+def screen(report: ScreenReport) -> ScreenReport:
+    """A fresh copy, stamped now (a screen classification is made when it is published)."""
+    return ScreenReport(report.state, report.visible_idle, report.visible_blocker,
+                        report.visible_working, report.process_exited, report.matched_rule)
+
+
+def run(body: Callable[[Mux, AgentTracker, Pane], Awaitable[None]]) -> None:
+    async def main() -> None:
+        events = EventHub()
+        mux = Mux(Settings(shell="/bin/sh"), events, "/nonexistent.sock")
+        tracker = AgentTracker(mux, events)
+        events.project = functools.partial(wire.project, mux, tracker)
+        mux.create_window()
+        _ws, _tab, pane = mux.create_workspace(command=["cat"], focus=True)
+        tracker.canonical_agent = lambda label: KNOWN.get(label.lower())
+        tracker.declarations = lambda: [
+            SourceDeclaration("acme:toybot", "toybot", "shared", "acme", 600),
+            SourceDeclaration("acme:claude", "claude", "shared", "acme")]
+        try:
+            await body(mux, tracker, pane)
+        finally:
+            for term in mux.close_all():
+                term.kill()
+    asyncio.run(main())
+
+
+def source_of(mux: Mux, t: AgentTracker, pane: Pane) -> str:
+    return str(wire.agent_info(mux, t, pane)["status_source"])
+
+
+def test_reported_working_is_taken_at_once_and_yields_to_an_idle_screen() -> None:
+    async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
+        t.set_detected(pane, "toybot")
+        t.publish_screen(pane, screen(IDLE))
+        assert t.status(pane) == "idle"
+        started = time.monotonic()
+        assert t.report_agent(pane, source="acme:toybot", agent="toybot", state="working")
+        assert t.status(pane) == "working" and source_of(mux, t, pane) == "hook"
+        # No new signal: the screen still shows the idle prompt, so the hook's working
+        # yields once the confirmation window is over (the tracker's own timer).
+        await async_wait_until(lambda: t.status(pane) == "idle", timeout=5)
+        assert time.monotonic() - started >= SHARED_CONFIRM_S
+        assert time.monotonic() - started < 1.0 + 0.5  # within a second, plus loop slack
+        assert source_of(mux, t, pane) == "screen"
+
+        # Working confirmed by the screen stays working; an interrupt notice (a rule
+        # matching idle) after it wins at once.
+        t.report_agent(pane, source="acme:toybot", agent="toybot", state="working")
+        t.publish_screen(pane, screen(WORKING))
+        await asyncio.sleep(SHARED_CONFIRM_S + 0.1)
+        assert t.status(pane) == "working"
+        t.publish_screen(pane, ScreenReport("idle", matched_rule="interrupted"))
+        assert t.status(pane) == "idle"
+    run(body)
+
+
+def test_a_screen_without_rule_evidence_never_overrides_working() -> None:
+    async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
+        t.set_detected(pane, "toybot")
+        t.publish_screen(pane, screen(NO_RULE))
+        t.report_agent(pane, source="acme:toybot", agent="toybot", state="working")
+        await asyncio.sleep(SHARED_CONFIRM_S + 0.2)
+        assert t.status(pane) == "working"
+    run(body)
+
+
+def test_a_dialog_on_screen_is_blocked_whatever_the_hook_said() -> None:
+    async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
+        t.set_detected(pane, "claude")
+        t.publish_screen(pane, screen(DIALOG))
+        for state in ("working", "idle"):
+            t.report_agent(pane, source="acme:claude", agent="claude", state=state)  # type: ignore[arg-type]
+            assert t.status(pane) == "blocked", state
+            assert source_of(mux, t, pane) == "screen"
+        # The dialog answered: the screen shows the agent working again.
+        t.publish_screen(pane, screen(WORKING))
+        assert t.status(pane) == "working"
+    run(body)
+
+
+def test_reported_blocked_without_a_dialog_expires() -> None:
+    async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
+        t.set_detected(pane, "toybot")
+        t.publish_screen(pane, screen(WORKING))
+        t.report_agent(pane, source="acme:toybot", agent="toybot", state="blocked")
+        assert t.status(pane) == "blocked" and source_of(mux, t, pane) == "hook"
+        # A screen change no rule explains does not end it (a prompt no manifest knows) ...
+        t.publish_screen(pane, screen(NO_RULE))
+        assert t.status(pane) == "blocked"
+        # ... the declaration's state_ttl_ms (600 ms) does.
+        await async_wait_until(lambda: t.status(pane) == "idle", timeout=5)
+        assert source_of(mux, t, pane) == "screen"
+    run(body)
+
+
+def test_reported_blocked_ends_when_the_screen_shows_the_dialog_answered() -> None:
+    async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
+        t.set_detected(pane, "claude")
+        t.publish_screen(pane, screen(WORKING))
+        t.report_agent(pane, source="acme:claude", agent="claude", state="blocked")
+        assert t.status(pane) == "blocked"
+        t.publish_screen(pane, screen(DIALOG))
+        assert t.status(pane) == "blocked"
+        # "No" at the dialog: no hook runs, the idle prompt comes back.
+        t.publish_screen(pane, screen(IDLE))
+        assert t.status(pane) == "idle"
+    run(body)
+
+
+def test_reported_idle_yields_to_a_screen_working_after_it() -> None:
+    async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
+        t.set_detected(pane, "toybot")
+        t.publish_screen(pane, screen(WORKING))
+        t.report_agent(pane, source="acme:toybot", agent="toybot", state="idle")
+        assert t.status(pane) == "idle", "an older working screen does not override"
+        t.publish_screen(pane, screen(WORKING))
+        assert t.status(pane) == "working"
+    run(body)
+
+
+def test_subagent_reports_never_move_the_state() -> None:
+    async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
+        t.set_detected(pane, "toybot")
+        t.report_agent(pane, source="acme:toybot", agent="toybot", state="working")
+        assert not t.report_agent(pane, source="acme:toybot", agent="toybot", state="idle",
+                                  subagent=True)
+        assert not t.report_agent(pane, source="custom:x", agent="bot", state="blocked",
+                                  subagent=True)
+        assert t.status(pane) == "working"
+        assert t.record(pane).authority.source == "acme:toybot"  # type: ignore[union-attr]
+    run(body)
+
+
+def test_report_ttl_lapses_for_any_source() -> None:
+    async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
+        assert t.report_agent(pane, source="custom:x", agent="bot", state="working",
+                              ttl_s=0.3)
+        assert t.status(pane) == "working"
+        await async_wait_until(lambda: t.status(pane) == "unknown", timeout=5)
+        assert t.effective_agent(pane) == "bot", "the label stays; only the state lapsed"
+    run(body)
+
+
+def test_herdr_official_sources_follow_herdrs_rules() -> None:
+    async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
+        t.set_detected(pane, "claude")
+        t.publish_screen(pane, screen(WORKING))
+        ref = SessionRef("herdr:claude", "claude", "id", "abc-123")
+        assert t.report_session(pane, source="herdr:claude", agent="claude", session=ref)
+        assert t.session(pane) == ref
+        # A session-only official source never sets the state.
+        t.report_agent(pane, source="herdr:claude", agent="claude", state="idle")
+        assert t.status(pane) == "working"
+        assert not t.release_agent(pane, source="herdr:claude", agent="claude")
+
+        # herdr:opencode owns the lifecycle, but only while opencode runs.
+        assert not t.report_agent(pane, source="herdr:opencode", agent="opencode",
+                                  state="blocked")
+        t.set_detected(pane, "opencode")
+        assert t.report_agent(pane, source="herdr:opencode", agent="opencode",
+                              state="blocked")
+        assert t.status(pane) == "blocked" and t.screen_detection_skipped(pane)
+    run(body)
+
+
+def test_clear_authority_follows_seed_004() -> None:
+    async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
+        t.set_detected(pane, "toybot")
+        t.publish_screen(pane, screen(IDLE))
+        t.report_agent(pane, source="custom:a", agent="toybot", state="working", seq=10)
+        assert not t.clear_authority(pane, seq=10), "a stale seq of the authority's source"
+        assert t.status(pane) == "working"
+        # source names who asks, not which authority goes.
+        assert t.clear_authority(pane, source="custom:someone-else")
+        assert t.status(pane) == "idle" and t.record(pane).authority is None
+        assert not t.clear_authority(pane), "nothing left to clear"
+    run(body)
+
+
+# -- through a real server ---------------------------------------------------------------------
+
+AGENT_SCRIPT = textwrap.dedent("""\
+    import sys
+    SCREENS = {
+        "i": "TOYBOT ready\\n> type here",
+        "w": "TOYBOT thinking... (esc to interrupt)",
+        "b": "TOYBOT wants to run ls\\nAllow this command? [y/n]",
+        "x": "TOYBOT some output no rule knows",
+    }
+    def show(key):
+        sys.stdout.write("\\x1b[2J\\x1b[H" + SCREENS[key] + "\\n")
+        sys.stdout.flush()
+    show("i")
+    for line in sys.stdin:
+        key = line.strip()
+        if key == "q":
+            break
+        if key in SCREENS:
+            show(key)
+""")
+
+MANIFEST = textwrap.dedent("""\
+    id = "toybot"
+    version = "1.0"
+    process_names = ["toybot_agent"]
+
+    [[rules]]
+    id = "permission"
+    state = "blocked"
+    priority = 30
+    visible_blocker = true
+    contains = ["Allow this command?"]
+
+    [[rules]]
+    id = "spinner"
+    state = "working"
+    priority = 20
+    contains = ["esc to interrupt"]
+
+    [[rules]]
+    id = "idle_prompt"
+    state = "idle"
+    priority = 10
+    visible_idle = true
+    contains = ["type here"]
+""")
+
+PLUGIN = textwrap.dedent('''
+    from cmux_core import hookimpl
+
+    @hookimpl
+    def cmux_register_integrations(register):
+        register("toybot", install=lambda: None, uninstall=lambda: None,
+                 status=lambda: {"installed": True}, source="acme:toybot", agent="toybot",
+                 authority="shared", state_ttl_ms=1500)
+''')
+
+
+@pytest.fixture
+def shared_server(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path]]:
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "acme.py").write_text(PLUGIN)
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "toybot.toml").write_text(MANIFEST)
+    script = tmp_path / "toybot_agent.py"
+    script.write_text(AGENT_SCRIPT)
+    server = start_server(["--plugins-dir", str(plugins), "--manifests-dir", str(manifests)])
+    try:
+        yield server, script
+    finally:
+        server.stop()
+        shutil.rmtree(server.home, ignore_errors=True)
+
+
+def status(api: Api, pane_id: str) -> str:
+    return str(api("pane.get", {"pane_id": pane_id})["pane"]["agent_status"])
+
+
+def wait_status(api: Api, pane_id: str, want: str, timeout: float = 15.0) -> float:
+    started = time.monotonic()
+    wait_until(lambda: status(api, pane_id) == want, timeout=timeout,
+               message=f"{pane_id} to be {want} (now {status(api, pane_id)})")
+    return time.monotonic() - started
+
+
+def hook(api: Api, pane_id: str, state: str, **extra: Any) -> None:
+    assert api("pane.report_agent", {"pane_id": pane_id, "source": "acme:toybot",
+                                     "agent": "toybot", "state": state, **extra})["type"] == "ok"
+
+
+def show(api: Api, pane_id: str, key: str) -> None:
+    api("pane.send_text", {"pane_id": pane_id, "text": key + "\n"})
+
+
+def test_shared_authority_in_a_real_server(shared_server: tuple[ServerProcess, Path]) -> None:
+    server, script = shared_server
+    api = Api(server)
+    try:
+        pane = api.focused_pane()
+        api("pane.send_text", {"pane_id": pane, "text": f"{sys.executable} {script}\n"})
+        wait_until(lambda: api("pane.get", {"pane_id": pane})["pane"].get("agent") == "toybot",
+                   timeout=20, message="toybot identified")
+        wait_status(api, pane, "idle")
+
+        # A hook's working shows at once; with the idle prompt still on screen it yields.
+        hook(api, pane, "working")
+        assert status(api, pane) == "working"
+        assert wait_status(api, pane, "idle", timeout=10) < 5
+
+        # The screen agrees: working stays.
+        hook(api, pane, "working")
+        show(api, pane, "w")
+        time.sleep(SHARED_CONFIRM_S + 0.5)
+        assert status(api, pane) == "working"
+        # A subagent finishing says nothing about the main agent.
+        hook(api, pane, "idle", subagent=True)
+        assert status(api, pane) == "working"
+
+        # The permission dialog is blocked whatever the hook says.
+        show(api, pane, "b")
+        wait_status(api, pane, "blocked")
+        hook(api, pane, "working")
+        assert status(api, pane) == "blocked"
+        # Answered "no": no hook runs, the idle prompt is back.
+        show(api, pane, "i")
+        wait_status(api, pane, "idle")
+
+        # A hook's blocked with no dialog on screen lasts state_ttl_ms (1.5 s).
+        show(api, pane, "x")
+        hook(api, pane, "blocked")
+        assert status(api, pane) == "blocked"
+        wait_status(api, pane, "idle", timeout=15)
+
+        # A report's own ttl_ms, validated.
+        error = api.error("pane.report_agent", {"pane_id": pane, "source": "acme:toybot",
+                                                "agent": "toybot", "state": "working",
+                                                "ttl_ms": 0})
+        assert error["code"] == "invalid_params" and error["data"]["field"] == "ttl_ms"
+        error = api.error("pane.report_agent", {"pane_id": pane, "source": "acme:toybot",
+                                                "agent": "toybot", "state": "working",
+                                                "subagent": "yes"})
+        assert error["code"] == "invalid_params" and error["data"]["field"] == "subagent"
+        listed = {row["name"]: row for row in api("integration.list")["integrations"]}
+        assert listed["toybot"]["authority"] == "shared"
+    finally:
+        api.close()
