@@ -26,6 +26,9 @@ answer at once):
   asks for permission;
 * ``at length`` in the text → an answer of :data:`LONG_LINES` lines at once, so the
   screen fills with output above the prompt;
+* Anthropic only: ``please ask`` → an ``AskUserQuestion`` call (a question form) and
+  ``please write`` → a ``Write`` of ``notes.txt`` in the recording's work directory (a
+  file permission); the other formats answer those with one line;
 * anything else → a one-line answer, so the CLI goes idle.
 
 ``SCENARIO`` is recorded in the log; behaviour follows the prompts above, except
@@ -54,6 +57,12 @@ SLOW_FIRST = 4.0
 COMMAND = "touch approved.txt"
 COMMAND_REASON = "Create the file approved.txt"
 LONG_LINES = 60
+WRITE_PATH = "/tmp/cmux-capture/work/notes.txt"
+QUESTION = {"questions": [{
+    "question": "Which database should the service use?", "header": "Database",
+    "multiSelect": False,
+    "options": [{"label": "PostgreSQL", "description": "A server, for many writers"},
+                {"label": "SQLite", "description": "A file, for one writer"}]}]}
 _BACKQUOTED = re.compile(r"please run `([^`]+)`", re.IGNORECASE)
 ids = count(1)
 scenario = "default"
@@ -87,6 +96,10 @@ def decide(last_turn: Any, has_tools: bool, tool_result: bool) -> str:
         return "slow"
     if "at length" in text:
         return "long"
+    if "please ask" in text:
+        return "ask"
+    if "please write" in text:
+        return "write"
     if "please run" in text:
         return "tool"
     return "answer"
@@ -133,6 +146,9 @@ def anthropic(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dic
     tools = [t.get("name") for t in body.get("tools", []) if isinstance(t, dict)]
     action = decide(last, "Bash" in tools, tool_result)
     command = requested_command(last)
+    calls = {"tool": ("Bash", {"command": command, "description": COMMAND_REASON}),
+             "ask": ("AskUserQuestion", QUESTION),
+             "write": ("Write", {"file_path": WRITE_PATH, "content": "notes\n"})}
     model = body.get("model", "claude-sonnet-4-5")
 
     def events() -> Iterator[tuple[str | None, dict[str, Any]]]:
@@ -143,18 +159,19 @@ def anthropic(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dic
                       "cache_creation_input_tokens": 0}}}
         yield "content_block_start", {"type": "content_block_start", "index": 0,
                                       "content_block": {"type": "text", "text": ""}}
-        for word in (["I'll create the file. "] if action == "tool" else stream(action)):
+        for word in (["I'll create the file. "] if action in calls else stream(action)):
             yield "content_block_delta", {"type": "content_block_delta", "index": 0,
                                           "delta": {"type": "text_delta", "text": word}}
         yield "content_block_stop", {"type": "content_block_stop", "index": 0}
         stop = "end_turn"
-        if action == "tool":
+        if action in calls:
             stop = "tool_use"
+            name, tool_input = calls[action]
             yield "content_block_start", {"type": "content_block_start", "index": 1,
                                           "content_block": {"type": "tool_use",
                                                             "id": f"toolu_{next(ids):04d}",
-                                                            "name": "Bash", "input": {}}}
-            arguments = json.dumps({"command": command, "description": COMMAND_REASON})
+                                                            "name": name, "input": {}}}
+            arguments = json.dumps(tool_input)
             yield "content_block_delta", {"type": "content_block_delta", "index": 1,
                                           "delta": {"type": "input_json_delta",
                                                     "partial_json": arguments}}
