@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import Api
 
-from cmux_core.testing import wait_until
+from cmux_core.testing import ServerProcess, wait_until
 
 
 def term(**fields: Any) -> dict[str, Any]:
@@ -158,3 +158,17 @@ def test_a_hand_written_layout_opens_and_a_broken_one_is_refused(api: Api) -> No
     ws = api("layout.open", {"name": "pair"})["workspace_id"]
     first = api("pane.list", {"workspace_id": ws})["panes"][0]
     api.wait_text(first["pane_id"], "HAND")
+
+
+def test_cli_saved_layouts(cmux_server: ServerProcess) -> None:
+    from test_cli import ok, table
+
+    path = ok(cmux_server, "layout", "save", "solo").strip()
+    assert path.endswith("/layouts/solo.json")
+    assert [(r["NAME"], r["PANES"]) for r in table(ok(cmux_server, "layout", "list"))] == [
+        ("solo", "1")]
+    assert json.loads(ok(cmux_server, "layout", "show", "solo"))["layout"]["pane"]
+    ws = ok(cmux_server, "layout", "open", "solo", "--focus").strip()
+    assert cmux_server.call("workspace.current")["workspace"]["workspace_id"] == ws
+    ok(cmux_server, "layout", "delete", "solo")
+    assert ok(cmux_server, "layout", "list").splitlines()[1:] == []

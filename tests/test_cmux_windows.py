@@ -9,6 +9,7 @@ from typing import Any
 from conftest import Api
 
 from cmux_core.errors import CmuxError
+from cmux_core.testing import ServerProcess
 
 
 def windows(api: Api) -> list[dict[str, Any]]:
@@ -229,3 +230,23 @@ def test_errors_are_not_found_with_cmux_words(api: Api) -> None:
         assert exc.code == "window_not_found"
     else:
         raise AssertionError("workspace.next accepted a window that does not exist")
+
+
+def test_cli_window_and_workspace_commands(cmux_server: ServerProcess) -> None:
+    from test_cli import ok, table
+
+    assert ok(cmux_server, "window", "create").strip() == "window:2"
+    rows = table(ok(cmux_server, "window", "list"))
+    assert [(r["WINDOW"], r["ACTIVE"]) for r in rows] == [("window:1", "*"), ("window:2", "")]
+    ok(cmux_server, "window", "focus", "window:2")
+    assert ok(cmux_server, "window", "current").startswith("window:2 ")
+    ok(cmux_server, "workspace", "create")
+    ok(cmux_server, "workspace", "action", "rename", "--title", "named")
+    first = cmux_server.call("workspace.current")["workspace_id"]
+    assert ok(cmux_server, "workspace", "next").strip() != first
+    assert ok(cmux_server, "workspace", "last").strip() == first
+    ok(cmux_server, "workspace", "move-to-window", first, "window:1")
+    assert first in [w["id"] for w in cmux_server.call(
+        "workspace.list", {"window_id": "window:1"})["workspaces"]]
+    ok(cmux_server, "window", "close", "window:2")
+    assert [r["WINDOW"] for r in table(ok(cmux_server, "window", "list"))] == ["window:1"]

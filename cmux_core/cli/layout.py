@@ -4,6 +4,8 @@
     cmux layout apply review.json --workspace w2 --focus
 
 ``layout apply`` reads what ``layout export`` printed (or a bare LayoutNode tree).
+Named saved layouts (cmux's layout trees, kept by the server) are ``layout save``,
+``layout list``, ``layout show``, ``layout open`` and ``layout delete``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from cmux_core.cli.common import (
     arg,
     fields,
     print_json,
+    show_key,
+    table,
 )
 from cmux_core.errors import CmuxError
 
@@ -50,6 +54,18 @@ def read_layout(path: str) -> Any:
 def apply_params(ns: argparse.Namespace) -> Result:
     return {"root": read_layout(ns.file), "workspace_id": ns.workspace_id,
             "tab_id": ns.tab_id, "tab_label": ns.tab_label, "focus": ns.focus}
+
+
+NAME = arg("name", help="the saved layout's name")
+
+
+def show_saved(r: Result) -> None:
+    table(r["layouts"], [
+        ("NAME", lambda row: row["name"]),
+        ("PANES", lambda row: row.get("pane_count", row.get("error"))),
+        ("SURFACES", lambda row: row.get("surface_count")),
+        ("TITLE", lambda row: row.get("title")),
+    ])
 
 
 def ratio_params(ns: argparse.Namespace) -> Result:
@@ -86,6 +102,18 @@ COMMANDS = [
             lambda r: fields({"tab": r["layout"]["tab_id"],
                               "root ratio": r["layout"]["root"].get("ratio")}),
             params=ratio_params),
+    Command("save", "layout.save", "save a workspace's layout under NAME",
+            (NAME, arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
+                       help="the workspace (default: the selected one)"),
+             arg("--overwrite", action="store_true", help="replace a layout of that name")),
+            show_key("path")),
+    Command("list", "layout.list", "list the saved layouts", render=show_saved),
+    Command("show", "layout.get", "print a saved layout as JSON", (NAME,),
+            lambda r: print_json(r["workspace"])),
+    Command("open", "layout.open", "open a new workspace from a saved layout (prints its id)",
+            (NAME, arg("--focus", action="store_true", help="select the new workspace")),
+            show_key("workspace", "workspace_id")),
+    Command("delete", "layout.delete", "delete a saved layout", (NAME,)),
 ]
 
 

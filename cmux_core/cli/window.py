@@ -1,10 +1,23 @@
-"""``cmux window``: list windows and show the active one."""
+"""``cmux window``: list windows, show the active one, create, focus and close windows."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from cmux_core.cli.common import AddCommon, Command, Result, add_group, star, table
+from cmux_core.cli.common import (
+    CWD,
+    FOCUS,
+    AddCommon,
+    Command,
+    Result,
+    add_group,
+    arg,
+    show_key,
+    star,
+    table,
+)
+
+WINDOW = arg("window_id", metavar="WINDOW", help="window:1 or the window's UUID")
 
 
 def show_windows(r: Result) -> None:
@@ -21,6 +34,11 @@ COMMANDS = [
     Command("list", "window.list", "list windows", render=show_windows),
     Command("current", "window.current", "show the active window",
             render=lambda r: print(f"{r['window_ref']}  {r['window_id']}")),
+    Command("create", "window.create", "create a window with one workspace (prints its ref)",
+            (CWD, FOCUS), show_key("window_ref")),
+    Command("focus", "window.focus", "make a window the active one", (WINDOW,)),
+    Command("close", "window.close", "close a window, its workspaces and their panes",
+            (WINDOW,)),
 ]
 
 
