@@ -115,8 +115,9 @@ def words(action: str) -> list[str]:
     if action == "slow":
         return [f"word{i} " for i in range(SLOW_WORDS)]
     if action == "long":
-        return [f"Line {i} of a long answer about the project layout.\n\n"
-                for i in range(1, LONG_LINES + 1)]
+        # One piece: CLIs that redraw their whole answer per piece stay small to record.
+        return ["".join(f"Line {i} of a long answer about the project layout.\n\n"
+                        for i in range(1, LONG_LINES + 1))]
     if action == "final":
         return ["Done. ", "The ", "file ", "was ", "created."]
     return ["Hello! ", "This ", "is ", "a ", "scripted ", "answer."]
