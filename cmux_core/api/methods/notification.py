@@ -171,9 +171,11 @@ async def notification_mark_read(call: Call, p: NoteTarget) -> Result:
 def show(mux: Mux, note: Notification) -> Result:
     """Focus the notification's surface (or workspace) and flash it; it stays unread."""
     if note.surface is not None:
+        flashes = note.surface.flash_count
         note.surface.pane.selected = note.surface
         mux.focus_pane(note.surface.pane)
-        note.surface.flash_count += 1
+        if note.surface.flash_count == flashes:  # showing it did not flash it already
+            note.surface.flash_count += 1
         return {"type": "ok", "id": note.id, **surface_keys(note.surface)}
     mux.focus_workspace(note.workspace)
     return {"type": "ok", "id": note.id, **workspace_keys(note.workspace)}

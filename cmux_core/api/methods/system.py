@@ -382,7 +382,9 @@ async def debug_notification_focus(call: Call, p: Routing) -> Result:
     focused one of ``workspace_id``) and flash it; its notifications stay unread."""
     mux = call.ctx.mux
     surface = surface_of(mux, p)
+    flashes = surface.flash_count
     surface.pane.selected = surface
     mux.focus_pane(surface.pane)
-    surface.flash_count += 1
+    if surface.flash_count == flashes:  # showing it did not flash it already
+        surface.flash_count += 1
     return {"type": "ok", **surface_keys(surface)}
