@@ -7,18 +7,19 @@ sequences for one attached terminal: the first image (and any after :meth:`Paint
 or a change of size) is drawn whole, later ones only where they differ, row by row.
 
 The painted terminal is expected to show nothing else: every frame is wrapped in
-synchronized output (mode 2026, ignored by terminals without it), autowrap is switched off
-so a row wider than the viewport is clipped instead of wrapping, and rows below the
-viewport are not drawn. Modes are set on the painted terminal as the program set them, so
-it reports mouse, focus and paste the way the program expects; whoever ends the painting
-restores them (see :data:`RESTORE`).
+synchronized output (mode 2026, ignored by terminals without it), autowrap is switched off,
+rows are cut at the viewport's width and rows below it are not drawn. Modes are set on the
+painted terminal as the program set them, so it reports mouse, focus and paste the way the
+program expects; whoever ends the painting restores them (see :data:`RESTORE`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from cmux_core.terminal.emulator import Emulator
+from cmux_core.terminal.pyte.cells import char_width
 
 SYNC_BEGIN = b"\x1b[?2026h"
 SYNC_END = b"\x1b[?2026l"
@@ -69,6 +70,41 @@ def capture(emulator: Emulator) -> ScreenImage:
         InputModes(m.bracketed_paste, m.app_cursor, m.app_keypad, m.focus_reporting,
                    m.mouse_tracking, m.mouse_sgr, m.kitty_flags),
         emulator.title)
+
+
+_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+def clip(row: str, columns: int) -> str:
+    """``row`` (styled text) cut after ``columns`` cells, its escape sequences kept; a wide
+    character that would straddle the edge is left out."""
+    out: list[str] = []
+    used = 0
+    pos = 0
+    for match in _SEQUENCE.finditer(row):
+        used = _take(row[pos:match.start()], columns, used, out)
+        out.append(match.group())
+        pos = match.end()
+    _take(row[pos:], columns, used, out)
+    return "".join(out)
+
+
+def _take(text: str, columns: int, used: int, out: list[str]) -> int:
+    if used >= columns or not text:
+        return used
+    if text.isascii() and used + len(text) <= columns:
+        out.append(text)
+        return used + len(text)
+    kept = []
+    for char in text:
+        width = char_width(char)
+        if used + width > columns:
+            used = columns
+            break
+        kept.append(char)
+        used += max(width, 0)
+    out.append("".join(kept))
+    return used
 
 
 def _flag(mode: int, on: bool) -> bytes:
@@ -134,19 +170,23 @@ class Painter:
             return b""
         out = bytearray(SYNC_BEGIN)
         shown = min(image.lines, self.lines)
+        narrow = image.columns > self.columns
         if last is None:
             out += b"\x1b[0m\x1b[?7l\x1b[H\x1b[2J"
             for y in range(shown):
-                if image.rows[y]:
+                row = image.rows[y]
+                if row:
                     out += b"\x1b[%d;1H" % (y + 1)
-                    out += image.rows[y].encode("utf-8", "replace")
+                    out += (clip(row, self.columns) if narrow else row).encode(
+                        "utf-8", "replace")
                     out += b"\x1b[0m"
         else:
             for y in range(shown):
                 row = image.rows[y]
                 if row != last.rows[y]:
                     out += b"\x1b[%d;1H\x1b[0m\x1b[2K" % (y + 1)
-                    out += row.encode("utf-8", "replace")
+                    out += (clip(row, self.columns) if narrow else row).encode(
+                        "utf-8", "replace")
                     out += b"\x1b[0m"
         out += modes_bytes(image.modes, None if last is None else last.modes)
         if image.title is not None and (last is None or image.title != last.title):
@@ -154,10 +194,10 @@ class Painter:
         if last is None or image.cursor_shape != last.cursor_shape:
             out += b"\x1b[%d q" % image.cursor_shape
         x, y = image.cursor
-        visible = image.cursor_visible and y < self.lines and x < self.columns
-        if visible:
+        inside = y < self.lines and x < self.columns
+        if inside:
             out += b"\x1b[%d;%dH" % (y + 1, x + 1)
-        out += _flag(25, visible)
+        out += _flag(25, image.cursor_visible and inside)
         out += SYNC_END
         self._last = image
         return bytes(out)
