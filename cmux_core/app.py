@@ -99,6 +99,8 @@ class App:
             self.views.plugin_unloaded(event.plugin.plugin_id, event.reason)
 
     def _fresh_session(self) -> None:
+        if self.settings.empty:
+            return
         self.mux.create_window()
         self.mux.create_workspace(focus=True)
 

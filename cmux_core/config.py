@@ -118,6 +118,9 @@ class Settings:
     """Restore the session saved by the last server on this socket (``--no-restore``)."""
     state_file: Path | None = None
     """The session file (``--state-file``); None: :func:`session_file` of the socket."""
+    empty: bool = False
+    """Without a session to restore, start with no window or workspace (``--empty``)
+    instead of one workspace holding one shell."""
 
     @classmethod
     def load(cls, path: Path | None = None) -> Settings:

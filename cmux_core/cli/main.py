@@ -78,6 +78,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         settings.event_loop = args.event_loop
     if args.shell:
         settings.shell = args.shell
+    settings.empty = args.empty
     settings.plugins_dirs.extend(Path(p) for p in args.plugins_dir or [])
     settings.manifests_dirs.extend(Path(p) for p in args.manifests_dir or [])
     apply_session_file_options(args, settings)
@@ -172,6 +173,8 @@ def add_serve_command(sub: Any) -> None:
                    help="agent-detection manifests above all others (repeatable)")
     p.add_argument("--quiet", action="store_true",
                    help="no startup banner; log warnings and errors only")
+    p.add_argument("--empty", action="store_true",
+                   help="start with no workspace (unless a saved session is restored)")
     add_session_file_options(p)
     p.set_defaults(func=cmd_serve)
 
