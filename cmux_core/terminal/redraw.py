@@ -10,7 +10,7 @@ The painted terminal is expected to show nothing else: every frame is wrapped in
 synchronized output (mode 2026, ignored by terminals without it), autowrap is switched off,
 rows are cut at the viewport's width and rows below it are not drawn. Modes are set on the
 painted terminal as the program set them, so it reports mouse, focus and paste the way the
-program expects; whoever ends the painting restores them (see :data:`RESTORE`).
+program expects; whoever ends the painting restores the terminal.
 """
 
 from __future__ import annotations
@@ -23,12 +23,6 @@ from cmux_core.terminal.pyte.cells import char_width
 
 SYNC_BEGIN = b"\x1b[?2026h"
 SYNC_END = b"\x1b[?2026l"
-
-RESTORE = (b"\x1b[?2004l\x1b[?1l\x1b>\x1b[?1004l\x1b[?1000l\x1b[?1002l\x1b[?1003l"
-           b"\x1b[?1006l\x1b[=0;1u\x1b[0 q\x1b[?25h\x1b[?7h\x1b[0m")
-"""Switches every mode a :class:`Painter` may have set back to a terminal's default:
-paste, cursor keys, keypad, focus, mouse, kitty keyboard flags, cursor shape and
-visibility, autowrap, style."""
 
 
 @dataclass(frozen=True, slots=True)
