@@ -7,10 +7,13 @@ Paths follow XDG: config in ``$XDG_CONFIG_HOME/cmux`` (``~/.config/cmux``), stat
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
 import re
+import sys
+import sysconfig
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +23,7 @@ log = logging.getLogger(__name__)
 
 _SESSION_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _CHOICES = {"emulator": ("auto", "pyte", "ghostty"), "event_loop": ("auto", "asyncio", "uvloop")}
-_SERVER_KEYS = ("size", "emulator", "event_loop", "scrollback_lines", "shell")
+_SERVER_KEYS = ("size", "emulator", "event_loop", "scrollback_lines", "shell", "herdr_env")
 
 
 class ConfigError(ValueError):
@@ -121,6 +124,9 @@ class Settings:
     empty: bool = False
     """Without a session to restore, start with no window or workspace (``--empty``)
     instead of one workspace holding one shell."""
+    herdr_env: bool = True
+    """Panes also get ``HERDR_ENV``, ``HERDR_SOCKET_PATH`` and ``HERDR_PANE_ID`` (``[server]
+    herdr_env = false`` turns it off), so herdr's hook scripts report to this server."""
 
     @classmethod
     def load(cls, path: Path | None = None) -> Settings:
@@ -169,12 +175,38 @@ class Settings:
                 raise ConfigError(f"{path}: [server] shell must be a program path, not "
                                   f"{server['shell']!r}")
             settings.shell = server["shell"]
+        if "herdr_env" in server:
+            if not isinstance(server["herdr_env"], bool):
+                raise ConfigError(f"{path}: [server] herdr_env must be true or false, not "
+                                  f"{server['herdr_env']!r}")
+            settings.herdr_env = server["herdr_env"]
         if "size" in server:
             try:
                 settings.columns, settings.rows = parse_size(str(server["size"]))
             except ValueError as exc:
                 raise ConfigError(f"{path}: [server] {exc}") from None
         return settings
+
+
+@functools.cache
+def installation_bin_dir() -> Path | None:
+    """The directory of the running installation's ``cmux`` script, for panes' ``PATH``.
+
+    The directory of ``sys.argv[0]`` when that is the ``cmux`` script (as typed, links not
+    followed), else this interpreter's scripts directory; None when neither holds an
+    executable ``cmux``. Computed once per process.
+    """
+    candidates: list[Path] = []
+    if sys.argv and sys.argv[0] and Path(sys.argv[0]).name == "cmux":
+        candidates.append(Path(os.path.abspath(sys.argv[0])).parent)
+    scripts = sysconfig.get_path("scripts")
+    if scripts:
+        candidates.append(Path(scripts))
+    for directory in candidates:
+        script = directory / "cmux"
+        if script.is_file() and os.access(script, os.X_OK):
+            return directory
+    return None
 
 
 def parse_size(text: str) -> tuple[int, int]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal, TypeVar, cast
 
 from cmux_core import ids
-from cmux_core.config import Settings
+from cmux_core.config import Settings, installation_bin_dir
 from cmux_core.errors import CmuxError, NotFound
 from cmux_core.events import EventHub, Prepared
 from cmux_core.model import layout
@@ -202,6 +202,14 @@ class Mux:
             "TERM": "xterm-256color",
             "COLORTERM": "truecolor",
         })
+        if self.settings.herdr_env:
+            # herdr's own hook scripts then report to this server, unchanged.
+            full_env.update({"HERDR_ENV": "1", "HERDR_SOCKET_PATH": self.socket_path,
+                             "HERDR_PANE_ID": pane_public})
+        bin_dir = installation_bin_dir()
+        path = full_env.get("PATH", os.defpath)
+        if bin_dir is not None and path.split(os.pathsep)[0] != str(bin_dir):
+            full_env["PATH"] = f"{bin_dir}{os.pathsep}{path}" if path else str(bin_dir)
         argv = list(command) if command else [self.settings.shell]
         return Terminal.spawn(ids.new_terminal_id(), argv, cwd=cwd, env=full_env,
                               columns=size[0], rows=size[1], emulator=self.settings.emulator,
