@@ -43,7 +43,8 @@ TOOL_INPUT_KEYS = ("command", "file_path", "path", "pattern", "url", "query", "d
                    "prompt")
 
 # A report (what one payload means) has optional keys ``state``, ``message``, ``session``
-# (``(id, path, start_source)``) and ``tokens`` (a token patch; ``None`` clears a token).
+# (``(id, path, start_source)``: a session starts), ``ref`` (``(id, path)``: the session the
+# state belongs to) and ``tokens`` (a token patch; ``None`` clears a token).
 
 
 def short(value: Any, limit: int = TOKEN_CHARS) -> str | None:
@@ -70,6 +71,15 @@ def tool_input(value: Any) -> str | None:
 
 def session_of(p: Payload) -> tuple[Any, Any, Any]:
     return p.get("session_id"), p.get("transcript_path"), p.get("source")
+
+
+def session_ref(p: Payload) -> tuple[Any, Any]:
+    """The session a payload belongs to: every state report carries it, so the pane keeps
+    its session reference whichever report it saw last."""
+    props = p.get("properties")
+    if isinstance(props, dict):  # OpenCode
+        return props.get("sessionID"), None
+    return p.get("session_id"), p.get("transcript_path")
 
 
 # -- Claude Code and Codex (the same hook payload shape) ------------------------------------
@@ -268,6 +278,11 @@ def requests(agent: str, pane: str, report: Report, seq: int) -> list[dict[str, 
         params = dict(base, state=report["state"], seq=seq + 1)
         if report.get("message"):
             params["message"] = report["message"]
+        ref_id, ref_path = report.get("ref") or (None, None)
+        if isinstance(ref_id, str) and ref_id:
+            params["agent_session_id"] = ref_id
+        if isinstance(ref_path, str) and ref_path.startswith("/"):
+            params["agent_session_path"] = ref_path
         out.append({"method": "pane.report_agent", "params": params})
     if report.get("tokens"):
         out.append({"method": "pane.report_metadata",
@@ -329,6 +344,7 @@ def run(argv: list[str]) -> None:
     report = EVENTS[agent](payload)
     if not report:
         return
+    report.setdefault("ref", session_ref(payload))
     lines = requests(agent, pane, report, time.time_ns() // 1000)
     if lines:
         call(socket_path, lines)
