@@ -274,3 +274,17 @@ def test_detach_sequences() -> None:
     assert detach_sequences("Ctrl+A")[0] == b"\x01"
     with pytest.raises(ValueError):
         detach_sequences("alt+x")
+
+
+def test_paste_is_bracketed_when_the_program_asked(server: ServerProcess, tmux: Tmux) -> None:
+    outer = tmux.new_session("a", 100, 30)
+    attach(tmux, outer, server)
+    # The program switches bracketed paste on, then dumps the next 16 bytes it reads.
+    tmux.type(outer, "stty raw -echo; printf '\\033[?2004hpaste-%s\\r\\n' ready; "
+              "head -c 16 | od -c; stty sane")
+    tmux.send(outer, "Enter")
+    tmux.wait_for(outer, lambda text: "paste-ready" in text)
+    tmux.run("set-buffer", "abcd")
+    tmux.run("paste-buffer", "-p", "-t", outer)
+    tmux.wait_for(outer, lambda text: "[   2   0   0   ~   a   b   c   d 033   [   2   0   1   ~"
+                  in text)
