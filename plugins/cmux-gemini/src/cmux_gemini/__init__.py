@@ -150,8 +150,11 @@ def uninstall(*, dry_run: bool = False) -> list[FileChange | str]:
 
 
 def _remove_empty_dirs(*dirs: Path) -> None:
+    """Remove each directory if nothing but the lock files of our edits is left in it."""
     for directory in dirs:
         with contextlib.suppress(OSError):
+            for lock in directory.glob(".*.cmux-lock"):
+                lock.unlink()
             directory.rmdir()
 
 

@@ -83,7 +83,9 @@ def uninstall(*, dry_run: bool = False) -> list[FileChange | str]:
     for name in HOOK_FILES:
         changes.append(remove_file(hook_dir() / name, dry_run=dry_run))
     if not dry_run:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError):  # gone if only the lock files of our edits are left
+            for lock in hook_dir().glob(".*.cmux-lock"):
+                lock.unlink()
             hook_dir().rmdir()
     return changes
 

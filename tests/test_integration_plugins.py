@@ -1,0 +1,349 @@
+"""The first-party integration plugins (cmux-claude, cmux-codex, cmux-gemini, cmux-opencode):
+install/uninstall round trips on temporary homes, settings that cannot be parsed, two
+installs at once, the same through ``integration.*`` of a real server, the hook copies each
+plugin ships, and a plain (non-editable) ``pip install`` of each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import cmux_claude
+import cmux_codex
+import cmux_gemini
+import cmux_opencode
+import pytest
+
+from cmux_core.plugin_host.settings_files import FileChange, SettingsError
+from cmux_core.testing import ServerProcess, start_server
+
+ROOT = Path(__file__).resolve().parents[1]
+HOOKS = ROOT / "hooks"
+PLUGINS: dict[str, ModuleType] = {"claude": cmux_claude, "codex": cmux_codex,
+                                  "gemini": cmux_gemini, "opencode": cmux_opencode}
+ENV_OVERRIDES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "OPENCODE_CONFIG_DIR")
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / ".config"))
+    for name in ENV_OVERRIDES:
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path
+
+
+def settings_file(agent: str, home: Path) -> Path:
+    return {"claude": home / ".claude" / "settings.json",
+            "codex": home / ".codex" / "config.toml",
+            "gemini": home / ".gemini" / "settings.json",
+            "opencode": home / ".config" / "opencode" / "plugins" / "cmux.js"}[agent]
+
+
+USER_FILES = {
+    "claude": json.dumps({"model": "opus", "hooks": {
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+                                                      "command": "audit-bash"}]}]},
+        "permissions": {"allow": ["Bash(ls:*)"]}}, indent=2) + "\n",
+    "codex": ('# my codex settings\nmodel = "gpt-5.1-codex"  # keep this comment\n\n'
+              '[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = "command"\n'
+              'command = "notify-send done"\n\n[projects."/src"]\ntrust_level = "trusted"\n'),
+    "gemini": json.dumps({"ui": {"theme": "Default"}, "hooks": {
+        "AfterAgent": [{"matcher": "", "hooks": [{"type": "command", "name": "mine",
+                                                  "command": "notify-send done"}]}]}},
+        indent=2) + "\n",
+}
+
+
+def messages(changes: list[FileChange | str]) -> list[str]:
+    return [c.summary() if isinstance(c, FileChange) else c for c in changes]
+
+
+def our_commands(agent: str, home: Path) -> dict[str, list[str]]:
+    """Per event, the hook commands of ours in the agent's settings."""
+    path = settings_file(agent, home)
+    data: Any = (tomllib.loads(path.read_text()) if agent == "codex"
+                 else json.loads(path.read_text()))
+    marker = f"/cmux/hooks/{agent}/cmux-hook"
+    return {event: [h["command"] for g in groups for h in g["hooks"]
+                    if marker in h["command"]]
+            for event, groups in data.get("hooks", {}).items()}
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+def test_round_trip_keeps_the_users_settings(agent: str, home: Path) -> None:
+    plugin = PLUGINS[agent]
+    path = settings_file(agent, home)
+    path.parent.mkdir(parents=True)
+    path.write_text(USER_FILES[agent])
+    assert plugin.status()["installed"] is False
+
+    plugin.install()
+    after_first = path.read_bytes()
+    hooked = our_commands(agent, home)
+    assert set(hooked) >= set(plugin.EVENTS)
+    assert all(len(hooked[event]) == 1 for event in plugin.EVENTS)
+    status = plugin.status()
+    assert status["installed"] is True and status["missing_events"] == []
+    hook = home / ".config" / "cmux" / "hooks" / agent / "cmux-hook"
+    assert os.access(hook, os.X_OK)
+    assert hook.read_bytes() == (HOOKS / "cmux-hook").read_bytes()
+    assert Path(str(path) + ".cmux-backup").read_text() == USER_FILES[agent]
+    # the user's own hooks are still there
+    assert "notify-send done" in after_first.decode()
+
+    second = plugin.install()
+    assert path.read_bytes() == after_first
+    assert all(not c.changed for c in second if isinstance(c, FileChange))
+
+    plugin.uninstall()
+    if agent == "codex":
+        assert path.read_text() == USER_FILES[agent]  # comments and layout as they were
+    else:
+        assert json.loads(path.read_text()) == json.loads(USER_FILES[agent])
+    assert not hook.exists() and not hook.parent.exists()
+    assert plugin.status()["installed"] is False
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+def test_install_into_a_home_with_nothing(agent: str, home: Path) -> None:
+    plugin = PLUGINS[agent]
+    dry = plugin.install(dry_run=True)
+    assert not (home / ".config").exists() and not settings_file(agent, home).exists()
+    assert any(isinstance(c, FileChange) and "cmux-hook" in c.diff() for c in dry)
+    plugin.install()
+    assert plugin.status()["installed"] is True
+    plugin.uninstall()
+    assert our_commands(agent, home) == {}
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+def test_unparsable_settings_are_left_alone(agent: str, home: Path) -> None:
+    path = settings_file(agent, home)
+    path.parent.mkdir(parents=True)
+    broken = '{"hooks": {' if agent != "codex" else 'model = "unterminated\n'
+    path.write_text(broken)
+    with pytest.raises(SettingsError, match=str(path)):
+        PLUGINS[agent].install()
+    assert path.read_text() == broken
+    assert not Path(str(path) + ".cmux-backup").exists()
+    with pytest.raises(SettingsError, match=str(path)):
+        PLUGINS[agent].uninstall()
+    assert path.read_text() == broken
+    assert "error" in PLUGINS[agent].status()
+
+
+def test_env_overrides_pick_the_agents_dirs(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "claude-cfg"))
+    monkeypatch.setenv("CODEX_HOME", str(home / "codex-home"))
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(home / "gemini-home"))
+    monkeypatch.setenv("OPENCODE_CONFIG_DIR", str(home / "oc"))
+    for plugin in PLUGINS.values():
+        plugin.install()
+    assert (home / "claude-cfg" / "settings.json").is_file()
+    assert (home / "codex-home" / "config.toml").is_file()
+    assert (home / "gemini-home" / ".gemini" / "settings.json").is_file()
+    assert (home / "oc" / "plugins" / "cmux.js").is_file()
+    assert not (home / ".claude").exists() and not (home / ".codex").exists()
+
+
+def test_claude_skill_option(home: Path) -> None:
+    changes = cmux_claude.install(options={"skill": True})
+    skill = home / ".claude" / "skills" / "cmux" / "SKILL.md"
+    assert skill.read_bytes() == (HOOKS / "skills" / "cmux" / "SKILL.md").read_bytes()
+    assert f"{skill}: created" in messages(changes)
+    assert cmux_claude.status()["skill"] is True
+    assert cmux_claude.install(options={"colour": "red"}) == [
+        "unknown option colour: the claude integration takes skill=true|false"]
+    cmux_claude.uninstall()
+    assert not skill.exists()
+    # a skill the user edited is kept
+    cmux_claude.install(options={"skill": True})
+    skill.write_text(skill.read_text() + "\nmy notes\n")
+    assert f"{skill}: kept (changed since it was installed)" in messages(cmux_claude.uninstall())
+    assert skill.exists()
+
+
+def test_opencode_plugin_file(home: Path) -> None:
+    path = settings_file("opencode", home)
+    cmux_opencode.install()
+    text = path.read_text()
+    hook = home / ".config" / "cmux" / "hooks" / "opencode" / "cmux-hook"
+    assert json.dumps(str(hook)) in text and "@CMUX_HOOK@" not in text
+    assert text == (HOOKS / "opencode" / "cmux.js").read_text().replace(
+        '"@CMUX_HOOK@"', json.dumps(str(hook)))
+    assert cmux_opencode.status()["installed"] is True
+    before = path.stat().st_mtime_ns
+    cmux_opencode.install()
+    assert path.stat().st_mtime_ns == before
+    path.write_text(text + "// mine\n")
+    assert cmux_opencode.status() | {"installed": False, "plugin_changed": True} == \
+        cmux_opencode.status()
+    assert f"{path}: kept (changed since it was installed)" in messages(
+        cmux_opencode.uninstall())
+    path.write_text(text)
+    cmux_opencode.uninstall()
+    assert not path.exists() and not hook.exists()
+
+
+CONCURRENT = "import cmux_{agent} as plugin; plugin.install()"
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+def test_two_installs_at_once(agent: str, home: Path) -> None:
+    path = settings_file(agent, home)
+    path.parent.mkdir(parents=True)
+    path.write_text(USER_FILES[agent])
+    env = dict(os.environ)
+    procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT.format(agent=agent)], env=env,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+    hooked = our_commands(agent, home)
+    assert all(len(hooked[event]) == 1 for event in PLUGINS[agent].EVENTS)
+    assert "notify-send done" in path.read_text()
+    PLUGINS[agent].uninstall()
+    user: Any = (tomllib.loads(USER_FILES[agent]) if agent == "codex"
+                 else json.loads(USER_FILES[agent]))
+    assert our_commands(agent, home) == {event: [] for event in user["hooks"]}
+
+
+# -- the copies each plugin ships --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("agent", sorted(PLUGINS))
+def test_packaged_hooks_are_the_canonical_ones(agent: str) -> None:
+    package = Path(PLUGINS[agent].__file__ or "").parent
+    names = ["cmux-hook", "cmux_hook.py"] + (["cmux.js"] if agent == "opencode" else [])
+    for name in names:
+        canonical = HOOKS / ("opencode/" + name if name == "cmux.js" else name)
+        assert (package / "hooks" / name).read_bytes() == canonical.read_bytes(), (
+            f"{package / 'hooks' / name} differs from {canonical}: copy hooks/ into the plugin")
+    if agent == "claude":
+        assert (package / "skills" / "cmux" / "SKILL.md").read_bytes() == (
+            HOOKS / "skills" / "cmux" / "SKILL.md").read_bytes()
+
+
+@pytest.mark.parametrize("agent", sorted(PLUGINS))
+def test_a_plain_pip_install_works_without_the_repository(agent: str, tmp_path: Path) -> None:
+    """Build the plugin's wheel (with this environment's setuptools, nothing downloaded),
+    install it into a directory of its own, and install the integration from there."""
+    source = tmp_path / "src"
+    shutil.copytree(ROOT / "plugins" / f"cmux-{agent}", source,
+                    ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(tmp_path / "dist"), str(source)], check=True, capture_output=True,
+                   timeout=300)
+    wheel = next((tmp_path / "dist").glob("*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert f"cmux_{agent}/hooks/cmux-hook" in names and f"cmux_{agent}/hooks/cmux_hook.py" in names
+    target = tmp_path / "site"
+    subprocess.run([*pip, "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+                   check=True, capture_output=True, timeout=300)
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if k not in ENV_OVERRIDES}
+    env |= {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+            "PYTHONPATH": str(target)}
+    script = (f"import cmux_{agent} as p, pathlib\n"
+              f"assert pathlib.Path(p.__file__).is_relative_to({str(target)!r}), p.__file__\n"
+              "p.install()\nprint(p.status()['installed'])\n")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.stdout.strip() == "True", done.stderr
+    hook = home / ".config" / "cmux" / "hooks" / agent / "cmux-hook"
+    assert os.access(hook, os.X_OK)
+    assert hook.read_bytes() == (HOOKS / "cmux-hook").read_bytes()
+
+
+# -- through a real server ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path]]:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "CMUX_LOAD_PLUGINS": "cmux-claude,cmux-codex,cmux-gemini,"
+                                                    "cmux-opencode"}
+    server = start_server(env=env)
+    try:
+        yield server, home
+    finally:
+        server.stop()
+
+
+def test_integrations_through_the_server(served: tuple[ServerProcess, Path]) -> None:
+    server, home = served
+    config = Path(server.env["XDG_CONFIG_HOME"])
+    with server.client() as client:
+        rows = {r["name"]: r for r in client.call("integration.list")["integrations"]}
+        for agent in PLUGINS:
+            row = rows[agent]
+            assert (row["plugin_id"], row["source"], row["agent"], row["authority"]) == (
+                f"cmux-{agent}", f"cmux:{agent}", agent, "shared")
+            assert row["status"]["installed"] is False
+
+        dry = client.call("integration.install", {"target": "claude", "dry_run": True,
+                                                  "options": {"skill": True}})
+        diffs = "".join(f.get("diff") or "" for f in dry["files"])
+        assert "+++ " + str(home / ".claude" / "settings.json") in diffs
+        assert "SKILL.md" in diffs and not (home / ".claude").exists()
+
+        done = client.call("integration.install", {"target": "claude",
+                                                   "options": {"skill": True}})
+        assert any(str(home / ".claude" / "settings.json") in m for m in done["messages"])
+        assert client.call("integration.status", {"target": "claude"})["installed"] is True
+        assert (config / "cmux" / "hooks" / "claude" / "cmux-hook").is_file()
+        assert (home / ".claude" / "skills" / "cmux" / "SKILL.md").is_file()
+
+        codex = client.call("integration.install", {"target": "codex"})
+        assert any("/hooks" in m for m in codex["messages"])  # the trust note
+
+        gemini_settings = home / ".gemini" / "settings.json"
+        gemini_settings.parent.mkdir()
+        gemini_settings.write_text("{not json")
+    # an unparsable file: a clear error naming it, nothing written
+    reply = raw_call(server, "integration.install", {"target": "gemini"})
+    assert reply["ok"] is False
+    assert reply["error"]["code"] == "integration_install_failed"
+    assert str(gemini_settings) in reply["error"]["message"]
+    assert gemini_settings.read_text() == "{not json"
+    assert not (config / "cmux" / "hooks" / "gemini").exists()
+
+    cli = subprocess.run([sys.executable, "-m", "cmux_core", "--socket",
+                          str(server.socket_path), "integration", "uninstall", "claude",
+                          "--dry-run"], capture_output=True, text=True, timeout=60,
+                         env=server.env)
+    assert cli.returncode == 0, cli.stderr
+    assert "cmux-hook claude" in cli.stdout  # the diff shows our entries going
+    assert (home / ".claude" / "skills" / "cmux" / "SKILL.md").is_file()
+
+
+def raw_call(server: ServerProcess, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """One request and its raw reply (ok or error) over the socket."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(60)
+        sock.connect(str(server.socket_path))
+        sock.sendall(json.dumps({"id": 1, "method": method, "params": params}).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    reply: dict[str, Any] = json.loads(data)
+    return reply
