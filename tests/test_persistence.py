@@ -343,3 +343,34 @@ def test_an_agent_that_exited_is_not_resumed(place: Place) -> None:
     assert "--resume" not in text(second, "w1:p1")
     assert pane(second, "w1:p1").get("agent_session") is None
     second.stop()
+
+
+def surfaces(server: ServerProcess) -> list[tuple[Any, ...]]:
+    keys = ("id", "ref", "pane_ref", "public_pane_id", "index_in_pane", "selected_in_pane",
+            "pinned", "initial_command", "focused")
+    rows = server.call("surface.list", {"workspace_id": "w1"})["surfaces"]
+    return [tuple(row[k] for k in keys) for row in rows]
+
+
+def test_a_panes_surfaces_and_env_come_back(place: Place) -> None:
+    first = place.start()
+    first.call("pane.split", {"pane_id": "w1:p1", "env": {"PANE_NOTE": "from-the-split"}})
+    extra = first.call("surface.create", {"pane_id": "w1:p1", "command": "cat",
+                                          "initial_env": {"SURFACE_NOTE": "x"}})
+    shell = first.call("surface.create", {"pane_id": "w1:p1",
+                                          "initial_env": {"SURFACE_NOTE": "from-a-surface"}})
+    first.call("surface.action", {"surface_id": extra["surface_id"], "action": "pin"})
+    before = surfaces(first)
+    assert len(before) == 4
+    first.stop()
+
+    second = place.start()
+    assert surfaces(second) == before
+    second.call("pane.send_text", {"pane_id": "w1:p2", "text": "echo note=$PANE_NOTE\r"})
+    wait_until(lambda: "note=from-the-split" in text(second, "w1:p2"), message="pane env")
+    second.call("surface.send_text", {"surface_id": shell["surface_id"],
+                                       "text": "echo note=$SURFACE_NOTE\r"})
+    wait_until(lambda: "note=from-a-surface" in second.call(
+        "surface.read_text", {"surface_id": shell["surface_id"]})["text"].replace("\n", ""),
+               message="surface env")
+    second.stop()

@@ -20,7 +20,7 @@ UUIDS = iter(f"00000000-0000-4000-8000-{n:012X}" for n in range(1, 10_000))
 
 def pane(number: int, cwd: str = "/") -> dict[str, Any]:
     return {"type": "pane", "key": next(UUIDS), "number": number, "ref": f"pane:{number}",
-            "surface_uuid": next(UUIDS), "surface_ref": f"surface:{number}", "cwd": cwd}
+            "surfaces": [{"uuid": next(UUIDS), "ref": f"surface:{number}", "cwd": cwd}]}
 
 
 def session() -> dict[str, Any]:
@@ -60,12 +60,19 @@ def broken(change: str) -> dict[str, Any]:
         data["version"] = "1"
     elif change == "selected elsewhere":
         data["windows"][0]["selected"] = 7
+    elif change == "no surface":
+        tab["root"]["first"]["surfaces"] = []
+    elif change == "selected surface missing":
+        tab["root"]["first"]["selected"] = 1
+    elif change == "surface ref twice":
+        tab["root"]["second"]["surfaces"][0]["ref"] = "surface:1"
     return data
 
 
 @pytest.mark.parametrize("change", [
     "same key twice", "same pane number twice", "focus on a missing pane",
-    "missing active tab", "bad ref", "no tabs", "string version", "selected elsewhere"])
+    "missing active tab", "bad ref", "no tabs", "string version", "selected elsewhere",
+    "no surface", "selected surface missing", "surface ref twice"])
 def test_an_inconsistent_file_is_corrupt(change: str) -> None:
     with pytest.raises(StateFileError) as caught:
         parse(orjson.dumps(broken(change)))

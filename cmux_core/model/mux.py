@@ -174,7 +174,8 @@ class Mux:
         pane.ref = self.refs.mint("pane")
         self._by_uuid[key] = pane
         self._by_ref[pane.ref] = pane
-        surface = Surface(surface_uuid, surface_ref, term, pane, command, cwd)
+        surface = Surface(surface_uuid, surface_ref, term, pane, command, cwd,
+                          env=dict(env) if env else None)
         self._by_uuid[surface_uuid] = surface
         self._by_ref[surface.ref] = surface
         pane.surfaces.append(surface)
@@ -701,33 +702,26 @@ class Mux:
             self._next_workspace = max(self._next_workspace,
                                        ids.decode_number(obj.id[1:]) + 1)
 
-    def restore_pane(self, tab: Tab, *, key: str, number: int, ref: str, surface_uuid: str,
-                     surface_ref: str, cwd: str, command: list[str] | None,
-                     argv: list[str] | None = None, size: tuple[int, int]) -> Pane:
-        """Spawn one pane of a restored ``tab`` under its saved key, number and refs.
-
-        ``argv`` is what runs now (None: ``command``); ``command`` is kept as what the pane
-        was launched with. The caller puts the pane into the tab's tree and publishes;
-        the workspace's pane numbers continue after ``number``. Raises ``spawn_failed``,
-        leaving nothing behind, when the process cannot start.
+    def restore_surface(self, pane: Pane, *, uuid: str, ref: str, cwd: str,
+                        command: list[str] | None, argv: list[str] | None = None,
+                        env: dict[str, str] | None = None, size: tuple[int, int]
+                        ) -> Surface:
+        """Spawn one surface of a restored ``pane`` under its saved uuid and ref, running
+        ``argv`` (None: ``command``), and append it to the pane; ``command`` is kept as
+        what it was launched with. The first surface is selected and enters the pane into
+        the mux; the caller adopts the pane, places it in its tab's tree and publishes.
+        Raises ``spawn_failed``, adding nothing, when the process cannot start.
         """
-        ws = tab.workspace
-        pane = Pane(key, number, ref, tab)
-        following = ws.next_pane_number
-        ws.next_pane_number = number
-        try:
-            term = self._spawn(ws, tab, pane, surface_uuid, cwd=cwd, command=argv or command,
-                               env=None, size=size)
-        finally:
-            ws.next_pane_number = max(following, number + 1)
-        surface = Surface(surface_uuid, surface_ref, term, pane, command, cwd)
+        term = self._spawn(pane.tab.workspace, pane.tab, pane, uuid, cwd=cwd,
+                           command=argv or command, env=env, size=size)
+        surface = Surface(uuid, ref, term, pane, command, cwd, env=dict(env) if env else None)
         pane.surfaces.append(surface)
-        pane.selected = surface
-        self.adopt(pane, key, ref)
-        self.adopt(surface, surface_uuid, surface_ref)
-        self.panes[key] = pane
+        if pane.selected is None:
+            pane.selected = surface
+        self.adopt(surface, uuid, ref)
+        self.panes[pane.key] = pane
         self._attach(pane, surface)
-        return pane
+        return surface
 
     # -- shutdown ---------------------------------------------------------------------
 

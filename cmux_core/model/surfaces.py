@@ -95,7 +95,8 @@ def add_surface(mux: Mux, pane: Pane, *, cwd: str, command: list[str] | None = N
     uuid = ids.new_uuid()
     term = mux._spawn(pane.tab.workspace, pane.tab, pane, uuid, cwd=cwd, command=command,
                       env=env, size=(rect.width, rect.height))
-    surface = Surface(uuid, mux.refs.mint("surface"), term, pane, command, cwd)
+    surface = Surface(uuid, mux.refs.mint("surface"), term, pane, command, cwd,
+                      env=dict(env) if env else None)
     _register(mux, surface)
     at = len(pane.surfaces) if index is None else max(0, min(index, len(pane.surfaces)))
     pane.surfaces.insert(at, surface)

@@ -37,6 +37,9 @@ class Surface:
     unread: bool = False
     flash_count: int = 0
     """How many times the surface was flashed (``surface.trigger_flash``)."""
+    env: dict[str, str] | None = None
+    """The env its creator asked for (besides the workspace's and cmux's own), kept so a
+    restored session starts it with the same."""
 
 
 @dataclass(eq=False)

@@ -1,10 +1,11 @@
 """The session as it is now, in the session file's format (:mod:`cmux_core.state.schema`).
 
-A pane's cwd is where its program works now (an OSC 7 report, else ``/proc/<pid>/cwd``,
-else where it was launched); its command is the argv it was launched with (none for the
-default shell). An agent's session is recorded only while that agent is the pane's agent
-(so one that has exited is not resumed), or while a restored session has not yet been
-seen to end (``carried``). Runs on the loop; the only I/O is a ``/proc`` read per pane.
+Each of a pane's surfaces is recorded with where its program works now (for the one the
+pane shows, an OSC 7 report first; then ``/proc/<pid>/cwd``; else where it was launched),
+the argv and env it was launched with (none for the default shell). An agent's session is
+recorded only while that agent is the pane's agent (so one that has exited is not
+resumed), or while a restored session has not yet been seen to end (``carried``). Runs on
+the loop; the only I/O is a ``/proc`` read per surface.
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ from cmux_core.state.schema import (
     SessionRefState,
     SessionState,
     SplitState,
+    SurfaceState,
     TabState,
     ViewState,
     WindowState,
     WorkspaceState,
 )
+from cmux_core.terminal import procfs
 
 ResumeFor = Callable[[SessionRef], "list[str] | None"]
 """The command that resumes a session (from its agent's manifest), or None."""
@@ -96,12 +99,21 @@ def _tab(mux: Mux, tracker: AgentTracker, tab: Tab, resume_for: ResumeFor,
 
 def _pane(mux: Mux, tracker: AgentTracker, pane: Pane, resume_for: ResumeFor,
           carried: Collection[str]) -> PaneState:
-    surface = pane.surface
+    surfaces = []
+    for surface in pane.surfaces:
+        if surface is pane.selected:
+            cwd = current_cwd(mux, pane)
+        else:
+            term = surface.terminal
+            cwd = procfs.cwd(term.pid) if term.pid and not term.exited else None
+        surfaces.append(SurfaceState(
+            uuid=surface.uuid, ref=surface.ref, cwd=cwd or surface.launch_cwd,
+            command=list(surface.command) if surface.command else None,
+            env=dict(surface.env) if surface.env else None, title=surface.title,
+            pinned=surface.pinned))
     return PaneState(
-        type="pane", key=pane.key, number=pane.number, ref=pane.ref,
-        surface_uuid=surface.uuid, surface_ref=surface.ref,
-        cwd=current_cwd(mux, pane) or surface.launch_cwd,
-        command=list(surface.command) if surface.command else None, label=pane.label,
+        type="pane", key=pane.key, number=pane.number, ref=pane.ref, surfaces=surfaces,
+        selected=pane.surfaces.index(pane.surface), label=pane.label,
         agent=_agent(tracker, pane, resume_for, carried))
 
 

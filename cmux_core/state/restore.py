@@ -30,7 +30,7 @@ from cmux_core.errors import CmuxError
 from cmux_core.model import layout
 from cmux_core.model.events import LayoutUpdated, PaneCreated, TabCreated, WorkspaceCreated
 from cmux_core.model.mux import Mux
-from cmux_core.model.tree import Pane, Tab, Window, Workspace
+from cmux_core.model.tree import Pane, Surface, Tab, Window, Workspace
 from cmux_core.state.schema import (
     PaneState,
     SessionState,
@@ -180,40 +180,45 @@ def _tab(mux: Mux, tracker: AgentTracker, ws: Workspace, saved: TabState,
 
 def _pane(mux: Mux, tracker: AgentTracker, tab: Tab, saved: PaneState,
           size: tuple[int, int], done: Restored) -> Pane:
-    cwd = _directory(saved.cwd, tab.workspace.cwd)
+    """Start the pane's surfaces; the agent's resume runs in the selected one."""
+    pane = Pane(saved.key, saved.number, saved.ref, tab)
     agent = saved.agent
     resume = agent.resume if agent is not None and agent.session is not None else None
-    replace = resume is not None and not (agent is not None and agent.resume_typed)
-
-    def start(argv: list[str] | None, command: list[str] | None) -> Pane:
-        return mux.restore_pane(tab, key=saved.key, number=saved.number, ref=saved.ref,
-                                surface_uuid=saved.surface_uuid,
-                                surface_ref=saved.surface_ref, cwd=cwd, command=command,
-                                argv=argv, size=size)
-
-    attempts: list[tuple[list[str] | None, list[str] | None]] = []
-    if replace:
-        attempts.append((resume, saved.command))
-    attempts.append((None, saved.command))
-    if saved.command is not None:
-        attempts.append((None, None))
-    pane: Pane | None = None
-    for argv, command in attempts:
-        try:
-            pane = start(argv, command)
+    typed = agent is not None and agent.resume_typed
+    index = min(saved.selected, len(saved.surfaces) - 1)
+    resumed = False
+    for i, surface in enumerate(saved.surfaces):
+        cwd = _directory(surface.cwd, tab.workspace.cwd)
+        attempts: list[tuple[list[str] | None, list[str] | None]] = []
+        if i == index and resume is not None and not typed:
+            attempts.append((resume, surface.command))
+        attempts.append((None, surface.command))
+        if surface.command is not None:
+            attempts.append((None, None))
+        for argv, command in attempts:
+            try:
+                started = mux.restore_surface(pane, uuid=surface.uuid, ref=surface.ref,
+                                              cwd=cwd, command=command, argv=argv,
+                                              env=surface.env, size=size)
+            except CmuxError as exc:
+                log.warning("restoring pane %s: %s",
+                            ids.pane_id(tab.workspace.id, saved.number), exc.message)
+                continue
+            started.title = surface.title
+            started.pinned = surface.pinned
+            if i == index and resume is not None and (typed or argv is not None):
+                resumed = True
+                if typed:
+                    _type(started, resume)
             break
-        except CmuxError as exc:
-            log.warning("restoring pane %s: %s", ids.pane_id(tab.workspace.id, saved.number),
-                        exc.message)
-            resume = None if argv is not None else resume
-    if pane is None:
-        raise RestoreFailed(f"pane {ids.pane_id(tab.workspace.id, saved.number)} cannot "
-                            "start, not even the shell")
+        else:
+            raise RestoreFailed(f"pane {ids.pane_id(tab.workspace.id, saved.number)} cannot "
+                                "start, not even the shell")
+    pane.selected = pane.surfaces[index]
+    mux.adopt(pane, pane.key, pane.ref)
     pane.label = saved.label or None
     done.panes += 1
-    if agent is not None and resume is not None and agent.session is not None:
-        if not replace:
-            _type(pane, resume)
+    if resumed and agent is not None and agent.session is not None:
         session = agent.session
         tracker.record(pane).session = SessionRef(session.source, session.agent,
                                                   session.kind, session.value)
@@ -223,11 +228,12 @@ def _pane(mux: Mux, tracker: AgentTracker, tab: Tab, saved: PaneState,
     return pane
 
 
-def _type(pane: Pane, argv: list[str]) -> None:
-    """Type ``argv`` and Enter into the pane's shell; the terminal holds the line until
+def _type(surface: Surface, argv: list[str]) -> None:
+    """Type ``argv`` and Enter into the surface's shell; the terminal holds the line until
     the shell reads it."""
     try:
-        pane.terminal.write(shlex.join(argv).encode() + b"\r")
+        surface.terminal.write(shlex.join(argv).encode() + b"\r")
     except CmuxError as exc:
-        log.warning("pane %s: cannot type its resume command: %s", pane.id, exc.message)
+        log.warning("pane %s: cannot type its resume command: %s", surface.pane.id,
+                    exc.message)
 

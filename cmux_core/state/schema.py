@@ -67,17 +67,39 @@ class PaneAgentState(_Model):
     resume_typed: bool = False
 
 
+class SurfaceState(_Model):
+    """One terminal of a pane: where it works, what it was launched with."""
+
+    uuid: Uuid
+    ref: Annotated[str, Field(pattern=f"^surface:{_NUMBER}$")]
+    cwd: Annotated[str, Field(min_length=1)]
+    command: Argv | None = None
+    """The argv it was launched with; None for the shell."""
+    env: dict[str, str] | None = None
+    """The env its creator asked for, besides the workspace's."""
+    title: str | None = None
+    pinned: bool = False
+
+
 class PaneState(_Model):
+    """A leaf of a split tree. The agent, when there is one, runs in the selected surface."""
+
     type: Literal["pane"]
     key: Uuid
     number: Number
     ref: Annotated[str, Field(pattern=f"^pane:{_NUMBER}$")]
-    surface_uuid: Uuid
-    surface_ref: Annotated[str, Field(pattern=f"^surface:{_NUMBER}$")]
-    cwd: Annotated[str, Field(min_length=1)]
-    command: Argv | None = None
+    surfaces: Annotated[list[SurfaceState], Field(min_length=1)]
+    selected: int = 0
+    """Index in ``surfaces`` of the one the pane shows."""
     label: str | None = None
     agent: PaneAgentState | None = None
+
+    @field_validator("selected")
+    @classmethod
+    def _index(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError("selected must be an index into surfaces")
+        return value
 
 
 class SplitState(_Model):
@@ -215,8 +237,14 @@ def _check_unique(state: SessionState) -> None:
                 tabs.add(tab.number)
                 panes = set()
                 for pane in leaves(tab.root):
-                    for handle in (pane.key, pane.ref, pane.surface_uuid, pane.surface_ref):
-                        once(handle, "handle")
+                    once(pane.key, "uuid")
+                    once(pane.ref, "ref")
+                    for surface in pane.surfaces:
+                        once(surface.uuid, "uuid")
+                        once(surface.ref, "ref")
+                    if pane.selected >= len(pane.surfaces):
+                        raise StateFileError(f"pane {ws.number}:{pane.number}: selected "
+                                             f"surface {pane.selected} does not exist")
                     once(f"pane {ws.number}:{pane.number}", "the")
                     panes.add(pane.number)
                 for number in (tab.focused, tab.previous_focus):
