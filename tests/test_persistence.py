@@ -280,6 +280,23 @@ def test_state_file_option_names_the_file(place: Place) -> None:
     second.stop()
 
 
+def test_two_servers_never_share_a_file(place: Place) -> None:
+    shared = place.root / "shared.json"
+    first = place.start("--state-file", str(shared))
+    first.call("workspace.rename", {"workspace_id": "w1", "label": "first"})
+    other = start_server(["--socket", str(place.socket.with_name("t.sock")),
+                          "--state-file", str(shared)],
+                         env={"XDG_STATE_HOME": str(place.state)})
+    other.call("workspace.rename", {"workspace_id": "w1", "label": "second"})
+    other.call("pane.split", {"pane_id": "w1:p1"})
+    assert "in use by another server" in other.log()
+    assert other.stop() == 0
+    first.stop()
+    saved = json.loads(shared.read_text())["windows"][0]["workspaces"][0]
+    assert saved["label"] == "first"
+    assert saved["tabs"][0]["root"]["type"] == "pane"
+
+
 def start_agent(server: ServerProcess, place: Place, pane_id: str, session: str) -> None:
     """Wait for ``pane_id``'s fakebot to be detected, then report its session."""
     wait_until(lambda: pane(server, pane_id).get("agent") == "fakebot", timeout=20,

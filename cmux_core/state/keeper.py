@@ -14,6 +14,9 @@ any pane is closed, so the agents running then are the ones resumed next time.
 The first save compares with the session as it stood at start (restored or new), so a
 server that changes nothing leaves the file as it found it; with ``--no-restore`` the
 old file therefore stays until this server's own session differs from a fresh one.
+
+A server holds a lock on the file (``<file>.lock``) from start to stop; a second server
+given the same file (``--state-file``) starts a fresh session and never saves it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -74,6 +78,7 @@ class SessionKeeper:
         self._again = False
         self._saved: bytes | None = None
         self._failure: str | None = None
+        self._lock: int | None = None
         self.saves = 0
         """Files written by this keeper."""
         events.observe(self._on_event)
@@ -88,11 +93,25 @@ class SessionKeeper:
         that cannot be restored is set aside with a log line. The session as it stands
         when this returns is what the first save compares with.
         """
-        restored = self._restore()
+        restored = self._claim() and self._restore()
         if not restored:
             fresh()
         self._saved = self._key(self._capture())
         return restored
+
+    def _claim(self) -> bool:
+        """Lock the file for this server; False (and never saving) when that fails."""
+        try:
+            self._lock = store.claim(self.path)
+        except OSError as exc:
+            log.warning("cannot lock the session file %s (%s): this server neither restores "
+                        "nor saves its session", self.path, exc.strerror or exc)
+            return False
+        if self._lock is None:
+            log.warning("the session file %s is in use by another server: this server "
+                        "neither restores nor saves its session", self.path)
+            return False
+        return True
 
     def _restore(self) -> bool:
         if not self.restore_enabled:
@@ -128,7 +147,9 @@ class SessionKeeper:
     def start(self) -> None:
         """Save from now on: at once when the session changed since :meth:`restore`, and
         after every change. Call once the manifests are loaded (resume commands come from
-        them)."""
+        them). Without the file's lock (another server has it) nothing is ever saved."""
+        if self._lock is None:
+            return
         self._loop = asyncio.get_running_loop()
         self._running = True
         self.mux.output_listeners.append(self._on_output)
@@ -149,6 +170,9 @@ class SessionKeeper:
             with contextlib.suppress(Exception):
                 await self._task
         await self._save_once()
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
     # -- triggers ---------------------------------------------------------------------------
 

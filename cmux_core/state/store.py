@@ -1,4 +1,4 @@
-"""The session file on disk: read it, write it atomically, set a bad one aside.
+"""The session file on disk: lock it, read it, write it atomically, set a bad one aside.
 
 A write goes to a temporary file beside the real one (mode 0600, in a directory made
 0700 when missing), is flushed with ``fsync`` and renamed over the file, and the
@@ -10,6 +10,7 @@ one, never a mixture. A file that cannot be restored is renamed, not deleted:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import time
 from pathlib import Path
@@ -31,6 +32,27 @@ def read(path: Path) -> SessionState | None:
     except OSError as exc:
         raise StateFileError(f"cannot read it: {exc.strerror or exc}") from None
     return parse(data)
+
+
+def claim(path: Path) -> int | None:
+    """Lock ``<path>.lock`` for this process, so no other server uses the same file.
+
+    Returns the lock's descriptor (the lock lasts until it is closed or the process ends,
+    however it ends), or None when another process holds it. Raises OSError when the lock
+    file cannot be made.
+    """
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+                 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def set_aside(path: Path, future: bool) -> Path:
