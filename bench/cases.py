@@ -21,6 +21,7 @@ from cmux_core.errors import CmuxError
 from .cmux import CmuxSide, Connection, python_argv, wait_request
 from .context import Context, ms, percentile
 from .detect_latency import case_detect_latency
+from .hooks import case_hooks
 from .proc import CLOCK_TICKS, cpu_seconds, rss_bytes, steady_rss
 from .report import Row
 from .scale import case_idle, case_scale
@@ -576,4 +577,5 @@ CASES: dict[str, Callable[[Context], list[Row]]] = {
     "idle": case_idle,
     "storm": case_storm,
     "detect_latency": case_detect_latency,
+    "hooks": case_hooks,
 }

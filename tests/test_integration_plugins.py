@@ -107,6 +107,12 @@ def test_round_trip_keeps_the_users_settings(agent: str, home: Path) -> None:
     assert path.read_bytes() == after_first
     assert all(not c.changed for c in second if isinstance(c, FileChange))
 
+    # a run of the installed hook leaves its compiled form beside it; uninstall takes it too
+    subprocess.run([str(hook), agent], input=b"{}", timeout=10, check=True, env={
+        "PATH": os.environ["PATH"], "CMUX_SOCKET_PATH": str(home / "none.sock"),
+        "CMUX_PANE_ID": "w1:p1"})
+    assert (hook.parent / "__pycache__").is_dir()
+
     plugin.uninstall()
     if agent == "codex":
         assert path.read_text() == USER_FILES[agent]  # comments and layout as they were

@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -178,11 +179,13 @@ def uninstall(*, dry_run: bool = False) -> list[FileChange | str]:
 
 
 def _remove_empty_dirs(*dirs: Path) -> None:
-    """Remove each directory if nothing but the lock files of our edits is left in it."""
+    """Remove each directory if nothing but the lock files of our edits and the hook's
+    compiled form is left in it."""
     for directory in dirs:
         with contextlib.suppress(OSError):
             for lock in directory.glob(".*.cmux-lock"):
                 lock.unlink()
+            shutil.rmtree(directory / "__pycache__", ignore_errors=True)
             directory.rmdir()
 
 

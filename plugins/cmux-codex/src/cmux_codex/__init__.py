@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -163,9 +164,11 @@ def uninstall(*, dry_run: bool = False) -> list[FileChange | str]:
     for name in HOOK_FILES:
         changes.append(remove_file(hook_dir() / name, dry_run=dry_run))
     if not dry_run:
-        with contextlib.suppress(OSError):  # gone if only the lock files of our edits are left
+        # gone if only the lock files of our edits and the hook's compiled form are left
+        with contextlib.suppress(OSError):
             for lock in hook_dir().glob(".*.cmux-lock"):
                 lock.unlink()
+            shutil.rmtree(hook_dir() / "__pycache__", ignore_errors=True)
             hook_dir().rmdir()
     return changes
 

@@ -1,7 +1,8 @@
 """The body of ``cmux-hook``: one agent hook payload in, a few ``pane.report_*`` calls out.
 
-Run as ``python3 -I -S cmux_hook.py AGENT [ARG...]`` by ``cmux-hook`` inside a cmux pane
-(``CMUX_SOCKET_PATH`` and ``CMUX_PANE_ID`` set). The payload is the JSON object the agent
+Imported by ``cmux-hook AGENT [ARG...]`` inside a cmux pane (``CMUX_SOCKET_PATH`` and
+``CMUX_PANE_ID`` set), which calls :func:`main` with ``[AGENT, ARG...]``; ``python3 -I -S
+cmux_hook.py AGENT [ARG...]`` does the same. The payload is the JSON object the agent
 writes to the hook's stdin, or, when the last argument is a JSON object, that argument.
 
 What each payload becomes is the agent's table below (``EVENTS``): a state (``working``,
@@ -322,7 +323,7 @@ def log_errors(replies: bytes) -> None:
 
 
 def payload_of(argv: list[str]) -> Payload | None:
-    if len(argv) > 2 and argv[-1].lstrip().startswith("{"):
+    if len(argv) > 1 and argv[-1].lstrip().startswith("{"):
         text = argv[-1]
     elif sys.stdin is None or sys.stdin.isatty():
         return None
@@ -335,9 +336,9 @@ def payload_of(argv: list[str]) -> Payload | None:
 def run(argv: list[str]) -> None:
     socket_path = os.environ.get("CMUX_SOCKET_PATH")
     pane = os.environ.get("CMUX_PANE_ID")
-    if not socket_path or not pane or len(argv) < 2 or argv[1] not in EVENTS:
+    if not socket_path or not pane or not argv or argv[0] not in EVENTS:
         return
-    agent = argv[1]
+    agent = argv[0]
     payload = payload_of(argv)
     if payload is None:
         return
@@ -357,11 +358,12 @@ def _give_up(_signum: int, _frame: Any) -> None:
 START = time.monotonic()
 
 
-def main() -> None:
+def main(argv: list[str]) -> None:
+    """Report what ``argv`` (``[AGENT, ARG...]``) and stdin say, then end the process."""
     _signal.signal(_signal.SIGALRM, _give_up)
     _signal.setitimer(_signal.ITIMER_REAL, DEADLINE_S)
     try:
-        run(sys.argv)
+        run(argv)
     except BaseException as exc:  # never fail the agent, whatever went wrong
         target = os.environ.get("CMUX_HOOK_LOG")
         if target:
@@ -374,4 +376,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
