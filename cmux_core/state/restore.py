@@ -32,6 +32,7 @@ from cmux_core.model.events import LayoutUpdated, PaneCreated, TabCreated, Works
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane, Surface, Tab, Window, Workspace
 from cmux_core.state.schema import (
+    PaneAgentState,
     PaneState,
     SessionState,
     SplitState,
@@ -51,6 +52,8 @@ class Restored:
     workspaces: int = 0
     panes: int = 0
     resumed: set[str] = field(default_factory=set)
+    agents: list[tuple[Pane, PaneAgentState]] = field(default_factory=list)
+    """The resuming panes' agents, given back to the tracker once the panes are announced."""
     views: dict[str, AgentView] = field(default_factory=dict)
 
 
@@ -75,7 +78,7 @@ def restore(state: SessionState, mux: Mux, tracker: AgentTracker, book: ViewBook
             mux.adopt(window, window.uuid, window.ref)
             by_number: dict[int, Workspace] = {}
             for saved_ws in saved_window.workspaces:
-                ws, tabs = _workspace(mux, tracker, window, saved_ws, done)
+                ws, tabs = _workspace(mux, window, saved_ws, done)
                 by_number[saved_ws.number] = ws
                 built.append((ws, tabs))
             window.selected = by_number.get(saved_window.selected or 0) or window.workspaces[0]
@@ -95,6 +98,13 @@ def restore(state: SessionState, mux: Mux, tracker: AgentTracker, book: ViewBook
             for pane in panes:
                 mux.events.publish(PaneCreated(pane))
             mux.events.publish(LayoutUpdated(tab))
+    for pane, agent in done.agents:
+        if agent.session is not None:
+            session = agent.session
+            tracker.record(pane).session = SessionRef(session.source, session.agent,
+                                                      session.kind, session.value)
+        if agent.name:
+            tracker.set_name(pane, agent.name)
     for saved_view in state.views:
         try:
             view = parse_view(saved_view.source, saved_view.label, saved_view.filter,
@@ -131,8 +141,8 @@ def _directory(*candidates: str | None) -> str:
     return str(Path.home())
 
 
-def _workspace(mux: Mux, tracker: AgentTracker, window: Window, saved: WorkspaceState,
-               done: Restored) -> tuple[Workspace, list[tuple[Tab, list[Pane]]]]:
+def _workspace(mux: Mux, window: Window, saved: WorkspaceState, done: Restored
+               ) -> tuple[Workspace, list[tuple[Tab, list[Pane]]]]:
     ws = Workspace(ids.workspace_id(saved.number), saved.uuid, saved.ref, window,
                    _directory(saved.cwd), dict(saved.env), label=saved.label or None,
                    description=saved.description, pinned=saved.pinned, color=saved.color)
@@ -140,7 +150,9 @@ def _workspace(mux: Mux, tracker: AgentTracker, window: Window, saved: Workspace
     ws.next_pane_number = saved.next_pane_number
     mux.adopt(ws, ws.uuid, ws.ref)
     window.workspaces.append(ws)
-    tabs = [_tab(mux, tracker, ws, saved_tab, done) for saved_tab in saved.tabs]
+    tabs = [_tab(mux, ws, saved_tab, done) for saved_tab in saved.tabs]
+    ws.next_pane_number = max(ws.next_pane_number,
+                              *(pane.number + 1 for _, panes in tabs for pane in panes))
     ws.active_tab = next((t for t, _ in tabs if t.number == saved.active_tab), tabs[0][0])
     done.workspaces += 1
     return ws, tabs
@@ -153,8 +165,7 @@ def _tree(node: PaneState | SplitState) -> layout.Node:
                         _tree(node.second))
 
 
-def _tab(mux: Mux, tracker: AgentTracker, ws: Workspace, saved: TabState,
-         done: Restored) -> tuple[Tab, list[Pane]]:
+def _tab(mux: Mux, ws: Workspace, saved: TabState, done: Restored) -> tuple[Tab, list[Pane]]:
     tree = _tree(saved.root)
     tab = Tab(saved.uuid, saved.number, ws, tree, "", zoomed=saved.zoomed,
               label=saved.label or None)
@@ -162,7 +173,7 @@ def _tab(mux: Mux, tracker: AgentTracker, ws: Workspace, saved: TabState,
     panes: list[Pane] = []
     for leaf in leaves(saved.root):
         rect = rects[leaf.key]
-        panes.append(_pane(mux, tracker, tab, leaf, (max(rect.width, 2), max(rect.height, 1)),
+        panes.append(_pane(mux, tab, leaf, (max(rect.width, 2), max(rect.height, 1)),
                            done))
     by_number = {pane.number: pane for pane in panes}
     tab.focused = by_number[saved.focused].key
@@ -178,8 +189,8 @@ def _tab(mux: Mux, tracker: AgentTracker, ws: Workspace, saved: TabState,
     return tab, panes
 
 
-def _pane(mux: Mux, tracker: AgentTracker, tab: Tab, saved: PaneState,
-          size: tuple[int, int], done: Restored) -> Pane:
+def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Restored
+          ) -> Pane:
     """Start the pane's surfaces; the agent's resume runs in the selected one."""
     pane = Pane(saved.key, saved.number, saved.ref, tab)
     agent = saved.agent
@@ -218,12 +229,8 @@ def _pane(mux: Mux, tracker: AgentTracker, tab: Tab, saved: PaneState,
     mux.adopt(pane, pane.key, pane.ref)
     pane.label = saved.label or None
     done.panes += 1
-    if resumed and agent is not None and agent.session is not None:
-        session = agent.session
-        tracker.record(pane).session = SessionRef(session.source, session.agent,
-                                                  session.kind, session.value)
-        if agent.name:
-            tracker.set_name(pane, agent.name)
+    if resumed and agent is not None:
+        done.agents.append((pane, agent))
         done.resumed.add(pane.key)
     return pane
 
