@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from cmux_core.config import installation_bin_dir
 from cmux_core.detect.manifest import bundled_manifests_dir
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
@@ -222,6 +223,12 @@ def test_manifests_check_refuses_a_missing_manifests_dir(config: Path,
 # -- a program the server cannot find ----------------------------------------------------------
 
 
+def searched(server_path: str) -> str:
+    """The PATH a pane's program is looked up on: the running cmux's bin directory first."""
+    bin_dir = installation_bin_dir()
+    return server_path if bin_dir is None else f"{bin_dir}{os.pathsep}{server_path}"
+
+
 def test_a_missing_program_names_the_servers_path(cmux_server: ServerProcess) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "cmux_core", "pane", "split", "--socket",
@@ -231,7 +238,7 @@ def test_a_missing_program_names_the_servers_path(cmux_server: ServerProcess) ->
     assert proc.stderr == (
         "pane_split_failed: cannot start no-such-program-here: not found on the PATH the "
         "server searched (the server looks programs up, not your shell; give a full path "
-        f"or start the server with it on PATH): {cmux_server.env['PATH']}\n")
+        f"or start the server with it on PATH): {searched(cmux_server.env['PATH'])}\n")
 
 
 def test_agent_start_names_the_path_the_server_searched(cmux_server: ServerProcess) -> None:
@@ -243,7 +250,7 @@ def test_agent_start_names_the_path_the_server_searched(cmux_server: ServerProce
     assert proc.stderr.startswith(
         "agent_start_failed: cannot start no-such-program-here: not found on the PATH the "
         "server searched"), proc.stderr
-    assert proc.stderr.endswith(f": {cmux_server.env['PATH']}\n")
+    assert proc.stderr.endswith(f": {searched(cmux_server.env['PATH'])}\n")
 
 
 def test_a_long_server_path_is_cut(tmp_path: Path) -> None:
@@ -257,7 +264,8 @@ def test_a_long_server_path_is_cut(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert proc.returncode == 1
-    assert proc.stderr.endswith(f"on PATH): {long_path[:400]}... ({len(long_path)} "
+    full = searched(long_path)
+    assert proc.stderr.endswith(f"on PATH): {full[:400]}... ({len(full)} "
                                 "characters)\n"), proc.stderr
 
 
