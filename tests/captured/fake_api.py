@@ -28,7 +28,8 @@ answer at once):
   screen fills with output above the prompt;
 * Anthropic only: ``please ask`` → an ``AskUserQuestion`` call (a question form) and
   ``please write`` → a ``Write`` of ``notes.txt`` in the recording's work directory (a
-  file permission); the other formats answer those with one line;
+  file permission); OpenAI Responses: ``please ask`` → a ``request_user_input`` call
+  when the CLI offers it; otherwise those get a one-line answer;
 * anything else → a one-line answer, so the CLI goes idle.
 
 ``SCENARIO`` is recorded in the log; behaviour follows the prompts above, except
@@ -214,6 +215,9 @@ def responses(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dic
     tools = [t.get("name") for t in body.get("tools", []) if isinstance(t, dict)]
     shell = next((t for t in ("shell_command", "shell", "exec_command") if t in tools), None)
     action = decide(users[-1] if users else {}, shell is not None, tool_result)
+    if action == "ask" and "request_user_input" in tools:
+        action = "tool"
+        shell = "request_user_input"
     command = requested_command(users[-1] if users else {})
     response_id = f"resp_{next(ids)}"
 
@@ -221,14 +225,18 @@ def responses(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dic
         yield "response.created", {"type": "response.created",
                                    "response": {"id": response_id, "status": "in_progress"}}
         if action == "tool":
-            if shell == "shell":
-                arguments: dict[str, Any] = {"command": ["bash", "-lc", command]}
+            if shell == "request_user_input":
+                asked = {k: v for k, v in QUESTION["questions"][0].items() if k != "multiSelect"}
+                arguments: dict[str, Any] = {"questions": [asked | {"id": "database"}]}
+            elif shell == "shell":
+                arguments = {"command": ["bash", "-lc", command]}
             elif shell == "exec_command":
                 arguments = {"cmd": command}
             else:
                 arguments = {"command": command}
-            arguments |= {"sandbox_permissions": "require_escalated",
-                          "justification": COMMAND_REASON}
+            if shell != "request_user_input":
+                arguments |= {"sandbox_permissions": "require_escalated",
+                              "justification": COMMAND_REASON}
             item = {"type": "function_call", "id": f"fc_{next(ids)}",
                     "call_id": f"call_{next(ids)}", "name": shell,
                     "arguments": json.dumps(arguments), "status": "completed"}
