@@ -170,8 +170,14 @@ def test_claude_skill_option(home: Path) -> None:
     assert skill.read_bytes() == (HOOKS / "skills" / "cmux" / "SKILL.md").read_bytes()
     assert f"{skill}: created" in messages(changes)
     assert cmux_claude.status()["skill"] is True
-    assert cmux_claude.install(options={"colour": "red"}) == [
-        "unknown option colour: the claude integration takes skill=true|false"]
+    with pytest.raises(SettingsError, match="unknown option or value: colour"):
+        cmux_claude.install(options={"colour": "red"})
+    with pytest.raises(SettingsError, match="unknown option or value: skill"):
+        cmux_claude.install(options={"skill": "maybe"})
+    cmux_claude.uninstall()
+    assert not skill.exists()
+    cmux_claude.install(options={"skill": "true"})  # what `--option skill=true` sends
+    assert skill.exists()
     cmux_claude.uninstall()
     assert not skill.exists()
     # a skill the user edited is kept

@@ -52,6 +52,7 @@ MATCHERS = {
 }
 """Events whose hooks take a matcher: every tool, and only the notifications that matter."""
 
+SKILL_VALUES = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 HOOK_FILES = {"cmux-hook": 0o755, "cmux_hook.py": 0o644}
 MARKER = "/cmux/hooks/claude/cmux-hook"
 """Part of every command this integration installs, wherever the config dir was."""
@@ -145,12 +146,19 @@ def remove_hooks(data: Any) -> None:
 
 def install(*, dry_run: bool = False, options: dict[str, Any] | None = None
             ) -> list[FileChange | str]:
-    """Copy the hook, add it to Claude Code's settings, and with ``skill`` the skill."""
+    """Copy the hook, add it to Claude Code's settings, and with ``skill`` the skill.
+
+    ``options``: ``skill`` (a bool, or the strings ``true``/``false`` the CLI's ``--option
+    skill=true`` sends). Any other option, or another value, raises :class:`SettingsError`
+    (the host answers ``integration_install_failed`` with its message) before anything is
+    written.
+    """
     options = dict(options or {})
-    skill = options.pop("skill", False)
-    if options or not isinstance(skill, bool):
-        unknown = ", ".join(sorted(options)) or f"skill={skill!r}"
-        return [f"unknown option {unknown}: the claude integration takes skill=true|false"]
+    skill = SKILL_VALUES.get(str(options.pop("skill", False)).lower())
+    if options or skill is None:
+        unknown = ", ".join(sorted(options)) or "skill"
+        raise SettingsError(f"unknown option or value: {unknown}; the claude integration "
+                            "takes skill=true|false")
     changes: list[FileChange | str] = [edit_json(settings_path(), add_hooks, dry_run=dry_run)]
     for name, mode in HOOK_FILES.items():
         changes.append(write_text(hook_dir() / name, _data(f"hooks/{name}"), mode=mode,
