@@ -26,9 +26,10 @@ answer at once):
   asks for permission;
 * ``at length`` in the text → an answer of :data:`LONG_LINES` lines at once, so the
   screen fills with output above the prompt;
-* Anthropic only: ``please ask`` → an ``AskUserQuestion`` call (a question form) and
+* Anthropic only: ``please ask`` → an ``AskUserQuestion`` call (a question form),
   ``please write`` → a ``Write`` of ``notes.txt`` in the recording's work directory (a
-  file permission); OpenAI Responses: ``please ask`` → a ``request_user_input`` call
+  file permission) and ``please plan`` → an ``ExitPlanMode`` call (a plan to approve);
+  OpenAI Responses: ``please ask`` → a ``request_user_input`` call
   when the CLI offers it; otherwise those get a one-line answer;
 * anything else → a one-line answer, so the CLI goes idle.
 
@@ -101,6 +102,8 @@ def decide(last_turn: Any, has_tools: bool, tool_result: bool) -> str:
         return "ask"
     if "please write" in text:
         return "write"
+    if "please plan" in text:
+        return "plan"
     if "please run" in text:
         return "tool"
     return "answer"
@@ -150,7 +153,8 @@ def anthropic(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dic
     command = requested_command(last)
     calls = {"tool": ("Bash", {"command": command, "description": COMMAND_REASON}),
              "ask": ("AskUserQuestion", QUESTION),
-             "write": ("Write", {"file_path": WRITE_PATH, "content": "notes\n"})}
+             "write": ("Write", {"file_path": WRITE_PATH, "content": "notes\n"}),
+             "plan": ("ExitPlanMode", {"plan": "1. Add a failing test\n2. Fix the parser"})}
     model = body.get("model", "claude-sonnet-4-5")
 
     def events() -> Iterator[tuple[str | None, dict[str, Any]]]:
