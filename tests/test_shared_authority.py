@@ -209,12 +209,20 @@ def test_clear_authority_follows_seed_004() -> None:
         t.set_detected(pane, "toybot")
         t.publish_screen(pane, screen(IDLE))
         t.report_agent(pane, source="custom:a", agent="toybot", state="working", seq=10)
-        assert not t.clear_authority(pane, seq=10), "a stale seq of the authority's source"
-        assert t.status(pane) == "working"
         # source names who asks, not which authority goes.
         assert t.clear_authority(pane, source="custom:someone-else")
         assert t.status(pane) == "idle" and t.record(pane).authority is None
         assert not t.clear_authority(pane), "nothing left to clear"
+
+        # seq orders the clear among its source's reports: one sent before it (a lower
+        # seq) that arrives after it does not bring the authority back.
+        t.report_agent(pane, source="custom:a", agent="toybot", state="working", seq=11)
+        assert t.clear_authority(pane, seq=20)
+        assert not t.report_agent(pane, source="custom:a", agent="toybot", state="working",
+                                  seq=15)
+        assert t.status(pane) == "idle"
+        assert t.report_agent(pane, source="custom:a", agent="toybot", state="working", seq=21)
+        assert t.status(pane) == "working"
     run(body)
 
 

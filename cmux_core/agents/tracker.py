@@ -452,14 +452,17 @@ class AgentTracker:
         """Apply a ``pane.clear_agent_authority``: the state falls back to the screen.
 
         Whichever hook set the authority, it is dropped (seed 004: ``source`` is for
-        correlation only). ``seq`` orders the clear among the reports of ``source`` (the
-        authority's own source when omitted): a stale one is ignored.
+        correlation only, it does not choose what is cleared). ``seq`` orders the clear
+        among the reports of ``source`` (the cleared authority's own when omitted): it
+        becomes that source's latest, so a report sent before the clear and arriving after
+        it is ignored. True if there was an authority to clear.
         """
         rec = self.record(pane)
         auth = rec.authority
+        owner = source if source is not None else (auth.source if auth is not None else None)
+        if seq is not None and owner is not None and seq > rec.hook_seqs.get(owner, -1):
+            rec.hook_seqs[owner] = seq
         if auth is None:
-            return False
-        if not rec.accept_hook_seq(source if source is not None else auth.source, seq):
             return False
         before = self._snapshot(pane, rec)
         if auth.kind == "lifecycle":
