@@ -25,7 +25,7 @@ from prompt_toolkit.data_structures import Size
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output.vt100 import Vt100_Output
 
-from cmux_core.cli.ui.app import Ui
+from cmux_core.cli.ui import Ui
 from cmux_core.client import Client
 from cmux_core.testing import start_server
 

@@ -79,15 +79,32 @@ def test_sidebar_beside_the_pane_and_keys(server: ServerProcess, tmux: Tmux) -> 
     assert {p["pane_id"] for p in server.call("pane.list")["panes"]} >= {first, second}
 
 
-def test_view_filter_applies_to_the_sidebar(server: ServerProcess, tmux: Tmux) -> None:
+def sidebar_of(text: str) -> str:
+    return "\n".join(line.split("│")[0] for line in text.splitlines())
+
+
+def test_own_view_filters_the_sidebar(server: ServerProcess, tmux: Tmux) -> None:
     first = str(server.call("pane.current")["pane"]["pane_id"])
     second = str(server.call("pane.split", {"command": ["/bin/sh"]})["pane"]["pane_id"])
     report(server, first, "working", "claude")
     report(server, second, "idle", "codex")
-    outer = start_ui(tmux, server, "--filter", "agent=codex")
-    text = tmux.wait_for(outer, lambda text: second in text)
-    sidebar = "\n".join(line.split("│")[0] for line in text.splitlines())
-    assert first not in sidebar
+    view = '{"filter": {"op": "eq", "field": "agent", "value": "codex"}}'
+    outer = start_ui(tmux, server, "--view", f"'{view}'")
+    text = tmux.wait_for(outer, lambda text: second in sidebar_of(text))
+    assert first not in sidebar_of(text)
+
+
+def test_sidebar_follows_the_named_client_view(server: ServerProcess, tmux: Tmux) -> None:
+    first = str(server.call("pane.current")["pane"]["pane_id"])
+    second = str(server.call("pane.split", {"command": ["/bin/sh"]})["pane"]["pane_id"])
+    report(server, first, "working", "claude")
+    report(server, second, "idle", "codex")
+    outer = start_ui(tmux, server)
+    tmux.wait_for(outer, lambda text: first in sidebar_of(text) and second in sidebar_of(text))
+    server.call("agent.view.set", {"client_id": "sidebar", "source": "cli", "filter": {
+        "op": "eq", "field": "agent", "value": "claude"}})
+    tmux.wait_for(outer, lambda text: first in sidebar_of(text)
+                  and second not in sidebar_of(text))
 
 
 def test_blocked_report_shows_within_200_ms(server: ServerProcess, tmux: Tmux) -> None:

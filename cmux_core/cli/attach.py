@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from cmux_core.cli.common import AddCommon
 from cmux_core.client import Client
 from cmux_core.config import socket_path
 from cmux_core.errors import CmuxError
@@ -328,7 +329,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
     return 0 if reason == "detached" else 1
 
 
-def add_attach_command(sub: Any, add_common: Any) -> None:
+def add_attach_command(sub: Any, add_common: AddCommon) -> None:
     p = sub.add_parser(
         "attach", help="show a pane in this terminal and type into it",
         description="Show a pane (default: the focused one) in this terminal: its screen, "

@@ -1,11 +1,13 @@
-"""The ``cmux ui`` application: the agents sidebar beside a live pane, in one terminal.
+"""``cmux ui``: the agents sidebar beside a live pane, in one terminal.
 
-Drawn with prompt_toolkit. The sidebar is the agent list of ``agent.list {view}``, the
-same board ``cmux agents --watch`` shows (so plugin sorts and filters of the followed view
-apply), refetched when the server reports a change. The pane area shows one pane through
-its own ``pane.attach`` connection with ``frames: "rows"``: the server sends changed rows
-as styled text and the pane takes the area's size while no other client typed into it
-more recently.
+Drawn with prompt_toolkit, imported when the command runs (it would slow every other
+command's start). The sidebar is the agent list of ``agent.list {view}``: the view of the
+client ``--client`` names (default ``sidebar``, the one ``cmux agents`` follows), or one
+this ui sets on its own connection with ``--view``; either way plugin sorts and filters
+apply. It is fetched again when the server reports a change. The pane area shows one pane
+through its own ``pane.attach`` connection with ``frames: "rows"``: the server sends
+changed rows as styled text, and the pane takes the area's size while no other client
+typed into it more recently.
 
 Keys: ``j``/``k`` or arrows move between agents (the pane area follows), ``tab`` and
 ``shift-tab`` step through every pane, ``b`` jumps to the next blocked agent, Enter
@@ -16,41 +18,100 @@ running).
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
 import subprocess
 import sys
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from prompt_toolkit.application import Application, run_in_terminal
-from prompt_toolkit.formatted_text import ANSI, StyleAndTextTuples
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from prompt_toolkit.layout import HSplit, Layout, VSplit, Window
-from prompt_toolkit.layout.controls import FormattedTextControl
-from prompt_toolkit.layout.dimension import Dimension
-
-from cmux_core.cli.sidebar import (
-    SPIN_SECONDS,
-    VIEW_EVENT,
-    WATCH_EVENTS,
-    Board,
-    columns_from,
-    fetch_board_async,
-    render_rows,
-    summary,
-)
+from cmux_core.cli.common import AddCommon
 from cmux_core.client import AsyncClient, Client
+from cmux_core.config import socket_path
 from cmux_core.errors import CmuxError
 
-SIDEBAR_COLUMNS = "status,name,agent,age"
+if TYPE_CHECKING:
+    from prompt_toolkit.application import Application
+    from prompt_toolkit.formatted_text import StyleAndTextTuples
+    from prompt_toolkit.key_binding import KeyBindings
+    from prompt_toolkit.layout import Layout
+
+Row = Mapping[str, Any]
+
+DEFAULT_CLIENT = "sidebar"
+SIDEBAR_WIDTH = 36
 FRAGMENT_CACHE_ROWS = 4096
 """Styled rows whose parsed fragments are kept (a row that did not change is not parsed
 again)."""
-SIDEBAR_WIDTH = 36  # the default of cmux ui --sidebar-width
 MIN_REDRAW_S = 1 / 60
 """Least time between two redraws: a burst of changes is drawn as one screen."""
+SPIN_SECONDS = 0.1
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+WATCH_EVENTS = (
+    "pane.agent_status_changed", "pane.agent_detected", "pane.updated", "pane.created",
+    "pane.closed", "pane.exited", "pane.focused", "pane.moved", "tab.created", "tab.closed",
+    "tab.renamed", "tab.moved", "tab.focused", "workspace.created", "workspace.closed",
+    "workspace.renamed", "workspace.moved", "workspace.focused", "plugin.loaded",
+    "plugin.unloaded", "agent.view_changed",
+)
+"""What makes the sidebar fetch the list again."""
+STATUS_ORDER = ("blocked", "done", "working", "idle", "unknown")
+GLYPH = {"blocked": "●", "done": "✔", "idle": "○", "unknown": "·"}
+STATUS_STYLE = {"blocked": "fg:ansired bold", "done": "fg:ansigreen",
+                "working": "fg:ansiyellow", "idle": "fg:ansibrightblack",
+                "unknown": "fg:ansibrightblack"}
+SELECTED = "bg:#303030"
+
+
+def age(seconds: float) -> str:
+    """A compact duration: ``5s``, ``2m05s``, ``1h02m``, ``3d04h``."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def _fit(text: str, width: int) -> str:
+    return text[:width] if len(text) > width else text + " " * (width - len(text))
+
+
+def sidebar_lines(rows: list[Row], width: int, *, now: float, frame: int,
+                  selected: str | None) -> StyleAndTextTuples:
+    """One line per agent: status glyph, name (else pane id), agent, time in state; the
+    selected one highlighted."""
+    out: StyleAndTextTuples = [("bold", _fit(f" agents ({len(rows)})", width)), ("", "\n")]
+    name_width = max(4, width - 20)
+    for row in rows:
+        status = str(row.get("agent_status", "unknown"))
+        glyph = SPINNER[frame % len(SPINNER)] if status == "working" else GLYPH.get(status, "·")
+        since = row.get("status_changed_at")
+        shown = age(now - since) if isinstance(since, int | float) else ""
+        back = SELECTED if row.get("pane_id") == selected else ""
+        name = str(row.get("name") or row.get("pane_id", ""))
+        agent = str(row.get("display_agent") or row.get("agent") or "")
+        out += [(back, " "), (f"{back} {STATUS_STYLE.get(status, '')}", glyph),
+                (back, " " + _fit(name, name_width) + " "),
+                (f"{back} fg:ansibrightblack", _fit(agent, 10)),
+                (back, f"{shown:>6} "), ("", "\n")]
+    if not rows:
+        out.append(("fg:ansibrightblack", " no agents in this view yet"))
+    return out
+
+
+def counts(rows: list[Row]) -> str:
+    """Agents per status, most urgent first: ``● 1 blocked  ○ 2 idle``."""
+    per: dict[str, int] = {}
+    for row in rows:
+        status = str(row.get("agent_status", "unknown"))
+        per[status] = per.get(status, 0) + 1
+    return "  ".join(f"{GLYPH.get(s, '*')} {per[s]} {s}" for s in STATUS_ORDER if per.get(s))
 
 
 class Fragments:
@@ -66,6 +127,8 @@ class Fragments:
     def row(self, text: str) -> StyleAndTextTuples:
         hit = self._cache.get(text)
         if hit is None:
+            from prompt_toolkit.formatted_text import ANSI  # see the module docstring
+
             hit = []
             for fragment in ANSI(text).__pt_formatted_text__():
                 style, chars = fragment[0], fragment[1]
@@ -188,12 +251,13 @@ class Ui:
 
     def __init__(self, path: str, view: bool | str, params: dict[str, Any] | None, *,
                  sidebar_width: int = SIDEBAR_WIDTH) -> None:
+        from prompt_toolkit.application import Application  # see the module docstring
+
         self.path = path
         self.view = view
         self.params = params
         self.sidebar_width = sidebar_width
-        self.columns = columns_from(SIDEBAR_COLUMNS)
-        self.board = Board([], 0)
+        self.rows: list[Row] = []
         self.selected: str | None = None
         self.shown: str | None = None
         self.notice = ""
@@ -201,7 +265,7 @@ class Ui:
         self.requests = AsyncClient(path)
         self.preview = PanePreview(path, self._invalidate)
         self.app: Application[int] = Application(
-            layout=Layout(self._layout()), key_bindings=self._keys(), full_screen=True,
+            layout=self._layout(), key_bindings=self._keys(), full_screen=True,
             mouse_support=False, refresh_interval=None, min_redraw_interval=MIN_REDRAW_S)
         self._sidebar_key: tuple[object, ...] = ()
         self._sidebar_lines: StyleAndTextTuples = []
@@ -209,7 +273,11 @@ class Ui:
 
     # -- layout ------------------------------------------------------------------------
 
-    def _layout(self) -> HSplit:
+    def _layout(self) -> Layout:
+        from prompt_toolkit.layout import HSplit, Layout, VSplit, Window
+        from prompt_toolkit.layout.controls import FormattedTextControl
+        from prompt_toolkit.layout.dimension import Dimension
+
         # Sizes are given, so laying out never measures the text.
         fill = Dimension(min=1, preferred=10_000)
         sidebar = Window(FormattedTextControl(self._sidebar_text), width=Dimension.exact(
@@ -220,10 +288,10 @@ class Ui:
             Window(FormattedTextControl(self._pane_text), height=fill, width=fill,
                    wrap_lines=False),
         ])
-        return HSplit([
+        return Layout(HSplit([
             VSplit([sidebar, Window(width=1, char="│", style="fg:#666666"), pane]),
             Window(FormattedTextControl(self._footer), height=1, style="reverse"),
-        ])
+        ]))
 
     def _pane_area(self) -> tuple[int, int]:
         size = self.app.output.get_size()
@@ -233,15 +301,11 @@ class Ui:
         now = time.time()
         frame = int(now / SPIN_SECONDS)
         # The list only changes with the board, the selection, the second and the spinner.
-        key = (id(self.board), self.selected, int(now), frame)
+        key = (id(self.rows), self.selected, int(now), frame)
         if key != self._sidebar_key:
-            lines = render_rows(self.board, self.columns, width=self.sidebar_width, now=now,
-                                frame=frame, selected=self.selected)
-            if not self.board.rows:
-                lines.append("")
-                lines.append(" no agents yet" if not self.board.total else
-                             " none in this view")
-            self._sidebar_key, self._sidebar_lines = key, self.fragments.rows(lines)
+            self._sidebar_key = key
+            self._sidebar_lines = sidebar_lines(self.rows, self.sidebar_width, now=now,
+                                                frame=frame, selected=self.selected)
         return self._sidebar_lines
 
     def _pane_heading(self) -> StyleAndTextTuples:
@@ -257,10 +321,9 @@ class Ui:
         return self.fragments.rows(self.preview.rows[:lines])
 
     def _footer(self) -> StyleAndTextTuples:
-        counts = summary(self.board.rows, False)
         keys = self.notice or ("j/k agents · tab panes · b next blocked · enter attach · "
                                "f focus · q quit")
-        return [("", f" {counts}   {keys}")]
+        return [("", f" {counts(self.rows)}   {keys}")]
 
     def _invalidate(self) -> None:
         self.app.invalidate()
@@ -268,6 +331,8 @@ class Ui:
     # -- keys --------------------------------------------------------------------------
 
     def _keys(self) -> KeyBindings:
+        from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
         kb = KeyBindings()
 
         @kb.add("q")
@@ -308,7 +373,7 @@ class Ui:
         return kb
 
     def _ids(self) -> list[str]:
-        return [str(r.get("pane_id")) for r in self.board.rows]
+        return [str(r.get("pane_id")) for r in self.rows]
 
     def _select(self, pane_id: str | None) -> None:
         self.selected = pane_id
@@ -329,7 +394,7 @@ class Ui:
 
     def _next_blocked(self) -> None:
         ids = self._ids()
-        blocked = [str(r.get("pane_id")) for r in self.board.rows
+        blocked = [str(r.get("pane_id")) for r in self.rows
                    if r.get("agent_status") == "blocked"]
         if not blocked:
             self.notice = "no blocked agent"
@@ -353,6 +418,8 @@ class Ui:
         self._show(panes[(index + step) % len(panes)])
 
     async def _attach(self) -> None:
+        from prompt_toolkit.application import run_in_terminal
+
         if self.shown is None:
             return
         argv = [sys.executable, "-m", "cmux_core", "attach", self.shown, "--socket", self.path]
@@ -390,7 +457,8 @@ class Ui:
             await self.stale.wait()
             self.stale.clear()
             try:
-                self.board = await fetch_board_async(self.requests, self.view)
+                listed = await self.requests.call("agent.list", {"view": self.view})
+                self.rows = list(listed.get("agents", []))
             except (ConnectionError, OSError, TimeoutError):
                 self._gone()
                 return
@@ -405,7 +473,7 @@ class Ui:
     async def _tick(self) -> None:
         """Redraw for the clock alone: the working spinner, and the time in state."""
         while True:
-            working = any(r.get("agent_status") == "working" for r in self.board.rows)
+            working = any(r.get("agent_status") == "working" for r in self.rows)
             await asyncio.sleep(SPIN_SECONDS if working else 1.0 - time.time() % 1.0)
             self.app.invalidate()
 
@@ -418,7 +486,7 @@ class Ui:
     async def _follow_events(self) -> None:
         events = AsyncClient(self.path, timeout=None)
         try:
-            async for _event in events.events([*WATCH_EVENTS, VIEW_EVENT]):
+            async for _event in events.events(list(WATCH_EVENTS)):
                 self.stale.set()
         except (ConnectionError, OSError):
             self._gone()
@@ -429,3 +497,45 @@ class Ui:
         self.notice = "the cmux server went away"
         if self.app.is_running:
             self.app.exit(result=1)
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise CmuxError("not_a_terminal", "cmux ui needs a terminal on stdin and stdout")
+    params: dict[str, Any] | None = None
+    if args.view is not None:
+        try:
+            params = json.loads(args.view)
+        except json.JSONDecodeError as exc:
+            raise CmuxError("invalid_params", f"--view is not valid JSON: {exc}") from None
+        if not isinstance(params, dict):
+            raise CmuxError("invalid_params", "--view must be a JSON object")
+        params.setdefault("source", "cli")
+    view: bool | str = True if params is not None else (args.client or DEFAULT_CLIENT)
+    path = str(socket_path(args.socket, args.session))
+    ui = Ui(path, view, params, sidebar_width=args.sidebar_width)
+    code = asyncio.run(ui.run())
+    if code and ui.notice:
+        print(ui.notice, file=sys.stderr)
+    return code
+
+
+def add_ui_command(sub: Any, add_common: AddCommon) -> None:
+    p = sub.add_parser(
+        "ui", help="the agents sidebar beside a live pane",
+        description="The agents sidebar (through an agent view) beside a "
+        "live pane. j/k or arrows move between agents, tab/shift-tab step through panes, "
+        "b jumps to the next blocked agent, enter attaches full-screen (the detach key "
+        "comes back), f focuses the pane on the server, q quits.")
+    add_common(p)
+    p.add_argument("--client", default=None, metavar="ID",
+                   help=f"follow the view of client ID (default {DEFAULT_CLIENT}); ignored "
+                        "with --view")
+    p.add_argument("--view", metavar="JSON",
+                   help="set this ui's own view: agent.view.set params (source "
+                        "defaults to cli), e.g. "
+                        "'{\"filter\": {\"op\": \"eq\", \"field\": \"agent\", "
+                        "\"value\": \"claude\"}}'")
+    p.add_argument("--sidebar-width", type=int, default=SIDEBAR_WIDTH, metavar="CELLS",
+                   help=f"width of the sidebar (default {SIDEBAR_WIDTH})")
+    p.set_defaults(func=cmd_ui)
