@@ -96,3 +96,25 @@ def test_break_and_join(cmux_server: ServerProcess) -> None:
 
         focused_break = v2("pane.break", surface_id=split["surface_id"], focus=True)
         assert v2("workspace.current")["workspace_id"] == focused_break["workspace_id"]
+
+
+def test_resize_in_pixels_and_the_debug_layout(cmux_server: ServerProcess) -> None:
+    with V2(cmux_server.socket_path) as v2:
+        start = focused(v2)
+        v2("surface.split", direction="right")
+
+        def width() -> int:
+            panes = v2("debug.layout")["layout"]["layout"]["panes"]
+            return int(next(p for p in panes if p["paneId"] == start["pane_id"])
+                       ["frame"]["width"])
+
+        before = width()  # 80 columns split in two, 8 pixels a cell
+        assert before == 40 * 8
+        out = v2("pane.resize", pane_id=start["pane_id"], direction="right", amount=80)
+        assert out["pane_id"] == start["pane_id"] and out["changed"] is True
+        assert out["workspace_id"] == start["workspace_id"]
+        assert width() == before + 80
+        # A fraction is the Local API's share of the split, with its own result only.
+        local = v2("pane.resize", pane_id=start["pane_id"], direction="left", amount=0.125)
+        assert "pane_id" not in local and local["resize"]["changed"] is True
+        assert width() == before + 80 - 10 * 8

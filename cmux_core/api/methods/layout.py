@@ -15,6 +15,7 @@ from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.methods.pane import NOMINAL_CELL_PX
 from cmux_core.api.methods.routing import pane_keys
 from cmux_core.api.methods.workspace import workspace_row
 from cmux_core.errors import CmuxError, InvalidParams
@@ -67,15 +68,35 @@ async def pane_focus_direction(call: Call, p: DirectionParams) -> Result:
 
 
 class ResizeParams(DirectionParams):
-    amount: float = DEFAULT_RESIZE_AMOUNT
+    amount: int | float = DEFAULT_RESIZE_AMOUNT
+    workspace_id: str | None = None
+    window_id: str | None = None
+
+
+def pixel_share(mux: Mux, direction: PaneDirection, pixels: int) -> float:
+    """cmux's resize amount (pixels of the nominal cells ``pane.list`` reports) as a
+    share of the area's width or height."""
+    horizontal = direction in ("left", "right")
+    cell = NOMINAL_CELL_PX[0 if horizontal else 1]
+    extent = mux.area.width if horizontal else mux.area.height
+    return max(1, round(pixels / cell)) / max(extent, 1)
 
 
 @methods.method("pane.resize", ResizeParams)
 async def pane_resize(call: Call, p: ResizeParams) -> Result:
-    """Move the divider beside the pane by ``amount`` of its split."""
+    """Move the divider beside the pane by ``amount`` of its split. An integer amount of
+    1 or more is cmux's form: pixels of nominal cells, measured against the whole area;
+    the result then carries cmux's id/ref twins too."""
     mux = call.ctx.mux
-    done = arrange.resize(mux, mux.pane(p.pane_id), p.direction, p.amount)
-    return {"type": "pane_resize", "resize": wire.resize(mux, done)}
+    pane = mux.pane(p.pane_id)
+    cmux_form = isinstance(p.amount, int) and p.amount >= 1
+    amount = pixel_share(mux, p.direction, int(p.amount)) if cmux_form else p.amount
+    done = arrange.resize(mux, pane, p.direction, amount)
+    result: Result = {"type": "pane_resize", "resize": wire.resize(mux, done)}
+    if cmux_form:
+        result.update({**pane_keys(pane), "direction": p.direction, "amount": p.amount,
+                       "changed": done.changed})
+    return result
 
 
 class SwapParams(Params):
@@ -88,8 +109,9 @@ class SwapParams(Params):
     focus: bool = False
 
 
-SWAP_FORMS = ("provide either direction with optional pane_id, source_pane_id and "
-              "target_pane_id, or pane_id and target_pane_id")
+SWAP_FORMS = ("provide either direction with optional pane_id, or source_pane_id and "
+              "target_pane_id")
+"""herdr's message, word for word; cmux's form (pane_id with target_pane_id) is a third."""
 
 
 def swap_surfaces(mux: Mux, p: SwapParams) -> Result:

@@ -17,7 +17,8 @@ from pydantic import Field
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.cmux_catalog import NOT_SUPPORTED
-from cmux_core.api.methods.routing import Routing, surface_keys, surface_of
+from cmux_core.api.methods.pane import NOMINAL_CELL_PX
+from cmux_core.api.methods.routing import Routing, surface_keys, surface_of, workspace_of
 from cmux_core.api.methods.surface import key_bytes, surface_row, write
 from cmux_core.api.methods.workspace import workspace_keys
 from cmux_core.errors import CmuxError, InvalidParams
@@ -388,3 +389,28 @@ async def debug_notification_focus(call: Call, p: Routing) -> Result:
     if surface.flash_count == flashes:  # showing it did not flash it already
         surface.flash_count += 1
     return {"type": "ok", **surface_keys(surface)}
+
+
+@methods.method("debug.layout", Routing)
+async def debug_layout(call: Call, p: Routing) -> Result:
+    """The panes of the workspace the call means (default: the active one) as laid out,
+    at ``layout.layout.panes``: each pane's rectangle in the nominal pixels ``pane.list``
+    uses (cell size times cells), with the area as ``container``."""
+    mux = call.ctx.mux
+    ws = workspace_of(mux, p)
+    width, height = NOMINAL_CELL_PX
+    rows = []
+    if ws.active_tab is not None:
+        for key, rect in mux.pane_rects(ws.active_tab).items():
+            pane = mux.panes[key]
+            rows.append({"paneId": pane.key, "pane_id": pane.key, "pane_ref": pane.ref,
+                         "frame": {"x": rect.x * width, "y": rect.y * height,
+                                   "width": rect.width * width,
+                                   "height": rect.height * height},
+                         "selectedSurfaceId": pane.surface.uuid,
+                         "surface_ids": [s.uuid for s in pane.surfaces],
+                         "focused": mux.is_focused(pane)})
+    container = {"width": mux.area.width * width, "height": mux.area.height * height}
+    # cmux's debug response holds the layout under "layout", and is itself under "layout".
+    return {"type": "layout", **workspace_keys(ws),
+            "layout": {"layout": {"panes": rows, "container": container}}}
