@@ -359,3 +359,39 @@ def raw_call(server: ServerProcess, method: str, params: dict[str, Any]) -> dict
             data += chunk
     reply: dict[str, Any] = json.loads(data)
     return reply
+
+
+# -- docs/integrate-your-agent.md, run as written ----------------------------------------------
+
+
+def doc_files(doc: Path) -> dict[str, str]:
+    """Every fenced block of ``doc`` whose first line is ``# file: PATH``, by path."""
+    files: dict[str, str] = {}
+    block: list[str] | None = None
+    for line in doc.read_text().splitlines(keepends=True):
+        if line.startswith("```"):
+            if block is None:
+                block = []
+                continue
+            if block and block[0].startswith("# file: "):
+                files[block[0].removeprefix("# file: ").strip()] = "".join(block[1:])
+            block = None
+        elif block is not None:
+            block.append(line)
+    return files
+
+
+def test_the_integrate_your_agent_walkthrough_runs(tmp_path: Path) -> None:
+    files = doc_files(ROOT / "docs" / "integrate-your-agent.md")
+    assert {"cmux-tally/pyproject.toml", "cmux-tally/src/cmux_tally/__init__.py",
+            "cmux-tally/src/cmux_tally/tally.toml", "cmux-tally/src/cmux_tally/tally-hook",
+            "cmux-tally/tests/tally.py", "cmux-tally/tests/test_cmux_tally.py"} <= set(files)
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    (tmp_path / "cmux-tally" / "src" / "cmux_tally" / "tally-hook").chmod(0o755)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "tests"], cwd=tmp_path / "cmux-tally", capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
