@@ -34,3 +34,18 @@ def test_empty_server_starts_without_workspaces(api: Api, cmux_server: ServerPro
     assert created["workspace"]["focused"] is True
     assert [w["ref"] for w in api("window.list")["windows"]] == ["window:1"]
     assert api("workspace.current")["workspace_id"] == created["workspace_id"]
+
+
+@pytest.mark.cmux_server(args=["--empty", "--shell", "/nonexistent/sh"])
+def test_a_workspace_that_cannot_start_leaves_no_window(api: Api,
+                                                        cmux_server: ServerProcess) -> None:
+    for params in ({}, {"layout": {"direction": "vertical", "children": [
+            {"pane": {"surfaces": [{"type": "terminal"}]}},
+            {"pane": {"surfaces": [{"type": "terminal"}, {"type": "terminal"}]}}]}}):
+        err = api.error("workspace.create", params)
+        assert err["code"] == "workspace_create_failed" and "/nonexistent/sh" in err["message"]
+        assert api("window.list")["windows"] == []
+        assert api("workspace.list")["workspaces"] == []
+        assert api("pane.list")["panes"] == []
+    err = api.error("window.create")
+    assert err["code"] == "window_create_failed" and api("window.list")["windows"] == []

@@ -192,7 +192,8 @@ def build(mux: Mux, spec: Spec, *, window: Window | None, cwd: str,
           label: str | None = None, env: dict[str, str] | None = None,
           description: str = "", focus: bool = False) -> Workspace:
     """A new workspace laid out as ``spec``, appended to ``window`` (default: the active
-    one), selected only with ``focus`` (or when its window had none selected).
+    one; a new window when there is none), selected only with ``focus`` (or when its
+    window had none selected).
 
     Every terminal is spawned at its final size before anything is published; a spawn
     failure closes the ones started and raises ``workspace_create_failed``. The pane
@@ -200,7 +201,10 @@ def build(mux: Mux, spec: Spec, *, window: Window | None, cwd: str,
     Events: ``workspace_created``, ``tab_created``, ``pane_created`` per pane in order,
     ``layout_updated``, then the focus triple when the active workspace changed.
     """
-    window = window or mux.active_window or mux.create_window()
+    window = window or mux.active_window
+    new_window = window is None
+    if window is None:
+        window = Window("", "")  # entered into the mux only once the workspace is built
     ws = Workspace(ids.workspace_id(mux._next_workspace), "", "", window, cwd,
                    dict(env or {}), label=label or None, description=description)
     tab = Tab(ids.new_uuid(), ws.next_tab_number, ws, layout.Leaf(""), "")
@@ -224,6 +228,8 @@ def build(mux: Mux, spec: Spec, *, window: Window | None, cwd: str,
         raise CmuxError("workspace_create_failed", exc.message, exc.data) from None
 
     before = mux._focus_key()
+    if new_window:
+        mux._enter_window(window)
     mux._next_workspace += 1
     ws.uuid, ws.ref = mux._mint("workspace", ws)
     ws.next_tab_number += 1

@@ -100,7 +100,10 @@ class Mux:
         self._by_ref.pop(ref, None)
 
     def create_window(self) -> Window:
-        window = Window("", "")
+        return self._enter_window(Window("", ""))
+
+    def _enter_window(self, window: Window) -> Window:
+        """Give a new window its ids and list it; it is active when none was."""
         window.uuid, window.ref = self._mint("window", window)
         self.windows.append(window)
         if self.active_window is None:
@@ -124,13 +127,18 @@ class Mux:
         Raises ``spawn_failed`` (and leaves nothing behind) when the process cannot
         start.
         """
-        window = window or self.active_window or self.create_window()
+        window = window or self.active_window
+        # Without any window, the one made for the workspace is entered only once it exists.
+        new_window = window is None
+        window = window or Window("", "")
         cwd = cwd or self.default_cwd()
         number = self._next_workspace
         ws = Workspace(ids.workspace_id(number), "", "", window, cwd, dict(env or {}),
                        label=label or None)
         before = self._focus_key()
         tab, pane = self._new_tab(ws, cwd=cwd, command=command, env=pane_env, label=None)
+        if new_window:
+            self._enter_window(window)
         self._next_workspace += 1
         ws.uuid, ws.ref = self._mint("workspace", ws)
         window.workspaces.append(ws)
