@@ -320,8 +320,8 @@ def test_agents_resume_their_sessions_after_a_restart(place: Place) -> None:
     first.stop()
     saved = place.saved()["windows"][0]["workspaces"][0]["tabs"][0]["root"]
     assert saved["first"]["agent"]["resume"][-2:] == ["--resume", "sess-in-shell"]
-    assert saved["first"]["agent"]["resume_typed"] is True
-    assert saved["second"]["agent"]["resume_typed"] is False
+    assert saved["first"]["agent"]["in_shell"] is True
+    assert saved["second"]["agent"]["in_shell"] is False
 
     second = place.start()
     wait_until(lambda: "started with --resume sess-in-shell" in text(second, "w1:p1"),
@@ -390,4 +390,21 @@ def test_a_panes_surfaces_and_env_come_back(place: Place) -> None:
     wait_until(lambda: "note=from-a-surface" in second.call(
         "surface.read_text", {"surface_id": shell["surface_id"]})["text"].replace("\n", ""),
                message="surface env")
+    second.stop()
+
+
+def test_a_named_agent_without_a_session_starts_afresh_under_its_name(place: Place) -> None:
+    first = place.start()
+    started = first.call("agent.start", {"name": "helper",
+                                         "argv": [sys.executable, str(place.agent)]})
+    pane_id = started["agent"]["pane_id"]
+    wait_until(lambda: "started with nothing" in text(first, pane_id), message="the agent")
+    first.stop()
+    assert place.saved()["windows"][0]["workspaces"][0]["tabs"][0]["root"]["second"][
+        "agent"] == {"name": "helper", "in_shell": False}
+
+    second = place.start()
+    wait_until(lambda: "started with nothing" in text(second, pane_id), message="afresh")
+    agent = second.call("agent.get", {"target": "helper"})["agent"]
+    assert agent["pane_id"] == pane_id
     second.stop()

@@ -131,10 +131,10 @@ def _agent(tracker: AgentTracker, pane: Pane, resume_for: ResumeFor,
     resume = resume_for(session) if session is not None else None
     term = pane.terminal
     pgid = term.foreground_pgid()
-    typed = pane.surface.command is None or (pgid is not None and pgid != term.pid)
+    in_shell = pane.surface.command is None or (pgid is not None and pgid != term.pid)
     return PaneAgentState(
         name=rec.name,
         session=SessionRefState(source=session.source, agent=session.agent,
                                 kind=session.kind, value=session.value)
         if session is not None else None,
-        resume=resume, resume_typed=typed if resume else False)
+        resume=resume, in_shell=in_shell)

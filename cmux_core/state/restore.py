@@ -2,13 +2,15 @@
 
 Every window, workspace, tab and pane comes back under its saved public number, UUID and
 short ref (the mux's allocators continue after them), with its labels, split ratios, zoom
-and focus. Each pane starts again in its saved cwd (when that directory is gone: its
-workspace's, else the home directory) running the command it was launched with, or the
-shell. A pane whose agent had a session and a resume command resumes it: the command is
-typed into the pane's shell when the agent ran inside one, and otherwise runs in place of
-the pane's command; the session reference and the agent's name go back to the tracker.
+and focus. Each surface of a pane starts again in its saved cwd (when that directory is
+gone: its workspace's, else the home directory) with its env, running the command it was
+launched with, or the shell. A pane whose agent had a session and a resume command
+resumes it: the command is typed into the pane's shell when the agent ran inside one, and
+otherwise runs in place of the pane's command; the session reference and the agent's
+name go back to the tracker.
 A resume command that cannot start falls back to the pane's own command, and a command
-that cannot start to the shell.
+that cannot start to the shell. An agent that was the pane's own program and had no
+session to resume starts afresh under its name.
 
 Named clients' agent views are set again; one whose plugin is gone is skipped with a log
 line. Events are published as for new objects (workspace, tab, pane created, layout
@@ -52,8 +54,9 @@ class Restored:
     workspaces: int = 0
     panes: int = 0
     resumed: set[str] = field(default_factory=set)
-    agents: list[tuple[Pane, PaneAgentState]] = field(default_factory=list)
-    """The resuming panes' agents, given back to the tracker once the panes are announced."""
+    agents: list[tuple[Pane, PaneAgentState, bool]] = field(default_factory=list)
+    """The agents of panes that run them again (resumed or not), given back to the tracker
+    once the panes are announced."""
     views: dict[str, AgentView] = field(default_factory=dict)
 
 
@@ -98,8 +101,8 @@ def restore(state: SessionState, mux: Mux, tracker: AgentTracker, book: ViewBook
             for pane in panes:
                 mux.events.publish(PaneCreated(pane))
             mux.events.publish(LayoutUpdated(tab))
-    for pane, agent in done.agents:
-        if agent.session is not None:
+    for pane, agent, resumed in done.agents:
+        if resumed and agent.session is not None:
             session = agent.session
             tracker.record(pane).session = SessionRef(session.source, session.agent,
                                                       session.kind, session.value)
@@ -195,9 +198,9 @@ def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Res
     pane = Pane(saved.key, saved.number, saved.ref, tab)
     agent = saved.agent
     resume = agent.resume if agent is not None and agent.session is not None else None
-    typed = agent is not None and agent.resume_typed
+    typed = agent is not None and agent.in_shell
     index = min(saved.selected, len(saved.surfaces) - 1)
-    resumed = False
+    resumed = rerun = False
     for i, surface in enumerate(saved.surfaces):
         cwd = _directory(surface.cwd, tab.workspace.cwd)
         attempts: list[tuple[list[str] | None, list[str] | None]] = []
@@ -221,6 +224,8 @@ def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Res
                 resumed = True
                 if typed:
                     _type(started, resume)
+            rerun = rerun or (i == index and not typed and argv is None
+                              and command is not None)
             break
         else:
             raise RestoreFailed(f"pane {ids.pane_id(tab.workspace.id, saved.number)} cannot "
@@ -229,8 +234,9 @@ def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Res
     mux.adopt(pane, pane.key, pane.ref)
     pane.label = saved.label or None
     done.panes += 1
-    if resumed and agent is not None:
-        done.agents.append((pane, agent))
+    if agent is not None and (resumed or rerun):
+        done.agents.append((pane, agent, resumed))
+    if resumed:
         done.resumed.add(pane.key)
     return pane
 

@@ -56,15 +56,15 @@ class SessionRefState(_Model):
 class PaneAgentState(_Model):
     """The agent a pane ran: its name, its session and the command that resumes it.
 
-    ``resume`` was filled in from the agent's manifest when the session was saved;
-    ``resume_typed`` says whether it is typed into the pane's own program (the agent ran
-    inside a shell) or replaces it (the pane was the agent).
+    ``resume`` was filled in from the agent's manifest when the session was saved.
+    ``in_shell``: the agent ran inside the program the pane shows (a shell), so ``resume``
+    is typed there; otherwise the agent was that program, and ``resume`` runs in its place.
     """
 
     name: str | None = None
     session: SessionRefState | None = None
     resume: Argv | None = None
-    resume_typed: bool = False
+    in_shell: bool = False
 
 
 class SurfaceState(_Model):
