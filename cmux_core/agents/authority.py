@@ -1,5 +1,6 @@
-"""Who may decide a pane's agent state: declared sources, herdr's official sources, and the
-rules of the ``shared`` authority.
+"""Who decides a pane's agent state: the hook authority and the screen report, declared
+sources, herdr's official sources, and the rules that arbitrate between them
+(:func:`decide`).
 
 A hook report's ``(source, agent)`` pair is looked up among the declarations integrations
 make (``cmux_register_integrations(..., source=, agent=, authority=)``) and then among
@@ -7,8 +8,10 @@ herdr's sixteen official ``herdr:<integration>`` sources, so herdr's own hook sc
 in our panes under herdr's rules: six own the agent's lifecycle, the others carry only a
 session reference.
 
-``shared`` is hooks and screen together. The tracker asks :func:`shared_state` what a
-shared authority's report means given the latest screen classification:
+A ``lifecycle`` authority speaks while its agent's process is detected, and no screen
+overrides it; a ``custom`` (undeclared) one speaks at once, but a live permission prompt
+of the same known agent on screen, newer than the report, is ``blocked``. ``shared`` is
+hooks and screen together (:func:`shared_state`):
 
 * a permission dialog on screen (``blocked`` with ``visible_blocker``) is ``blocked``,
   whatever the hook said;
@@ -26,13 +29,15 @@ shared authority's report means given the latest screen classification:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = [
-    "HERDR_DECLARATIONS", "SHARED_BLOCKED_TTL_S", "SHARED_CONFIRM_S", "Authority",
-    "ScreenView", "SharedVerdict", "SourceDeclaration", "declarations_from", "shared_state",
+    "HERDR_DECLARATIONS", "SHARED_BLOCKED_TTL_S", "SHARED_CONFIRM_S", "Authority", "Decision",
+    "HookAuthority", "ScreenReport", "SessionRef", "SharedVerdict", "SourceDeclaration", "decide",
+    "declarations_from", "hook_speaks", "shared_state",
 ]
 
 Authority = Literal["lifecycle", "session", "shared"]
@@ -90,22 +95,53 @@ HERDR_DECLARATIONS: tuple[SourceDeclaration, ...] = (
 (lifecycle owners, or session references only), so its shipped hooks work unchanged."""
 
 
-@dataclass(frozen=True, slots=True)
-class ScreenView:
-    """What :func:`shared_state` needs of a screen classification."""
+@dataclass(slots=True)
+class ScreenReport:
+    """One published screen classification (detection's fallback state) and its evidence."""
 
     state: State
-    at: float
-    visible_blocker: bool = False
     visible_idle: bool = False
+    visible_blocker: bool = False
     visible_working: bool = False
+    process_exited: bool = False
     matched_rule: str | None = None
+    at: float = field(default_factory=time.monotonic)
 
     @property
     def has_evidence(self) -> bool:
         """Whether a rule of the manifest (not the fallback) made this classification."""
         return (self.matched_rule is not None or self.visible_idle or self.visible_working
                 or self.visible_blocker)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRef:
+    """An agent's native session reference, as reported by its integration."""
+
+    source: str
+    agent: str
+    kind: Literal["id", "path"]
+    value: str
+
+    def to_wire(self) -> dict[str, str]:
+        return {"source": self.source, "agent": self.agent, "kind": self.kind,
+                "value": self.value}
+
+
+@dataclass(slots=True)
+class HookAuthority:
+    """The last accepted state report; ``lifecycle``, ``shared`` or ``custom`` (undeclared)
+    authority. Past ``expires_at`` (monotonic; None: never) its state no longer counts."""
+
+    source: str
+    agent: str
+    state: State
+    kind: Literal["lifecycle", "shared", "custom"]
+    message: str | None = None
+    custom_status: str | None = None
+    reported_at: float = field(default_factory=time.monotonic)
+    session: SessionRef | None = None
+    expires_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +154,7 @@ class SharedVerdict:
 
 
 def shared_state(reported: State, reported_at: float, expires_at: float | None,
-                 screen: ScreenView | None, now: float) -> SharedVerdict:
+                 screen: ScreenReport | None, now: float) -> SharedVerdict:
     """Arbitrate a ``shared`` authority's ``reported`` state against ``screen`` at ``now``.
 
     Times are monotonic seconds; ``expires_at`` is the report's deadline (None: none).
@@ -148,6 +184,50 @@ def shared_state(reported: State, reported_at: float, expires_at: float | None,
     elif reported == "unknown" and screen is not None:
         return from_screen()
     return SharedVerdict(reported, False, expires_at)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A pane's effective state, who set it (the source or matched rule in ``detail``), and
+    when it may change without a new signal."""
+
+    state: State
+    source: Literal["hook", "screen", "none"]
+    detail: str | None = None
+    recheck_at: float | None = None
+
+
+def hook_speaks(auth: HookAuthority, detected: str | None, exited_agent: str | None) -> bool:
+    """A lifecycle authority speaks only while its agent process is detected; others do."""
+    return auth.kind != "lifecycle" or (detected == auth.agent and exited_agent != auth.agent)
+
+
+def decide(auth: HookAuthority | None, screen: ScreenReport | None, detected: str | None,
+           exited_agent: str | None, now: float) -> Decision:
+    """The effective state of a pane whose hook authority is ``auth`` and whose latest
+    screen classification is ``screen`` (``detected``: the agent process identified, if
+    any; ``exited_agent``: the one that just exited). Times are monotonic seconds."""
+    def by_screen(recheck: float | None = None) -> Decision:
+        if screen is None:
+            return Decision("unknown", "none", None, recheck)
+        return Decision(screen.state, "screen", screen.matched_rule, recheck)
+
+    if auth is None:
+        return by_screen()
+    if auth.kind == "shared":
+        verdict = shared_state(auth.state, auth.reported_at, auth.expires_at, screen, now)
+        if verdict.from_screen:
+            return by_screen(verdict.recheck_at)
+        return Decision(verdict.state, "hook", auth.source, verdict.recheck_at)
+    if auth.expires_at is not None and now >= auth.expires_at:
+        return by_screen()
+    if not hook_speaks(auth, detected, exited_agent):
+        return by_screen(auth.expires_at)
+    if (auth.kind == "custom" and screen is not None and screen.state == "blocked"
+            and screen.visible_blocker and screen.at >= auth.reported_at
+            and auth.state != "blocked" and detected is not None and auth.agent == detected):
+        return Decision("blocked", "screen", screen.matched_rule, auth.expires_at)
+    return Decision(auth.state, "hook", auth.source, auth.expires_at)
 
 
 def _earliest(a: float, b: float | None) -> float:

@@ -17,8 +17,9 @@ screen decide together (:mod:`cmux_core.agents.authority`); any undeclared (cust
 owns the state at once, except that a live, visible blocker on the screen of the same
 known agent still wins. herdr's official ``herdr:<integration>`` sources keep herdr's
 meaning. A report may carry a TTL, past which its state no longer counts; a report from a
-subagent never moves the state. Every status carries its provenance: which signal set it
-(``hook``, ``screen``, ``process_exit``, ``release``), its source and when.
+subagent never moves the state. The arbitration itself is
+:func:`cmux_core.agents.authority.decide`. Every status carries its provenance: which signal
+set it (``hook``, ``screen``, ``process_exit``, ``release``), its source and when.
 
 Public status adds ``done`` (idle and not yet seen) to the state; a server-global
 ``state_change_seq`` numbers effective state changes. Metadata (tokens with TTLs, and
@@ -65,10 +66,13 @@ from cmux_core.agents.authority import (
     HERDR_DECLARATIONS,
     SHARED_BLOCKED_TTL_S,
     Authority,
-    ScreenView,
+    HookAuthority,
+    ScreenReport,
+    SessionRef,
     SourceDeclaration,
+    decide,
     declarations_from,
-    shared_state,
+    hook_speaks,
 )
 from cmux_core.agents.events import (
     PaneAgentDetected,
@@ -118,49 +122,6 @@ so detection's first real classification has been made and published by then."""
 
 LAUNCH_TIMEOUT_S = 30.0
 """Default time a managed launch may stay pending (``agent.start`` ``timeout_ms``)."""
-
-
-@dataclass(slots=True)
-class ScreenReport:
-    """One published screen classification (detection's fallback state) and its evidence."""
-
-    state: AgentState
-    visible_idle: bool = False
-    visible_blocker: bool = False
-    visible_working: bool = False
-    process_exited: bool = False
-    matched_rule: str | None = None
-    at: float = field(default_factory=time.monotonic)
-
-
-@dataclass(frozen=True, slots=True)
-class SessionRef:
-    """An agent's native session reference, as reported by its integration."""
-
-    source: str
-    agent: str
-    kind: Literal["id", "path"]
-    value: str
-
-    def to_wire(self) -> dict[str, str]:
-        return {"source": self.source, "agent": self.agent, "kind": self.kind,
-                "value": self.value}
-
-
-@dataclass(slots=True)
-class HookAuthority:
-    """The last accepted state report; ``lifecycle``, ``shared`` or ``custom`` (undeclared)
-    authority. Past ``expires_at`` (monotonic; None: never) its state no longer counts."""
-
-    source: str
-    agent: str
-    state: AgentState
-    kind: Literal["lifecycle", "shared", "custom"]
-    message: str | None = None
-    custom_status: str | None = None
-    reported_at: float = field(default_factory=time.monotonic)
-    session: SessionRef | None = None
-    expires_at: float | None = None
 
 
 @dataclass(slots=True)
@@ -647,50 +608,15 @@ class AgentTracker:
     # -- internals ----------------------------------------------------------------------
 
     def _effective(self, rec: AgentRecord, auth: HookAuthority) -> bool:
-        """A lifecycle authority speaks only while its agent process is detected."""
-        return auth.kind != "lifecycle" or (rec.detected == auth.agent
-                                            and rec.exited_agent != auth.agent)
-
-    def _blocker_overrides(self, rec: AgentRecord, auth: HookAuthority) -> bool:
-        screen = rec.screen
-        return (auth.kind == "custom" and screen is not None and screen.state == "blocked"
-                and screen.visible_blocker and screen.at >= auth.reported_at
-                and auth.state != "blocked" and rec.detected is not None
-                and auth.agent == rec.detected)
+        return hook_speaks(auth, rec.detected, rec.exited_agent)
 
     def _recompute(self, pane: Pane, rec: AgentRecord) -> None:
-        auth = rec.authority
-        screen = rec.screen
-        recheck = auth.expires_at if auth is not None else None
+        """Set the state :func:`~cmux_core.agents.authority.decide` gives, and arm the timer
+        for when it may change on its own (a TTL, a confirmation window)."""
         now = time.monotonic()
-        if auth is not None and auth.kind == "shared":
-            view = None if screen is None else ScreenView(
-                screen.state, screen.at, screen.visible_blocker, screen.visible_idle,
-                screen.visible_working, screen.matched_rule)
-            verdict = shared_state(auth.state, auth.reported_at, auth.expires_at, view, now)
-            recheck = verdict.recheck_at
-            if verdict.from_screen:
-                detail = screen.matched_rule if screen is not None else None
-                self._set_state(pane, rec, verdict.state, "screen" if screen else "none",
-                                detail)
-            else:
-                self._set_state(pane, rec, verdict.state, "hook", auth.source)
-        elif auth is not None and auth.expires_at is not None and now >= auth.expires_at:
-            recheck = None
-            if screen is not None:
-                self._set_state(pane, rec, screen.state, "screen", screen.matched_rule)
-            else:
-                self._set_state(pane, rec, "unknown", "none", None)
-        elif auth is not None and self._effective(rec, auth):
-            if self._blocker_overrides(rec, auth):
-                assert screen is not None
-                self._set_state(pane, rec, "blocked", "screen", screen.matched_rule)
-            else:
-                self._set_state(pane, rec, auth.state, "hook", auth.source)
-        elif screen is not None:
-            self._set_state(pane, rec, screen.state, "screen", screen.matched_rule)
-        else:
-            self._set_state(pane, rec, "unknown", "none", None)
+        decision = decide(rec.authority, rec.screen, rec.detected, rec.exited_agent, now)
+        self._set_state(pane, rec, decision.state, decision.source, decision.detail)
+        recheck = decision.recheck_at
         if recheck is not None and recheck <= now:
             recheck = None
         if recheck != rec.authority_recheck:
