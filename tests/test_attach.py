@@ -288,3 +288,15 @@ def test_paste_is_bracketed_when_the_program_asked(server: ServerProcess, tmux: 
     tmux.run("paste-buffer", "-p", "-t", outer)
     tmux.wait_for(outer, lambda text: "[   2   0   0   ~   a   b   c   d 033   [   2   0   1   ~"
                   in text)
+
+
+def test_attach_an_agent_by_name_without_resizing_it(server: ServerProcess, tmux: Tmux) -> None:
+    pane = str(server.call("pane.split", {"command": ["/bin/sh"]})["pane"]["pane_id"])
+    server.call("pane.report_agent", {"pane_id": pane, "source": "test:claude",
+                                      "agent": "claude", "state": "idle"})
+    before = server.call("pane.get", {"pane_id": pane})["pane"]
+    outer = tmux.new_session("a", 100, 30)
+    attach(tmux, outer, server, "claude", "--no-resize")
+    tmux.type(outer, "echo $CMUX_PANE_ID; stty size")
+    tmux.send(outer, "Enter")
+    tmux.wait_for(outer, lambda text: f"\n{pane}\n{before['rows']} {before['columns']}" in text)
