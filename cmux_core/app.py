@@ -92,6 +92,7 @@ class App:
         self.info.connection_count = self.server.connection_count
         self.server.close_listeners.append(self.views.connection_closed)
         self.server.request_listeners.append(self.loop_monitor.poke)
+        self.server.request_listeners.append(self.keeper.request_seen)
 
     def _on_event(self, event: Event) -> None:
         """What one part does about another's events, where neither may import the other."""

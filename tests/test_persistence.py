@@ -204,13 +204,16 @@ def test_a_killed_server_keeps_what_it_saved_a_moment_before(place: Place) -> No
     first = place.start()
     first.call("pane.split", {"pane_id": "w1:p1", "direction": "down", "ratio": 0.25})
     first.call("workspace.rename", {"workspace_id": "w1", "label": "survivor"})
+    # A pin publishes no event: the request itself leads to the save.
+    first.call("workspace.action", {"workspace_id": "w1", "action": "pin"})
 
     def saved_change() -> bool:
         try:
             ws = place.saved()["windows"][0]["workspaces"][0]
         except (OSError, ValueError, KeyError, IndexError):
             return False
-        return ws.get("label") == "survivor" and ws["tabs"][0]["root"]["type"] == "split"
+        return (ws.get("label") == "survivor" and ws["tabs"][0]["root"]["type"] == "split"
+                and ws.get("pinned") is True)
 
     wait_until(saved_change, timeout=5, message="the change in the session file")
     kill_hard(first)

@@ -3,10 +3,11 @@ changes and at stop.
 
 Saving is driven by what happens, never by a clock running on its own: every typed event
 (a pane created or closed, a split resized, a rename, an agent's session reported, a view
-set ...) arms one timer :data:`EVENT_DELAY_S` ahead, and pane output (which is how a
-shell's ``cd`` shows) one :data:`OUTPUT_DELAY_S` ahead, unless an earlier one is armed
-already. When it fires the session is captured on the loop and, only when it differs
-from what was last saved, written by a worker thread (:func:`cmux_core.state.store.write`).
+set ...) and every client request arms one timer :data:`EVENT_DELAY_S` ahead, and pane
+output (which is how a shell's ``cd`` shows) one :data:`OUTPUT_DELAY_S` ahead, unless an
+earlier one is armed already. When it fires the session is captured on the loop and,
+only when it differs from what was last saved, written by a worker thread
+(:func:`cmux_core.state.store.write`).
 An idle server therefore never wakes up for this, and a server killed outright loses at
 most the changes of its last second. At stop the session is saved one last time, before
 any pane is closed, so the agents running then are the ones resumed next time.
@@ -191,6 +192,11 @@ class SessionKeeper:
 
     def _on_output(self, pane: Pane) -> None:
         self._changed(OUTPUT_DELAY_S)
+
+    def request_seen(self) -> None:
+        """A client's request: a check after it, for changes that publish no event (a
+        workspace's pin or colour)."""
+        self._changed(EVENT_DELAY_S)
 
     def _changed(self, delay: float) -> None:
         """Arm the save timer ``delay`` seconds ahead, unless it is armed earlier."""
