@@ -101,6 +101,11 @@ def test_missing_file_left_missing_when_nothing_to_add(tmp_path: Path) -> None:
     change = edit_json(path, remove_our_hook)
     assert not change.changed
     assert not path.exists()
+    # Nor is a missing directory made (an uninstall where the agent was never set up).
+    absent = tmp_path / "no-agent-here" / "settings.json"
+    assert not edit_json(absent, remove_our_hook).changed
+    assert not edit_toml(absent.with_suffix(".toml"), lambda doc: None).changed
+    assert not absent.parent.exists()
 
 
 def test_backup_written_once_before_first_change(tmp_path: Path) -> None:
