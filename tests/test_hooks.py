@@ -376,3 +376,16 @@ def test_a_report_the_server_refuses_is_logged_for_the_author(server: ServerProc
     env = env | {"CMUX_PANE_ID": "w1:p999", "CMUX_HOOK_LOG": str(log)}
     assert_silent(*run_hook(env, PROMPT))
     assert "pane_not_found" in log.read_text()
+
+
+def test_the_bench_case_runs() -> None:
+    """``make bench``'s hooks case, tiny: every setting measured, the reports land (it
+    raises otherwise)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT))  # bench/ sits next to tests/ and is not installed
+    from bench.hooks import measure
+
+    times = measure(3)
+    assert set(times) == {"true", "python", "outside", "no_server", "server"}
+    assert all(len(v) == 3 and min(v) > 0 for v in times.values())
