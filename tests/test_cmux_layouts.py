@@ -62,6 +62,7 @@ def test_layout_builds_splits_surfaces_env_and_commands(api: Api, tmp_path: Path
     assert created["pane_id"] == panes[2]["id"] and panes[2]["focused"] is False
     surfaces = api("surface.list", {"workspace_id": ws})["surfaces"]
     assert [s["type"] for s in surfaces] == ["terminal"] * 4
+    assert surfaces[1]["title"] == "second"
     first, second = panes[0]["surface_ids"]
 
     wait_until(lambda: "LEFT-t1" in read(api, first), 15)
@@ -103,7 +104,8 @@ def test_malformed_layout_leaves_nothing(api: Api, tree: Any, path: str) -> None
 
 def test_saved_layouts_round_trip(api: Api) -> None:
     """The server's config dir is its own temporary one (see cmux_core.testing)."""
-    tree = split("horizontal", term(), split("vertical", term(), term(cwd="/tmp"), 0.65), 0.4)
+    tree = split("horizontal", term(name="Left"),
+                 split("vertical", term(), term(cwd="/tmp"), 0.65), 0.4)
     source = api("workspace.create", {"title": "source", "layout": tree})["workspace_id"]
     saved = api("layout.save", {"name": "review", "workspace_id": source})
     assert (saved["name"], saved["pane_count"], saved["surface_count"]) == ("review", 3, 3)
@@ -123,12 +125,15 @@ def test_saved_layouts_round_trip(api: Api) -> None:
     assert root["direction"] == "horizontal" and root["split"] == 0.4
     assert root["children"][1]["split"] == 0.65
     assert root["children"][1]["children"][1]["pane"]["surfaces"][0]["cwd"] == "/tmp"
+    assert root["children"][0]["pane"]["surfaces"][0]["name"] == "Left"
 
     opened = api("layout.open", {"name": "review", "focus": True})
     ws = opened["workspace_id"]
     assert api("workspace.current")["workspace_id"] == ws
     assert api("workspace.get", {"workspace_id": ws})["workspace"]["label"] == "source"
     assert frames(api, ws) == frames(api, source)
+    titles = [s["title"] for s in api("surface.list", {"workspace_id": ws})["surfaces"]]
+    assert titles[0] == "Left"
 
     assert api("layout.delete", {"name": "review"}) == {"type": "layout_deleted",
                                                         "name": "review", "deleted": True}

@@ -4,9 +4,10 @@ A node is a split ``{"direction": "horizontal"|"vertical", "split": 0..1, "child
 [node, node]}`` (``horizontal`` puts the children side by side, ``vertical`` stacks them;
 ``split`` is the first child's share, default 0.5, clamped to 0.1-0.9) or a pane
 ``{"pane": {"surfaces": [surface, ...]}}`` holding at least one surface. A surface is
-``{"type": "terminal", "name"?, "command"?, "cwd"?, "env"?, "focus"?}``: ``cwd`` is
-relative to the workspace's directory, ``env`` is added to that terminal's environment,
-and ``command`` is typed into the terminal's shell followed by Enter once it starts.
+``{"type": "terminal", "name"?, "command"?, "cwd"?, "env"?, "focus"?}``: ``name`` is the
+surface's title (as ``tab.action rename`` gives), ``cwd`` is relative to the workspace's
+directory, ``env`` is added to that terminal's environment, and ``command`` is typed into
+the terminal's shell followed by Enter once it starts.
 
 :func:`parse` checks the whole tree before anything is spawned and raises
 ``invalid_layout`` naming the offending node (``layout``, ``layout.children[1]``,
@@ -237,6 +238,7 @@ def build(mux: Mux, spec: Spec, *, window: Window | None, cwd: str,
     tab.focused = created[0].key
     for pane, pane_spec in zip(created, pane_specs, strict=True):
         for surface, surface_spec in zip(pane.surfaces, pane_spec.surfaces, strict=True):
+            surface.title = (surface_spec.name or "").strip() or None
             if surface_spec.focus:
                 pane.selected = surface
                 tab.focused = pane.key
@@ -265,8 +267,8 @@ def build(mux: Mux, spec: Spec, *, window: Window | None, cwd: str,
 
 
 def describe(mux: Mux, tab: Tab) -> dict[str, Any]:
-    """``tab``'s split tree as a cmux layout node: each surface with its directory (and
-    its command, when it was started with one)."""
+    """``tab``'s split tree as a cmux layout node: each surface with its title, its
+    directory and its command, when it was started with one."""
 
     def node(tree: layout.Node) -> dict[str, Any]:
         if isinstance(tree, layout.Leaf):
@@ -282,6 +284,8 @@ def _surface_node(mux: Mux, surface: Surface) -> dict[str, Any]:
     pane = surface.pane
     cwd = mux.pane_cwd(pane) if pane.selected is surface else surface.launch_cwd
     out: dict[str, Any] = {"type": "terminal"}
+    if surface.title:
+        out["name"] = surface.title
     if cwd:
         out["cwd"] = cwd
     if surface.command:
