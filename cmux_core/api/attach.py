@@ -115,7 +115,7 @@ class AttachSession:
 
     async def _watch_output(self) -> None:
         # The pane's output signal also fires on exit and close.
-        while True:
+        while self.mux.panes.get(self.pane.key) is self.pane:
             await self.mux.output_signal(self.pane).wait()
             self.wake.set()
 
