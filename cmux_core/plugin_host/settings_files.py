@@ -8,7 +8,7 @@ the same promises, so a plugin only says *what* to change:
   cannot be parsed or decoded is left untouched and :class:`SettingsError` is raised.
 * A change that leaves the parsed content as it was writes nothing: a second identical
   install leaves the file byte-identical, whatever its formatting; on a missing file it
-  creates nothing, not even the directory.
+  creates nothing, not even the directory or the lock file.
 * Before the first change to a file that already exists, its original bytes are kept in
   ``<name>.cmux-backup`` beside it; a backup that exists is never overwritten.
 * Writes are atomic: a temporary file in the same directory with the mode of the file it
@@ -228,9 +228,9 @@ def _edit(
 ) -> FileChange:
     given = path.expanduser()
     target = _resolve(given)
-    if dry_run or not target.parent.is_dir():
-        # Without its directory the file is missing: an edit that adds nothing (an
-        # uninstall on a machine without the agent) must not create the directory.
+    if dry_run or not target.exists():
+        # An edit of a missing file that adds nothing (an uninstall on a machine without
+        # the agent) must not create the directory or the lock file.
         preview = _apply(given, target, fmt, change, backup=backup, default=default,
                          write=False)
         if dry_run or not preview.changed:
