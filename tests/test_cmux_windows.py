@@ -86,6 +86,8 @@ def test_move_workspace_to_window_keeps_surfaces(api: Api) -> None:
     # Without focus the destination keeps its selection and the source picked a neighbour.
     assert selected(api, w2) != ws
     assert api("window.current")["window_id"] == w1
+    routed = api("workspace.current", {"workspace_id": ws})
+    assert routed["window_id"] == w2 and routed["workspace_id"] == selected(api, w2)
     assert [s["id"] for s in api("surface.list", {"workspace_id": ws})["surfaces"]] == surfaces
 
     # workspace.select finds the workspace in its new window; the old window refuses it.

@@ -281,9 +281,10 @@ def route_workspace(mux: Mux, p: Routing) -> Workspace:
 
 @methods.method("workspace.current", Routing)
 async def workspace_current(call: Call, p: Routing) -> Result:
-    """The selected workspace of ``window_id`` (default: the active window)."""
+    """The selected workspace of ``window_id``, else of the window holding
+    ``workspace_id``, else of the active window."""
     mux = call.ctx.mux
-    ws = route_window(mux, Routing(window_id=p.window_id)).selected
+    ws = route_window(mux, p).selected
     if ws is None:
         raise CmuxError("not_found", "No workspace selected")
     return {"type": "workspace_info", "workspace": workspace_row(mux, call.ctx.agents, ws),
