@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from tmux_driver import CMUX, Tmux, have_tmux
 
-from cmux_core.testing import ServerProcess, start_server
+from cmux_core.testing import ServerProcess, start_server, wait_until
 
 pytestmark = pytest.mark.skipif(not have_tmux(), reason="tmux is not installed")
 
@@ -65,6 +65,16 @@ def test_sidebar_beside_the_pane_and_keys(server: ServerProcess, tmux: Tmux) -> 
     tmux.wait_for(outer, lambda text: "1 blocked" in text)
     tmux.send(outer, "b")
     tmux.wait_for(outer, lambda text: "first-42" in text)
+    # i types into the shown pane beside the sidebar; ctrl+\\ gives the keys back.
+    tmux.send(outer, "i")
+    tmux.wait_for(outer, lambda text: "returns to the sidebar" in text)
+    tmux.type(outer, "echo beside-$((6*6))")
+    tmux.send(outer, "Enter")
+    tmux.wait_for(outer, lambda text: "beside-36" in text)
+    wait_until(lambda: "beside-36" in server.call("pane.read", {
+        "pane_id": first, "source": "recent"})["read"]["text"], timeout=20)
+    tmux.send(outer, "C-\\")
+    tmux.wait_for(outer, lambda text: "q quit" in text)
     # Enter attaches full-screen: a typed line runs in the pane; the detach key comes back.
     tmux.send(outer, "Enter")
     tmux.wait_for(outer, lambda text: "q quit" not in text and "first-42" in text)

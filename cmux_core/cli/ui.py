@@ -10,7 +10,8 @@ changed rows as styled text, and the pane takes the area's size while no other c
 typed into it more recently.
 
 Keys: ``j``/``k`` or arrows move between agents (the pane area follows), ``tab`` and
-``shift-tab`` step through every pane, ``b`` jumps to the next blocked agent, Enter
+``shift-tab`` step through every pane, ``b`` jumps to the next blocked agent, ``i`` types
+into the shown pane beside the sidebar (every key goes to it until ctrl+\\), Enter
 attaches to the shown pane full-screen (``cmux attach``; its detach key comes back here),
 ``f`` focuses the shown pane on the server, ``q`` or Ctrl-C quits (every pane keeps
 running).
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from prompt_toolkit.application import Application
     from prompt_toolkit.formatted_text import StyleAndTextTuples
     from prompt_toolkit.key_binding import KeyBindings
+    from prompt_toolkit.key_binding.key_bindings import KeyBindingsBase
     from prompt_toolkit.layout import Layout
 
 Row = Mapping[str, Any]
@@ -163,6 +165,7 @@ class PanePreview:
         self.pane_id: str | None = None
         self.rows: list[str] = []
         self.title: str | None = None
+        self.bracketed_paste = False
         self.ended: str | None = None
         self.size = (0, 0)
         self._writer: asyncio.StreamWriter | None = None
@@ -197,6 +200,15 @@ class PanePreview:
         self.size = (columns, lines)
         self._writer.write(json.dumps({"method": "attach.resize", "params": {
             "columns": columns, "lines": lines}}).encode() + b"\n")
+        with contextlib.suppress(ConnectionError, OSError):
+            await self._writer.drain()
+
+    async def type(self, data: str) -> None:
+        """Write ``data`` to the pane as typed (``attach.input``)."""
+        if self._writer is None or not data:
+            return
+        self._writer.write(json.dumps({"method": "attach.input", "params": {
+            "data": data}}).encode() + b"\n")
         with contextlib.suppress(ConnectionError, OSError):
             await self._writer.drain()
 
@@ -240,6 +252,7 @@ class PanePreview:
             for index, text in header["rows"]:
                 self.rows[index] = text
             self.title = header.get("title")
+            self.bracketed_paste = bool(header.get("bracketed_paste"))
             self.on_change()
         elif kind == "end":
             self.ended = str(header.get("reason"))
@@ -270,6 +283,8 @@ class Ui:
         self._sidebar_key: tuple[object, ...] = ()
         self._sidebar_lines: StyleAndTextTuples = []
         self.fragments = Fragments()
+        self.typing = False
+        """Keys go to the shown pane (``i``) instead of the sidebar, until ctrl+\\."""
 
     # -- layout ------------------------------------------------------------------------
 
@@ -321,8 +336,10 @@ class Ui:
         return self.fragments.rows(self.preview.rows[:lines])
 
     def _footer(self) -> StyleAndTextTuples:
-        keys = self.notice or ("j/k agents · tab panes · b next blocked · enter attach · "
-                               "f focus · q quit")
+        if self.typing:
+            return [("bold", f" typing into {self.shown}: ctrl+\\ returns to the sidebar")]
+        keys = self.notice or ("j/k agents · tab panes · b next blocked · i type · "
+                               "enter attach · f focus · q quit")
         return [("", f" {counts(self.rows)}   {keys}")]
 
     def _invalidate(self) -> None:
@@ -330,47 +347,86 @@ class Ui:
 
     # -- keys --------------------------------------------------------------------------
 
-    def _keys(self) -> KeyBindings:
-        from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+    def _keys(self) -> KeyBindingsBase:
+        """Keys for the pane while typing into it; the sidebar's keys otherwise."""
+        from prompt_toolkit.filters import Condition
+        from prompt_toolkit.key_binding import (
+            ConditionalKeyBindings,
+            KeyBindings,
+            KeyPressEvent,
+            merge_key_bindings,
+        )
+        from prompt_toolkit.keys import Keys
 
+        typing = Condition(lambda: self.typing)
         kb = KeyBindings()
 
-        @kb.add("q")
-        @kb.add("c-c")
+        @kb.add("c-\\", filter=typing)
+        def _stop_typing(event: KeyPressEvent) -> None:
+            self.typing = False
+            self.app.invalidate()
+
+        @kb.add(Keys.BracketedPaste, filter=typing)
+        def _paste(event: KeyPressEvent) -> None:
+            data = event.data
+            if self.preview.bracketed_paste:
+                data = f"\x1b[200~{data}\x1b[201~"
+            event.app.create_background_task(self.preview.type(data))
+
+        @kb.add(Keys.Any, filter=typing)
+        def _type(event: KeyPressEvent) -> None:
+            data = "".join(press.data for press in event.key_sequence)
+            event.app.create_background_task(self.preview.type(data))
+
+        return merge_key_bindings([kb, ConditionalKeyBindings(self._sidebar_keys(), ~typing)])
+
+    def _sidebar_keys(self) -> KeyBindings:
+        from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+        sidebar = KeyBindings()
+
+        @sidebar.add("i")
+        def _start_typing(event: KeyPressEvent) -> None:
+            if self.shown is not None and self.preview.ended is None:
+                self.typing = True
+                self.app.invalidate()
+
+        @sidebar.add("q")
+        @sidebar.add("c-c")
         def _quit(event: KeyPressEvent) -> None:
             event.app.exit(result=0)
 
-        @kb.add("j")
-        @kb.add("down")
+        @sidebar.add("j")
+        @sidebar.add("down")
         def _down(event: KeyPressEvent) -> None:
             self._move(1)
 
-        @kb.add("k")
-        @kb.add("up")
+        @sidebar.add("k")
+        @sidebar.add("up")
         def _up(event: KeyPressEvent) -> None:
             self._move(-1)
 
-        @kb.add("b")
+        @sidebar.add("b")
         def _blocked(event: KeyPressEvent) -> None:
             self._next_blocked()
 
-        @kb.add("tab")
+        @sidebar.add("tab")
         def _next_pane(event: KeyPressEvent) -> None:
             event.app.create_background_task(self._step_pane(1))
 
-        @kb.add("s-tab")
+        @sidebar.add("s-tab")
         def _previous_pane(event: KeyPressEvent) -> None:
             event.app.create_background_task(self._step_pane(-1))
 
-        @kb.add("enter")
+        @sidebar.add("enter")
         def _attach(event: KeyPressEvent) -> None:
             event.app.create_background_task(self._attach())
 
-        @kb.add("f")
+        @sidebar.add("f")
         def _focus(event: KeyPressEvent) -> None:
             event.app.create_background_task(self._focus())
 
-        return kb
+        return sidebar
 
     def _ids(self) -> list[str]:
         return [str(r.get("pane_id")) for r in self.rows]
@@ -525,8 +581,9 @@ def add_ui_command(sub: Any, add_common: AddCommon) -> None:
         "ui", help="the agents sidebar beside a live pane",
         description="The agents sidebar (through an agent view) beside a "
         "live pane. j/k or arrows move between agents, tab/shift-tab step through panes, "
-        "b jumps to the next blocked agent, enter attaches full-screen (the detach key "
-        "comes back), f focuses the pane on the server, q quits.")
+        "b jumps to the next blocked agent, i types into the pane (ctrl+\\ returns), "
+        "enter attaches full-screen (the detach key comes back), f focuses the pane on "
+        "the server, q quits.")
     add_common(p)
     p.add_argument("--client", default=None, metavar="ID",
                    help=f"follow the view of client ID (default {DEFAULT_CLIENT}); ignored "
