@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 from cmux_core.cli.common import (
@@ -26,6 +27,7 @@ from cmux_core.cli.common import (
     add_group,
     arg,
     pane_title,
+    run_and_print,
     seconds_to_ms,
     show_key,
     show_object,
@@ -279,5 +281,37 @@ COMMANDS = [
 
 
 def add_pane_commands(sub: Any, add_common: AddCommon) -> None:
-    """Add the ``pane`` group to ``sub``."""
+    """Add the ``pane`` group, and cmux's ``read-screen``, to ``sub``."""
     add_group(sub, "pane", "manage panes", COMMANDS, add_common)
+    add_read_screen_command(sub, add_common)
+
+
+def cmd_read_screen(ns: argparse.Namespace) -> int:
+    if ns.lines is not None and ns.lines <= 0:
+        raise CmuxError("invalid_params", "--lines must be greater than 0")
+    params = {"workspace_id": ns.workspace_id, "surface_id": ns.surface_id,
+              "scrollback": True if ns.scrollback else None, "lines": ns.lines,
+              "format": ns.format}
+    return run_and_print(ns, "surface.read_text", params, print_screen)
+
+
+def print_screen(r: Result) -> None:
+    sys.stdout.write(r["text"])
+
+
+def add_read_screen_command(sub: Any, add_common: AddCommon) -> None:
+    """``cmux read-screen`` (alias ``capture-pane``), as cmux's own command line names it."""
+    p = sub.add_parser("read-screen", aliases=["capture-pane"],
+                       help="print a surface's screen (surface.read_text)",
+                       description="Print a surface's visible screen, or with --scrollback "
+                       "or --lines the recent rows including the scrollback.")
+    p.add_argument("--workspace", dest="workspace_id", metavar="WORKSPACE",
+                   help="workspace (default: the one holding --surface, else the active one)")
+    p.add_argument("--surface", dest="surface_id", metavar="SURFACE",
+                   help="surface (default: the workspace's focused surface)")
+    p.add_argument("--scrollback", action="store_true", help="include the scrollback")
+    p.add_argument("--lines", type=int, metavar="N", help="the last N rows (N > 0)")
+    p.add_argument("--format", choices=["text", "vt"], default=None,
+                   help="text (default) or vt: colours and styles as escape sequences")
+    add_common(p)
+    p.set_defaults(func=cmd_read_screen)

@@ -10,7 +10,7 @@ asking for a browser, markdown or other GUI surface is ``not_supported``.
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -182,20 +182,23 @@ async def surface_send_key(call: Call, p: SurfaceKeyParams) -> Result:
 class SurfaceReadParams(Routing):
     scrollback: bool = False
     lines: int | None = None
+    format: Literal["text", "vt"] = "text"
 
 
 @methods.method("surface.read_text", SurfaceReadParams)
 async def surface_read_text(call: Call, p: SurfaceReadParams) -> Result:
-    """The visible screen, or screen plus scrollback (last ``lines``) when asked."""
+    """The visible screen, or screen plus scrollback (last ``lines``) when asked; plain
+    text, or with ``format: "vt"`` keeping the colours and styles as escape sequences."""
     surface = surface_of(call.ctx.mux, p)
     if p.lines is not None and p.lines <= 0:
         raise InvalidParams("lines", "must be greater than 0")
     emulator = surface.terminal.emulator
+    fmt: Literal["text", "ansi"] = "ansi" if p.format == "vt" else "text"
     if p.scrollback or p.lines is not None:
-        text, _ = read_text(emulator, "recent", p.lines or 10_000, "text")
+        text, _ = read_text(emulator, "recent", p.lines or 10_000, fmt)
     else:
-        text, _ = read_text(emulator, "visible", None, "text")
-    return {"type": "surface_text", "text": text,
+        text, _ = read_text(emulator, "visible", None, fmt)
+    return {"type": "surface_text", "text": text, "format": p.format,
             "base64": base64.b64encode(text.encode()).decode(), **surface_keys(surface)}
 
 
