@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import Api
 
-from cmux_core.testing import ServerProcess, wait_until
+from cmux_core.testing import ServerProcess, async_wait_until, wait_until
 
 
 def term(**fields: Any) -> dict[str, Any]:
@@ -177,3 +177,53 @@ def test_cli_saved_layouts(cmux_server: ServerProcess) -> None:
     assert cmux_server.call("workspace.current")["workspace"]["workspace_id"] == ws
     ok(cmux_server, "layout", "delete", "solo")
     assert ok(cmux_server, "layout", "list").splitlines()[1:] == []
+
+
+def test_a_spawn_failure_midway_closes_what_was_started(tmp_path: Path) -> None:
+    """In process, on a real Mux: the tree passes its checks, then the directory of its
+    last pane disappears before that terminal starts. The panes already started are
+    closed again and nothing was entered or published."""
+    import asyncio
+    import os
+
+    from cmux_core.config import Settings
+    from cmux_core.errors import CmuxError
+    from cmux_core.events import EventHub
+    from cmux_core.model import cmux_layout
+    from cmux_core.model.mux import Mux
+
+    def shells() -> list[str]:
+        """This process's children that are still running."""
+        out = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == os.getpid() and fields[0] != "Z":
+                out.append(stat.parent.name)
+        return out
+
+    async def main() -> None:
+        assert shells() == []
+        events = EventHub()
+        published: list[object] = []
+        events.observe(published.append)
+        mux = Mux(Settings(shell="/bin/sh"), events, "/nonexistent.sock")
+        (tmp_path / "gone").mkdir()
+        spec = cmux_layout.parse(split("vertical", term(), split("horizontal", term(),
+                                                               term(cwd="gone"))),
+                                 str(tmp_path))
+        (tmp_path / "gone").rmdir()
+        try:
+            cmux_layout.build(mux, spec, window=None, cwd=str(tmp_path))
+        except CmuxError as exc:
+            assert exc.code == "workspace_create_failed" and "gone" in exc.message
+        else:
+            raise AssertionError("the build did not fail")
+        assert (mux.windows, mux.panes, published) == ([], {}, [])
+        assert mux.refs.mint("window") == "window:1"
+        # The two shells started before the failure were hung up and have exited.
+        await async_wait_until(lambda: not shells(), 15, message="the shells to exit")
+
+    asyncio.run(main())
