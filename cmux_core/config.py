@@ -23,7 +23,9 @@ log = logging.getLogger(__name__)
 
 _SESSION_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _CHOICES = {"emulator": ("auto", "pyte", "ghostty"), "event_loop": ("auto", "asyncio", "uvloop")}
-_SERVER_KEYS = ("size", "emulator", "event_loop", "scrollback_lines", "shell", "herdr_env")
+_SERVER_KEYS = ("size", "emulator", "event_loop", "scrollback_lines", "shell", "herdr_env",
+                "restore_text_lines")
+MAX_RESTORE_TEXT_LINES = 10_000
 
 
 class ConfigError(ValueError):
@@ -121,6 +123,9 @@ class Settings:
     """Restore the session saved by the last server on this socket (``--no-restore``)."""
     state_file: Path | None = None
     """The session file (``--state-file``); None: :func:`session_file` of the socket."""
+    restore_text_lines: int = 0
+    """Lines of each terminal's text saved at stop and shown again after a restore
+    (``[server] restore_text_lines``; 0, the default: none)."""
     empty: bool = False
     """Without a session to restore, start with no window or workspace (``--empty``)
     instead of one workspace holding one shell."""
@@ -170,6 +175,12 @@ class Settings:
                 raise ConfigError(f"{path}: [server] scrollback_lines must be a whole number "
                                   f"of lines, not {lines!r}")
             settings.scrollback_lines = lines
+        if "restore_text_lines" in server:
+            lines = server["restore_text_lines"]
+            if type(lines) is not int or not 0 <= lines <= MAX_RESTORE_TEXT_LINES:
+                raise ConfigError(f"{path}: [server] restore_text_lines must be a whole number "
+                                  f"from 0 to {MAX_RESTORE_TEXT_LINES}, not {lines!r}")
+            settings.restore_text_lines = lines
         if "shell" in server:
             if not isinstance(server["shell"], str) or not server["shell"]:
                 raise ConfigError(f"{path}: [server] shell must be a program path, not "

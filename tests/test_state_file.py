@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from cmux_core.config import session_file
+from cmux_core.config import ConfigError, Settings, session_file
 from cmux_core.state import store
 from cmux_core.state.schema import StateFileError, dump, parse
 
@@ -123,3 +123,13 @@ def test_each_socket_has_its_own_file(tmp_path: Path, monkeypatch: pytest.Monkey
     two = session_file(tmp_path / "b" / "s.sock")
     assert one != two and one.name.startswith("s-") and two.name.startswith("s-")
     assert session_file(tmp_path / "a" / "s.sock", tmp_path / "d") == tmp_path / "d" / one.name
+
+
+@pytest.mark.parametrize("value", ["-1", "10001", "true", '"50"'])
+def test_restore_text_lines_must_be_a_line_count(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(f"[server]\nrestore_text_lines = {value}\n")
+    with pytest.raises(ConfigError, match="restore_text_lines must be a whole number"):
+        Settings.load(path)
+    path.write_text("[server]\nrestore_text_lines = 200\n")
+    assert Settings.load(path).restore_text_lines == 200

@@ -11,6 +11,7 @@ the loop; the only I/O is a ``/proc`` read per surface.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from cmux_core import ids
@@ -19,8 +20,9 @@ from cmux_core.agents.views import AgentView
 from cmux_core.model import layout
 from cmux_core.model.arrange import current_cwd
 from cmux_core.model.mux import Mux
-from cmux_core.model.tree import Pane, Tab, Window, Workspace
+from cmux_core.model.tree import Pane, Surface, Tab, Window, Workspace
 from cmux_core.state.schema import (
+    MAX_TEXT_CHARS,
     VERSION,
     Node,
     PaneAgentState,
@@ -41,13 +43,16 @@ ResumeFor = Callable[[SessionRef], "list[str] | None"]
 
 
 def capture(mux: Mux, tracker: AgentTracker, views: Mapping[str, AgentView], *,
-            resume_for: ResumeFor, carried: Collection[str] = ()) -> SessionState:
+            resume_for: ResumeFor, carried: Collection[str] = (),
+            text_lines: int = 0) -> SessionState:
     """The whole session: every window, workspace, tab and pane, and the named views.
 
     ``carried`` holds the keys of restored panes whose session is kept until their agent
-    is seen (see the module docstring).
+    is seen (see the module docstring). With ``text_lines``, each terminal's last lines
+    of text are recorded too (at most :data:`~cmux_core.state.schema.MAX_TEXT_CHARS`).
     """
-    windows = [_window(mux, tracker, w, resume_for, carried) for w in mux.windows]
+    walk = _Walk(mux, tracker, resume_for, carried, text_lines)
+    windows = [walk.window(w) for w in mux.windows]
     active = mux.windows.index(mux.active_window) if mux.active_window in mux.windows \
         else None
     saved = [ViewState(client_id=client, source=view.source, label=view.label,
@@ -61,80 +66,86 @@ def _number(ws: Workspace | None) -> int | None:
     return ids.decode_number(ws.id[1:]) if ws is not None else None
 
 
-def _window(mux: Mux, tracker: AgentTracker, window: Window, resume_for: ResumeFor,
-            carried: Collection[str]) -> WindowState:
-    return WindowState(
-        uuid=window.uuid, ref=window.ref,
-        workspaces=[_workspace(mux, tracker, ws, resume_for, carried)
-                    for ws in window.workspaces],
-        selected=_number(window.selected), previous=_number(window.previous))
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """One capture's inputs, handed down the tree."""
 
+    mux: Mux
+    tracker: AgentTracker
+    resume_for: ResumeFor
+    carried: Collection[str]
+    text_lines: int
 
-def _workspace(mux: Mux, tracker: AgentTracker, ws: Workspace, resume_for: ResumeFor,
-               carried: Collection[str]) -> WorkspaceState:
-    number = _number(ws)
-    assert number is not None
-    return WorkspaceState(
-        number=number, uuid=ws.uuid, ref=ws.ref, cwd=ws.cwd, env=dict(ws.env),
-        label=ws.label, description=ws.description, pinned=ws.pinned, color=ws.color,
-        tabs=[_tab(mux, tracker, tab, resume_for, carried) for tab in ws.tabs],
-        active_tab=ws.active_tab.number if ws.active_tab is not None else None,
-        next_tab_number=ws.next_tab_number, next_pane_number=ws.next_pane_number)
+    def window(self, window: Window) -> WindowState:
+        return WindowState(
+            uuid=window.uuid, ref=window.ref,
+            workspaces=[self.workspace(ws) for ws in window.workspaces],
+            selected=_number(window.selected), previous=_number(window.previous))
 
+    def workspace(self, ws: Workspace) -> WorkspaceState:
+        number = _number(ws)
+        assert number is not None
+        return WorkspaceState(
+            number=number, uuid=ws.uuid, ref=ws.ref, cwd=ws.cwd, env=dict(ws.env),
+            label=ws.label, description=ws.description, pinned=ws.pinned, color=ws.color,
+            tabs=[self.tab(tab) for tab in ws.tabs],
+            active_tab=ws.active_tab.number if ws.active_tab is not None else None,
+            next_tab_number=ws.next_tab_number, next_pane_number=ws.next_pane_number)
 
-def _tab(mux: Mux, tracker: AgentTracker, tab: Tab, resume_for: ResumeFor,
-         carried: Collection[str]) -> TabState:
-    def node(tree: layout.Node) -> Node:
-        if isinstance(tree, layout.Leaf):
-            return _pane(mux, tracker, mux.panes[tree.pane], resume_for, carried)
-        return SplitState(type="split", direction=tree.direction, ratio=tree.ratio,
-                          first=node(tree.first), second=node(tree.second))
+    def tab(self, tab: Tab) -> TabState:
+        def node(tree: layout.Node) -> Node:
+            if isinstance(tree, layout.Leaf):
+                return self.pane(self.mux.panes[tree.pane])
+            return SplitState(type="split", direction=tree.direction, ratio=tree.ratio,
+                              first=node(tree.first), second=node(tree.second))
 
-    previous = mux.panes.get(tab.previous_focus) if tab.previous_focus else None
-    return TabState(uuid=tab.uuid, number=tab.number, root=node(tab.tree),
-                    focused=mux.panes[tab.focused].number,
-                    previous_focus=previous.number if previous is not None else None,
-                    zoomed=tab.zoomed, label=tab.label)
+        previous = self.mux.panes.get(tab.previous_focus) if tab.previous_focus else None
+        return TabState(uuid=tab.uuid, number=tab.number, root=node(tab.tree),
+                        focused=self.mux.panes[tab.focused].number,
+                        previous_focus=previous.number if previous is not None else None,
+                        zoomed=tab.zoomed, label=tab.label)
 
+    def pane(self, pane: Pane) -> PaneState:
+        return PaneState(
+            type="pane", key=pane.key, number=pane.number, ref=pane.ref,
+            surfaces=[self.surface(pane, surface) for surface in pane.surfaces],
+            selected=pane.surfaces.index(pane.surface), label=pane.label,
+            agent=self.agent(pane))
 
-def _pane(mux: Mux, tracker: AgentTracker, pane: Pane, resume_for: ResumeFor,
-          carried: Collection[str]) -> PaneState:
-    surfaces = []
-    for surface in pane.surfaces:
+    def surface(self, pane: Pane, surface: Surface) -> SurfaceState:
+        term = surface.terminal
         if surface is pane.selected:
-            cwd = current_cwd(mux, pane)
+            cwd = current_cwd(self.mux, pane)
         else:
-            term = surface.terminal
             cwd = procfs.cwd(term.pid) if term.pid and not term.exited else None
-        surfaces.append(SurfaceState(
+        text = None
+        if self.text_lines:
+            text = term.read("recent", self.text_lines, "text")[0].rstrip()
+            text = text[-MAX_TEXT_CHARS:] or None
+        return SurfaceState(
             uuid=surface.uuid, ref=surface.ref, cwd=cwd or surface.launch_cwd,
             command=list(surface.command) if surface.command else None,
             env=dict(surface.env) if surface.env else None, title=surface.title,
-            pinned=surface.pinned))
-    return PaneState(
-        type="pane", key=pane.key, number=pane.number, ref=pane.ref, surfaces=surfaces,
-        selected=pane.surfaces.index(pane.surface), label=pane.label,
-        agent=_agent(tracker, pane, resume_for, carried))
+            pinned=surface.pinned, text=text)
 
-
-def _agent(tracker: AgentTracker, pane: Pane, resume_for: ResumeFor,
-           carried: Collection[str]) -> PaneAgentState | None:
-    rec = tracker.records.get(pane.key)
-    if rec is None:
-        return None
-    session = tracker.session(pane)
-    if session is not None and pane.key not in carried and \
-            tracker.effective_agent(pane) != tracker.canonical(session.agent):
-        session = None
-    if session is None and rec.name is None:
-        return None
-    resume = resume_for(session) if session is not None else None
-    term = pane.terminal
-    pgid = term.foreground_pgid()
-    in_shell = pane.surface.command is None or (pgid is not None and pgid != term.pid)
-    return PaneAgentState(
-        name=rec.name,
-        session=SessionRefState(source=session.source, agent=session.agent,
-                                kind=session.kind, value=session.value)
-        if session is not None else None,
-        resume=resume, in_shell=in_shell)
+    def agent(self, pane: Pane) -> PaneAgentState | None:
+        tracker = self.tracker
+        rec = tracker.records.get(pane.key)
+        if rec is None:
+            return None
+        session = tracker.session(pane)
+        if session is not None and pane.key not in self.carried and \
+                tracker.effective_agent(pane) != tracker.canonical(session.agent):
+            session = None
+        if session is None and rec.name is None:
+            return None
+        resume = self.resume_for(session) if session is not None else None
+        term = pane.terminal
+        pgid = term.foreground_pgid()
+        in_shell = pane.surface.command is None or (pgid is not None and pgid != term.pid)
+        return PaneAgentState(
+            name=rec.name,
+            session=SessionRefState(source=session.source, agent=session.agent,
+                                    kind=session.kind, value=session.value)
+            if session is not None else None,
+            resume=resume, in_shell=in_shell)

@@ -10,7 +10,9 @@ only when it differs from what was last saved, written by a worker thread
 (:func:`cmux_core.state.store.write`).
 An idle server therefore never wakes up for this, and a server killed outright loses at
 most the changes of its last second. At stop the session is saved one last time, before
-any pane is closed, so the agents running then are the ones resumed next time.
+any pane is closed, so the agents running then are the ones resumed next time; only this
+save records the terminals' last lines of text (``restore_text_lines``), and saves after
+changes leave it out again.
 
 The first save compares with the session as it stood at start (restored or new), so a
 server that changes nothing leaves the file as it found it; with ``--no-restore`` the
@@ -55,14 +57,16 @@ class SessionKeeper:
     """Restores and saves one server's session in the file at ``path``.
 
     ``resume_for`` gives the command that resumes an agent session (the composition root
-    reads it from the agent's manifest). Call :meth:`restore` once, into the empty mux,
+    reads it from the agent's manifest). ``text_lines``: how many lines of each terminal's
+    text the save at stop records (0: none). Call :meth:`restore` once, into the empty mux,
     then :meth:`start`; :meth:`stop` saves for the last time. All on the loop.
     """
 
     def __init__(self, path: Path, mux: Mux, tracker: AgentTracker, views: ViewBook,
                  plugins: ViewPlugins, events: EventHub, *, resume_for: ResumeFor,
-                 restore: bool = True) -> None:
+                 restore: bool = True, text_lines: int = 0) -> None:
         self.path = path
+        self.text_lines = text_lines
         self.mux = mux
         self.tracker = tracker
         self.views = views
@@ -170,7 +174,7 @@ class SessionKeeper:
         if self._task is not None:
             with contextlib.suppress(Exception):
                 await self._task
-        await self._save_once()
+        await self._save_once(self.text_lines)
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
@@ -227,9 +231,9 @@ class SessionKeeper:
             if not self._again or not self._running:
                 return
 
-    async def _save_once(self) -> None:
+    async def _save_once(self, text_lines: int = 0) -> None:
         try:
-            state = self._capture()
+            state = self._capture(text_lines)
         except Exception:
             log.exception("cannot capture the session for %s", self.path)
             return
@@ -248,9 +252,9 @@ class SessionKeeper:
         self._failure = None
         self.saves += 1
 
-    def _capture(self) -> SessionState:
+    def _capture(self, text_lines: int = 0) -> SessionState:
         return capture(self.mux, self.tracker, self._named, resume_for=self.resume_for,
-                       carried=self._carried)
+                       carried=self._carried, text_lines=text_lines)
 
     @staticmethod
     def _key(state: SessionState) -> bytes:

@@ -4,7 +4,8 @@ Every window, workspace, tab and pane comes back under its saved public number, 
 short ref (the mux's allocators continue after them), with its labels, split ratios, zoom
 and focus. Each surface of a pane starts again in its saved cwd (when that directory is
 gone: its workspace's, else the home directory) with its env, running the command it was
-launched with, or the shell. A pane whose agent had a session and a resume command
+launched with, or the shell, and shows the text it held at the last stop when that was
+saved. A pane whose agent had a session and a resume command
 resumes it: the command is typed into the pane's shell when the agent ran inside one, and
 otherwise runs in place of the pane's command; the session reference and the agent's
 name go back to the tracker.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +46,9 @@ from cmux_core.state.schema import (
 )
 
 log = logging.getLogger(__name__)
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""What is dropped from restored text: controls other than tab and newline."""
 
 
 @dataclass(slots=True)
@@ -220,6 +225,8 @@ def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Res
                 continue
             started.title = surface.title
             started.pinned = surface.pinned
+            if surface.text:
+                _show(started, surface.text)
             if i == index and resume is not None and (typed or argv is not None):
                 resumed = True
                 if typed:
@@ -239,6 +246,13 @@ def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Res
     if resumed:
         done.resumed.add(pane.key)
     return pane
+
+
+def _show(surface: Surface, text: str) -> None:
+    """Put the text a terminal held at the last stop on its new screen, before anything
+    its program prints; control characters are dropped, so it is only ever text."""
+    clean = _CONTROL.sub("", text).replace("\n", "\r\n")
+    surface.terminal.emulator.feed(clean.encode("utf-8", "replace") + b"\r\n")
 
 
 def _type(surface: Surface, argv: list[str]) -> None:

@@ -23,6 +23,9 @@ VERSION: Literal[1] = 1
 MAX_FILE_BYTES = 64 * 1024 * 1024
 """A larger file is not read (it is set aside as corrupt)."""
 
+MAX_TEXT_CHARS = 256 * 1024
+"""Most characters of a terminal's text saved (``restore_text_lines``): the last ones."""
+
 _UUID = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
 _NUMBER = r"[1-9][0-9]{0,17}"
 
@@ -79,6 +82,8 @@ class SurfaceState(_Model):
     """The env its creator asked for, besides the workspace's."""
     title: str | None = None
     pinned: bool = False
+    text: Annotated[str, Field(max_length=MAX_TEXT_CHARS)] | None = None
+    """Its last lines of text when the server stopped (only with ``restore_text_lines``)."""
 
 
 class PaneState(_Model):
