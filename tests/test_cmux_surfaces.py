@@ -233,3 +233,28 @@ def test_flash_health_refresh_clear_history_and_respawn(cmux_server: ServerProce
         wait_until(lambda: "respawned" in v2("surface.read_text", surface_id=sid)["text"])
         after = v2("debug.terminals")["terminals"][0]
         assert after["pid"] != before and after["surface_id"] == sid
+
+
+def test_shell_integration_reports(cmux_server: ServerProcess) -> None:
+    with V2(cmux_server.socket_path) as v2:
+        ws = v2("workspace.current")["workspace_id"]
+        sid = focused_surface(v2)
+        where = str(cmux_server.home)  # short enough not to wrap in a half-width pane
+        out = v2("surface.report_pwd", workspace_id=ws, surface_id=sid, directory=where)
+        assert out["path"] == where and out["surface_id"] == sid
+        # The reported directory is where a new split starts.
+        made = v2("surface.split", direction="right", initial_command="pwd; exec cat")
+        wait_until(lambda: where in v2("surface.read_text",
+                                       surface_id=made["surface_id"])["text"])
+        clash = v2.error("surface.report_pwd", surface_id=sid, path="/a", cwd="/b")
+        assert clash.code == "invalid_params"
+        assert v2.error("surface.report_pwd", surface_id=sid, path="rel").code == \
+            "invalid_params"
+
+        v2("surface.report_tty", surface_id=sid, tty="/dev/pts/9")
+        v2("surface.report_shell_state", surface_id=sid, state="running")
+        row = next(s for s in surfaces(v2, ws) if s["id"] == sid)
+        assert (row["tty"], row["shell_state"]) == ("/dev/pts/9", "running")
+        assert v2.error("surface.report_shell_state", surface_id=sid,
+                        state=" ").code == "invalid_params"
+        assert v2.error("surface.ports_kick", surface_id=sid).code == "not_supported"

@@ -37,6 +37,10 @@ class Surface:
     unread: bool = False
     flash_count: int = 0
     """How many times the surface was flashed (``surface.trigger_flash``)."""
+    tty: str | None = None
+    """The terminal device its shell reported (``surface.report_tty``)."""
+    shell_state: str | None = None
+    """What its shell last reported it is doing (``surface.report_shell_state``)."""
     env: dict[str, str] | None = None
     """The env its creator asked for (besides the workspace's and cmux's own), kept so a
     restored session starts it with the same."""

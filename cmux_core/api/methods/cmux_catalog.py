@@ -44,7 +44,8 @@ CMUX_METHODS: tuple[str, ...] = (
     "surface.reorder", "surface.action", "tab.action", "surface.refresh", "surface.health",
     "surface.send_text", "surface.send_key", "surface.read_text", "surface.clear_history",
     "surface.trigger_flash", "surface.respawn", "surface.report_tty", "surface.report_pwd",
-    "surface.report_shell_state", "surface.ports_kick", "surface.read_selection",
+    "surface.report_shell_state", "surface.ports_kick", "surface.report_git_branch",
+    "surface.clear_git_branch", "surface.read_selection",
     "surface.resume.set", "surface.resume.get", "surface.resume.clear",
     "pane.list", "pane.focus", "pane.surfaces", "pane.create", "pane.resize", "pane.swap",
     "pane.break", "pane.join", "pane.last",
@@ -77,8 +78,8 @@ _GROUPS = "workspace groups are folders of the cmux app's sidebar, which is GUI"
 _REMOTE = ("SSH remote workspaces run through the cmux app's relay daemon, which this "
            "server does not have")
 _FEED = "the agent feed is a panel of the cmux app's sidebar"
-_SHELL = ("shell-integration reports feed the cmux app's sidebar; this server reads the "
-          "terminal's cwd (OSC 7 and /proc) and tty itself")
+_PORTS = "asks the cmux app to scan for listening ports to show in its sidebar"
+_SIDEBAR = "sets the git branch label of the cmux app's sidebar"
 _RESUME = ("resume bindings belong to the cmux app's agent session restore; see "
            "manifests' [resume] table")
 _VIEW = "opens a viewer surface of the GUI (markdown, file preview, custom sidebar)"
@@ -102,8 +103,8 @@ NOT_SUPPORTED: dict[str, str] = {
     "feedback.submit": "sends feedback through the cmux app's account",
     "feed.push": _FEED, "feed.permission.reply": _FEED, "feed.question.reply": _FEED,
     "feed.exit_plan.reply": _FEED, "feed.jump": _FEED, "feed.list": _FEED,
-    "surface.report_tty": _SHELL, "surface.report_pwd": _SHELL,
-    "surface.report_shell_state": _SHELL, "surface.ports_kick": _SHELL,
+    "surface.ports_kick": _PORTS, "surface.report_git_branch": _SIDEBAR,
+    "surface.clear_git_branch": _SIDEBAR,
     "surface.read_selection": "a text selection is made with a mouse in a GUI view",
     "surface.resume.set": _RESUME, "surface.resume.get": _RESUME,
     "surface.resume.clear": _RESUME,

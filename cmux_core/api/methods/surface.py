@@ -35,6 +35,7 @@ from cmux_core.api.methods.workspace import (
 )
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.model import surfaces
+from cmux_core.model.events import PaneCwdChanged
 from cmux_core.model.mux import Mux, spawn_error
 from cmux_core.model.tree import Pane, Surface, Workspace
 from cmux_core.terminal.emulator import read_text
@@ -71,7 +72,8 @@ def surface_row(mux: Mux, surface: Surface, index: int) -> dict[str, Any]:
             "title": surface_title(surface), "focused": focused,
             "selected": pane.selected is surface, "selected_in_pane": pane.selected is surface,
             "pane_id": pane.key, "pane_ref": pane.ref,
-            "index_in_pane": pane.surfaces.index(surface), "tty": None, "url": None,
+            "index_in_pane": pane.surfaces.index(surface), "tty": surface.tty, "url": None,
+            "shell_state": surface.shell_state,
             "pinned": surface.pinned, "unread": surface.unread,
             "requested_working_directory": surface.launch_cwd,
             "initial_command": " ".join(surface.command) if surface.command else None,
@@ -567,3 +569,66 @@ async def surface_action(call: Call, p: TabActionParams) -> Result:
     """The same actions as ``tab.action``."""
     return await tab_action(call, p)
 
+
+
+# -- shell-integration reports ---------------------------------------------------------------
+
+
+class ReportPwdParams(Routing):
+    path: str | None = None
+    directory: str | None = None
+    cwd: str | None = None
+
+
+@methods.method("surface.report_pwd", ReportPwdParams)
+async def surface_report_pwd(call: Call, p: ReportPwdParams) -> Result:
+    """A shell says where it works now (``path``, or ``directory``/``cwd``): the pane's
+    cwd, as an OSC 7 report would set it; new splits and workspace names use it."""
+    mux = call.ctx.mux
+    given_paths = {k: v for k, v in (("path", p.path), ("directory", p.directory),
+                                     ("cwd", p.cwd)) if v is not None and v.strip()}
+    if not given_paths:
+        raise InvalidParams("path", "Missing or invalid path")
+    if len(set(given_paths.values())) > 1:
+        raise InvalidParams(sorted(given_paths)[1], "conflicts with another path alias")
+    path = next(iter(given_paths.values())).strip()
+    if "\0" in path or not path.startswith("/"):
+        raise InvalidParams(next(iter(given_paths)), "must be an absolute path")
+    surface = surface_of(mux, p)
+    pane = surface.pane
+    if pane.selected is surface and pane.cwd != path:
+        pane.cwd = path
+        mux.events.publish(PaneCwdChanged(pane, path))
+    return {"type": "ok", **surface_keys(surface), "path": path}
+
+
+class ReportTtyParams(Routing):
+    tty: str
+
+
+@methods.method("surface.report_tty", ReportTtyParams)
+async def surface_report_tty(call: Call, p: ReportTtyParams) -> Result:
+    """A shell says which terminal device it runs on; ``surface.list`` shows it as
+    ``tty``."""
+    tty = p.tty.strip()
+    if not tty or "\0" in tty:
+        raise InvalidParams("tty", "Missing or invalid tty")
+    surface = surface_of(call.ctx.mux, p)
+    surface.tty = tty
+    return {"type": "ok", **surface_keys(surface), "tty": tty}
+
+
+class ReportShellStateParams(Routing):
+    state: str
+
+
+@methods.method("surface.report_shell_state", ReportShellStateParams)
+async def surface_report_shell_state(call: Call, p: ReportShellStateParams) -> Result:
+    """A shell says what it is doing (e.g. ``prompt``, ``running``); ``surface.list``
+    shows it as ``shell_state``."""
+    state = p.state.strip()
+    if not state:
+        raise InvalidParams("state", "Missing or invalid state")
+    surface = surface_of(call.ctx.mux, p)
+    surface.shell_state = state
+    return {"type": "ok", **surface_keys(surface), "state": state}
