@@ -81,7 +81,7 @@ def test_reported_working_is_taken_at_once_and_yields_to_an_idle_screen() -> Non
         # yields once the confirmation window is over (the tracker's own timer).
         await async_wait_until(lambda: t.status(pane) == "idle", timeout=5)
         assert time.monotonic() - started >= SHARED_CONFIRM_S
-        assert time.monotonic() - started < 1.0 + 0.5  # within a second, plus loop slack
+        assert time.monotonic() - started < 2.0  # within a second, plus a loaded loop's slack
         assert source_of(mux, t, pane) == "screen"
 
         # Working confirmed by the screen stays working; an interrupt notice (a rule
