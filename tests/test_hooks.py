@@ -170,14 +170,18 @@ def test_claude_recorded_session(home: Path, server: ServerProcess) -> None:
         "11": ("working", {"tool": None, "tool_input": None}),
         "13": ("idle", {}),
         "18": ("blocked", {}),
-        "19": (None, {"prompt": None}),
+        "19": ("working", {"tool": None}),  # /compact
+        "20": ("working", {"tool": None}),  # the compacting subagent's tool: ignored
+        "23": ("idle", {}),
+        "24": ("idle", {}),  # Notification idle_prompt
+        "25": (None, {"prompt": None}),
     })
     assert row["agent"] == "claude"
     assert row["status_source_detail"] == "cmux:claude"
     # /clear started a new session: the pane now refers to it
     assert row["agent_session"] == {"source": "cmux:claude", "agent": "claude", "kind": "id",
-                                    "value": session_id("claude", "20-SessionStart")}
-    assert session_id("claude", "20-SessionStart") != session_id("claude", "01-SessionStart")
+                                    "value": session_id("claude", "26-SessionStart")}
+    assert session_id("claude", "26-SessionStart") != session_id("claude", "01-SessionStart")
 
 
 def test_codex_recorded_session(home: Path, server: ServerProcess) -> None:
@@ -190,6 +194,8 @@ def test_codex_recorded_session(home: Path, server: ServerProcess) -> None:
         "10": ("working", {"tool": None}),
         "11": ("idle", {}),
         "15": ("blocked", {}),
+        "16": ("working", {}),  # /compact
+        "17": ("idle", {}),
     })
     assert row["agent_session"]["value"] == session_id("codex", "01-SessionStart")
     assert row["status_source_detail"] == "cmux:codex"
@@ -200,15 +206,16 @@ def test_gemini_recorded_session(home: Path, server: ServerProcess) -> None:
         "02": ("working", {"prompt": "hi there"}),
         "13": ("idle", {}),
         "14": ("working", {"prompt": "respond slowly please"}),
-        "25": ("idle", {}),  # Gemini CLI runs AfterAgent after an interrupt
-        "31": ("working", {"tool": "run_shell_command", "tool_input": "touch approved.txt"}),
-        "32": ("blocked", {}),
-        "33": ("working", {"tool": None}),
-        "43": ("idle", {}),
-        "50": ("blocked", {}),
-        "51": (None, {"prompt": None}),
+        "21": ("idle", {}),  # Gemini CLI runs AfterAgent after an interrupt
+        "27": ("working", {"tool": "run_shell_command", "tool_input": "touch approved.txt"}),
+        "28": ("blocked", {}),
+        "29": ("working", {"tool": None}),
+        "39": ("idle", {}),
+        "46": ("blocked", {}),
+        "47": ("working", {}),  # /compress
+        "48": (None, {"prompt": None}),
     })
-    assert row["agent_session"]["value"] == session_id("gemini", "52-SessionStart")
+    assert row["agent_session"]["value"] == session_id("gemini", "49-SessionStart")
     assert row["status_source_detail"] == "cmux:gemini"
 
 
@@ -272,15 +279,15 @@ def test_opencode_recorded_session(home: Path, server: ServerProcess, tmp_path: 
 
 
 def test_a_subagent_payload_leaves_the_main_state(home: Path, server: ServerProcess) -> None:
-    """Claude Code marks a subagent's hook payloads with ``agent_id``; the fake API never
-    starts a subagent, so this one is the recorded PreToolUse with that field added."""
+    """Claude Code marks a subagent's hook payloads with ``agent_id`` (recorded: the tool
+    call of the subagent that ran ``/compact``)."""
     commands = installed_commands("claude", home)
     pane_id, env = new_pane(server)
     replay(commands["Stop"], entry("claude", "03-Stop"), env)
     wait_until(lambda: shown(pane_row(server, pane_id)["agent_status"]) == "idle", timeout=10)
-    item = entry("claude", "07-PreToolUse")
-    payload = json.loads(item["stdin"]) | {"agent_id": "a1b2c3", "agent_type": "Explore"}
-    replay(commands["PreToolUse"], {"stdin": json.dumps(payload)}, env)
+    item = entry("claude", "20-PreToolUse")
+    assert json.loads(item["stdin"])["agent_id"]
+    replay(commands["PreToolUse"], item, env)
     # a main-agent report sent afterwards lands, so the subagent's had its chance to
     replay(commands["Notification"], entry("claude", "10-Notification"), env)
     wait_until(lambda: pane_row(server, pane_id)["agent_status"] == "blocked", timeout=10)

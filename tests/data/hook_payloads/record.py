@@ -222,6 +222,12 @@ def scenario(agent: str) -> None:
     time.sleep(1.5)
     key("Escape")
     time.sleep(3)
+    # the agent's own context compaction, then (Claude Code) its idle notification
+    if agent in ("claude", "codex", "gemini"):
+        send("/compress" if agent == "gemini" else "/compact")
+        time.sleep(8)
+    if agent == "claude":
+        time.sleep(65)
     # the agent's own way out
     if agent in ("claude", "codex", "gemini"):
         if agent != "codex":

@@ -43,7 +43,7 @@ AGENT = "claude"
 SOURCE = "cmux:claude"
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
           "PermissionRequest", "Notification", "Stop", "StopFailure", "PreCompact",
-          "SessionEnd")
+          "PostCompact", "SessionEnd")
 """The Claude Code hook events the integration hooks (what each reports: docs/agents.md)."""
 
 MATCHERS = {

@@ -45,7 +45,7 @@ __version__ = "0.1.0"
 AGENT = "codex"
 SOURCE = "cmux:codex"
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse",
-          "PreCompact", "Stop", "SessionEnd")
+          "PreCompact", "PostCompact", "Stop", "SessionEnd")
 """The Codex hook events the integration hooks (what each reports: docs/agents.md)."""
 
 HOOK_FILES = {"cmux-hook": 0o755, "cmux_hook.py": 0o644}

@@ -35,10 +35,11 @@ if TYPE_CHECKING:  # typing costs start-up time; annotations are never evaluated
     Payload = dict[str, Any]
     Report = dict[str, Any]
 
-DEADLINE_S = 0.45
-"""Hard limit on the whole run (an interval timer ends the process)."""
+DEADLINE_S = 0.3
+"""Hard limit on the run once the interpreter is up (an interval timer ends the process):
+with start-up, well within the half second an agent may be kept waiting."""
 
-CONNECT_TIMEOUT_S = 0.2
+CONNECT_TIMEOUT_S = 0.15
 TOKEN_CHARS = 60
 TOOL_INPUT_KEYS = ("command", "file_path", "path", "pattern", "url", "query", "description",
                    "prompt")
@@ -107,6 +108,8 @@ def claude_like(p: Payload) -> Report | None:
                                                "tool_input": tool_input(p.get("tool_input"))}}
     if event in ("PostToolUse", "PostToolUseFailure", "PreCompact"):
         return {"state": "working", "tokens": {"tool": None, "tool_input": None}}
+    if event == "PostCompact":  # /compact returns to the prompt; an automatic one goes on
+        return {"state": "idle" if p.get("trigger") == "manual" else "working"}
     if event == "PermissionRequest":
         what = " ".join(filter(None, (short(p.get("tool_name")),
                                       tool_input(p.get("tool_input")))))
