@@ -14,8 +14,13 @@ export const CmuxPlugin = async () => {
   if (!process.env.CMUX_SOCKET_PATH || !process.env.CMUX_PANE_ID) return {};
   const subagentSessions = new Set();
   let queue = Promise.resolve();
+  let lastStatus; // OpenCode repeats session.status busy at every step: forward changes only
 
   const report = (type, properties) => {
+    const status = type === "session.idle" ? "idle"
+      : type === "session.status" ? properties.status?.type : undefined;
+    if (status !== undefined && status === lastStatus) return;
+    lastStatus = status;
     queue = queue.then(() => new Promise((resolve) => {
       try {
         const child = spawn(CMUX_HOOK, ["opencode"], { stdio: ["pipe", "ignore", "ignore"] });
