@@ -24,7 +24,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 FAKE_API = HERE.parents[1] / "captured" / "fake_api.py"
