@@ -44,6 +44,9 @@ def test_read_screen_command_and_vt_format(cmux_server: ServerProcess) -> None:
         wait_until(lambda: "red-42" in v2("surface.read_text", surface_id=sid)["text"])
         vt = v2("surface.read_text", surface_id=sid, format="vt", lines=80)
         assert vt["format"] == "vt" and "\x1b[" in vt["text"] and "red-42" in vt["text"]
+        # "lines" counts lines of text: the blank rows under the prompt do not count.
+        last = v2("surface.read_text", surface_id=sid, lines=2)["text"]
+        assert last.startswith("red-42\n") and last.count("\n") == 2
         plain = v2("surface.read_text", surface_id=sid)
         assert plain["format"] == "text" and "\x1b[" not in plain["text"]
         assert v2.error("surface.read_text", format="html").code == "invalid_params"

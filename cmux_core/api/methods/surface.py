@@ -38,7 +38,7 @@ from cmux_core.model import surfaces
 from cmux_core.model.events import PaneCwdChanged
 from cmux_core.model.mux import Mux, spawn_error
 from cmux_core.model.tree import Pane, Surface, Workspace
-from cmux_core.terminal.emulator import read_text
+from cmux_core.terminal.emulator import READ_LINES_MAX, read_text
 from cmux_core.terminal.keys import encode_keys
 from cmux_core.terminal.process import validate_env
 
@@ -189,15 +189,20 @@ class SurfaceReadParams(Routing):
 
 @methods.method("surface.read_text", SurfaceReadParams)
 async def surface_read_text(call: Call, p: SurfaceReadParams) -> Result:
-    """The visible screen, or screen plus scrollback (last ``lines``) when asked; plain
-    text, or with ``format: "vt"`` keeping the colours and styles as escape sequences."""
+    """The visible screen, or when asked the last 1000 rows of screen and scrollback;
+    with ``lines``, their last ``lines`` lines of text (blank rows below the text do not
+    count). Plain text, or with ``format: "vt"`` the colours and styles as escape
+    sequences."""
     surface = surface_of(call.ctx.mux, p)
     if p.lines is not None and p.lines <= 0:
         raise InvalidParams("lines", "must be greater than 0")
     emulator = surface.terminal.emulator
     fmt: Literal["text", "ansi"] = "ansi" if p.format == "vt" else "text"
     if p.scrollback or p.lines is not None:
-        text, _ = read_text(emulator, "recent", p.lines or 10_000, fmt)
+        text, _ = read_text(emulator, "recent", READ_LINES_MAX, fmt)
+        if p.lines is not None:
+            kept = text.split("\n")[:-1][-p.lines:]
+            text = "\n".join(kept) + "\n" if kept else ""
     else:
         text, _ = read_text(emulator, "visible", None, fmt)
     return {"type": "surface_text", "text": text, "format": p.format,
