@@ -3,7 +3,8 @@
 A small ``python3 -c`` program stands in for an agent (named by ``CMUX_AGENT``): it prints
 a start-up banner no rule knows, waits past detection's startup grace, then draws its
 prompt. The pane must stay ``unknown`` (one event saying so, when the agent is detected)
-and go ``idle`` only once the prompt is on screen.
+and go ``idle`` only once the prompt is on screen, also when a title rule would say idle
+before anything is drawn.
 """
 
 from __future__ import annotations
@@ -38,6 +39,13 @@ MANIFEST = textwrap.dedent("""\
     priority = 10
     visible_idle = true
     contains = ["slowdraw>"]
+
+    [[rules]]
+    id = "title_ready"
+    state = "idle"
+    priority = 5
+    region = "osc_title"
+    regex = ['^\\x{2733}']
 """)
 
 DRAW_DELAY_S = STARTUP_GRACE_S + 2.5
@@ -121,6 +129,22 @@ def test_a_start_up_rule_keeps_unknown_and_the_prompt_still_wins(server: ServerP
         events = until_idle(listener, api, pane_id)
         assert [status for _, status, _ in events] == ["unknown", "idle"], events
         assert "slowdraw>" in events[-1][2]
+    finally:
+        listener.close()
+        api.close()
+
+
+def test_a_title_set_before_the_prompt_is_drawn_is_no_prompt(server: ServerProcess) -> None:
+    api = Api(server)
+    listener = status_events(server)
+    try:
+        pane_id = api.run(agent_program((0.0, "Loading the slow agent...\n"),
+                                        (1.0, "\x1b]0;\u2733 slowdraw\x07Still loading\n"),
+                                        (DRAW_DELAY_S - 1.0, "slowdraw> ")),
+                          env={"CMUX_AGENT": "slowdraw"})
+        events = until_idle(listener, api, pane_id)
+        assert [status for _, status, _ in events] == ["unknown", "idle"], events
+        assert "slowdraw>" in events[-1][2], "the title was taken for a drawn prompt"
     finally:
         listener.close()
         api.close()

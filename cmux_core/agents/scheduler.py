@@ -20,8 +20,9 @@ hold, the end of the startup grace, the probes confirming an agent is gone.
 
 Publishing (into :class:`~cmux_core.agents.tracker.AgentTracker`): a new agent is
 ``unknown`` and its screen is not classified for :data:`STARTUP_GRACE_S`; after that it
-stays ``unknown`` until a rule of its manifest matches (a screen no rule knows is the
-agent still starting, or the shell's leftovers, not an idle prompt). Then results
+stays ``unknown`` until a rule of its manifest that reads the screen matches (a screen
+no rule knows is the agent still starting, or the shell's leftovers, not an idle prompt;
+a title alone may be set before anything is drawn). Then results
 are published when state or evidence changed; ``working`` → plain ``idle`` is held
 until confirmed; a ``skip_state_update`` match discards the result; losing an agent takes
 :data:`LOSS_PROBES` probes in a row, unless the pane's own shell got the
@@ -144,7 +145,7 @@ class PaneDetection:
     scanned_seq: int = -1
     published: tuple[str, bool, bool, bool] | None = None
     drawn: bool = False
-    """A rule with a state has matched since the agent was adopted (see the module doc)."""
+    """A screen rule with a state has matched since the agent was adopted (module doc)."""
     published_at: float = -math.inf
     hold_since: float | None = None
     hold_confirms: int = 0
@@ -459,7 +460,7 @@ class DetectionScheduler:
             st.hold_since = None
             return
         if not st.drawn:
-            if result.matched_rule is None:
+            if result.matched_rule is None or not result.on_screen:
                 return
             st.drawn = result.state != "unknown"
         report = ScreenReport(result.state, result.visible_idle, result.visible_blocker,

@@ -23,6 +23,8 @@ from cmux_core.detect.regions import ScreenView, split_lines
 FALLBACK_IDLE = "default_known_agent_idle_fallback"
 UNKNOWN_AGENT = "unknown_agent"
 PREVIEW_CHARS = 240
+OSC_REGIONS = frozenset({"osc_title", "osc_progress"})
+"""Region kinds that read what the terminal was told (OSC strings), not what it shows."""
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,8 @@ class Classification:
 
     ``visible_*`` are set only when the matched rule asks for them and its state is the
     matching one. ``skip_state_update`` means the screen is a viewer or menu: keep the
-    previous state.
+    previous state. ``on_screen`` means the matched rule reads the screen text, not only
+    the terminal title or progress: the agent has drawn what decided.
     """
 
     state: AgentState
@@ -52,6 +55,7 @@ class Classification:
     visible_working: bool
     skip_state_update: bool
     fallback_reason: str | None
+    on_screen: bool = False
 
 
 class _Text:
@@ -128,7 +132,8 @@ def _result(best: Rule | None) -> Classification:
         visible_idle=best.visible_idle and state == "idle",
         visible_blocker=best.visible_blocker and state == "blocked",
         visible_working=best.visible_working and state == "working",
-        skip_state_update=best.skip_state_update, fallback_reason=None)
+        skip_state_update=best.skip_state_update, fallback_reason=None,
+        on_screen=best.region.kind not in OSC_REGIONS)
 
 
 def classify(manifest: Manifest, inp: ScreenInput) -> Classification:
