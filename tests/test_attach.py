@@ -177,8 +177,9 @@ class Attached:
         self.frames = FrameReader()
         self.replies: list[dict[str, Any]] = []
         self.ended: str | None = None
-        columns, lines = params.get("columns", 80), params.get("lines", 24)
-        self.screen = PyteEmulator(columns, lines)
+        params.setdefault("columns", 80)
+        params.setdefault("lines", 24)
+        self.screen = PyteEmulator(params["columns"], params["lines"])
         self.send("pane.attach", params, request_id=1)
 
     def send(self, method: str, params: dict[str, Any] | None = None,
@@ -236,10 +237,13 @@ def test_attach_errors_change_nothing(server: ServerProcess) -> None:
             c.call("attach.input", {"data": "x"})
         assert getattr(excinfo.value, "code", "") == "not_attached"
         with pytest.raises(Exception) as excinfo:
-            c.call("pane.attach", {"pane_id": "w9:p9"})
+            c.call("pane.attach", {"pane_id": "w9:p9", "columns": 80, "lines": 24})
         assert getattr(excinfo.value, "code", "") == "pane_not_found"
         with pytest.raises(Exception) as excinfo:
-            c.call("pane.attach", {"pane_id": pane, "columns": 1})
+            c.call("pane.attach", {"pane_id": pane, "columns": 1, "lines": 24})
+        assert getattr(excinfo.value, "code", "") == "invalid_params"
+        with pytest.raises(Exception) as excinfo:
+            c.call("pane.attach", {"pane_id": pane})
         assert getattr(excinfo.value, "code", "") == "invalid_params"
     client = Attached(server, pane_id=pane, read_only=True)
     try:
@@ -250,7 +254,8 @@ def test_attach_errors_change_nothing(server: ServerProcess) -> None:
         client.send("attach.input", {"data": "a", "data_base64": "YQ=="}, request_id=3)
         wait_until(lambda: (client.pump(), len(client.replies) >= 3)[1], timeout=20)
         assert client.replies[2]["error"]["code"] == "invalid_params"
-        client.send("pane.attach", {"pane_id": pane}, request_id=4)
+        client.send("pane.attach", {"pane_id": pane, "columns": 80, "lines": 24},
+                    request_id=4)
         wait_until(lambda: (client.pump(), len(client.replies) >= 4)[1], timeout=20)
         assert client.replies[3]["error"]["code"] == "already_attached"
     finally:

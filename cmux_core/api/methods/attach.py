@@ -42,8 +42,8 @@ def _session(call: Call) -> AttachSession:
 
 class AttachParams(Params):
     pane_id: str | None = None
-    columns: int = Field(80, ge=2, le=SIZE_MAX)
-    lines: int = Field(24, ge=1, le=SIZE_MAX)
+    columns: int = Field(ge=2, le=SIZE_MAX)
+    lines: int = Field(ge=1, le=SIZE_MAX)
     read_only: bool = False
     resize: bool = True
     frames: Literal["screen", "rows"] = "screen"
