@@ -152,7 +152,7 @@ def test_install_round_trip(api: Api, acme: tuple[ServerProcess, Path]) -> None:
 
     gone = api("integration.uninstall", {"target": "grok"})
     assert gone["type"] == "integration_uninstall"
-    assert json.loads(settings.read_text()) == json.loads(USER_SETTINGS)
+    assert settings.read_text() == USER_SETTINGS  # the user's own bytes again
     assert not (home / "hooks" / "acme-hook.sh").exists()
     assert api("integration.status", {"target": "grok"})["installed"] is False
 

@@ -62,9 +62,10 @@ def test_json_round_trip_keeps_user_keys_and_order(tmp_path: Path) -> None:
     assert '+            "command": "cmux-hook stop"\n' in change.diff()
     assert change.diff().startswith(f"--- {path}\n+++ {path}\n")
 
-    # Uninstall takes away only our entry; the user's hook and keys stay.
+    # Uninstall takes away only our entry; the user's hook and keys stay, and since
+    # nothing else changed, the file is the user's own again, byte for byte.
     edit_json(path, remove_our_hook)
-    assert json.loads(path.read_text()) == json.loads(USER_JSON)
+    assert path.read_text() == USER_JSON
 
 
 def test_second_identical_edit_writes_nothing(tmp_path: Path) -> None:
@@ -106,6 +107,17 @@ def test_missing_file_left_missing_when_nothing_to_add(tmp_path: Path) -> None:
     assert not edit_json(absent, remove_our_hook).changed
     assert not edit_toml(absent.with_suffix(".toml"), lambda doc: None).changed
     assert not absent.parent.exists()
+
+
+def test_undo_after_other_changes_keeps_them(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text(USER_JSON)
+    edit_json(path, add_our_hook)
+    edit_json(path, lambda data: data.update(theme="light"))  # the user's own later edit
+    edit_json(path, remove_our_hook)
+    data = json.loads(path.read_text())
+    assert data["theme"] == "light" and data["model"] == "opus"
+    assert path.read_text() == json.dumps(data, indent=2) + "\n"
 
 
 def test_backup_written_once_before_first_change(tmp_path: Path) -> None:

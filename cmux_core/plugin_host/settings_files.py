@@ -10,7 +10,9 @@ the same promises, so a plugin only says *what* to change:
   install leaves the file byte-identical, whatever its formatting; on a missing file it
   creates nothing, not even the directory or the lock file.
 * Before the first change to a file that already exists, its original bytes are kept in
-  ``<name>.cmux-backup`` beside it; a backup that exists is never overwritten.
+  ``<name>.cmux-backup`` beside it; a backup that exists is never overwritten. A change
+  whose result is exactly the backup's content (an uninstall undoing every change) writes
+  the backup's own text, so the file comes back byte for byte.
 * Writes are atomic: a temporary file in the same directory with the mode of the file it
   replaces, flushed with ``fsync``, then ``os.replace``; a failed write leaves the old file.
 * Read, change and write happen under an exclusive ``fcntl.flock`` on a sidecar
@@ -273,16 +275,28 @@ def _apply(
         raise SettingsError(f"{given}: the new content is not valid {fmt.name}: {exc}") from exc
     if after in (snapshot, before):
         return FileChange(given, before, before)
+    candidate = target.with_name(target.name + BACKUP_SUFFIX)
+    original = _original_text(candidate, fmt, after)
+    if original is not None:
+        after = original
     backup_path: Path | None = None
-    if backup and before is not None:
-        candidate = target.with_name(target.name + BACKUP_SUFFIX)
-        if not candidate.exists():
-            backup_path = candidate
+    if backup and before is not None and not candidate.exists():
+        backup_path = candidate
     if write:
         if backup_path is not None:
             _atomic_write(backup_path, before or "", _mode_of(target))
         _atomic_write(target, after, _mode_of(target))
     return FileChange(given, before, after, backup_path)
+
+
+def _original_text(backup: Path, fmt: _Format, after: str) -> str | None:
+    """The backup's own text when the new content is exactly what it holds, so undoing
+    every change (an uninstall) gives the user's file back byte for byte."""
+    try:
+        text = backup.read_text(encoding="utf-8")
+        return text if text.strip() and fmt.dump(fmt.parse(text)) == after else None
+    except (OSError, UnicodeDecodeError, ValueError, tomlkit.exceptions.TOMLKitError):
+        return None
 
 
 def _resolve(path: Path) -> Path:
