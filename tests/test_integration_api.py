@@ -63,6 +63,11 @@ PLUGIN = textwrap.dedent('''
     def broken_status():
         raise RuntimeError("status exploded")
 
+    def crashing_install(*, dry_run=False):
+        if not dry_run:
+            raise RuntimeError("install exploded")
+        return ["would do it"]
+
     @hookimpl
     def cmux_register_integrations(register):
         register("grok", install=install, uninstall=uninstall, status=status,
@@ -72,6 +77,8 @@ PLUGIN = textwrap.dedent('''
                  status=broken_status)
         register("droid", install=bad_install, uninstall=bad_install,
                  status=lambda: {"installed": "yes"})
+        register("copilot", install=crashing_install, uninstall=plain_install,
+                 status=lambda: {"installed": False})
 ''')
 
 USER_SETTINGS = '{"theme": "dark", "hooks": {"SessionStart": [{"command": "mine"}]}}\n'
@@ -189,6 +196,13 @@ def test_errors(api: Api) -> None:
     assert api("integration.install", {"target": "devin"})["messages"] == ["did it"]
     bad = api.error("integration.uninstall", {"target": "droid"})
     assert bad["code"] == "integration_uninstall_failed" and "dict" in bad["message"]
+    assert api("integration.install", {"target": "copilot", "dry_run": True})["messages"] == [
+        "would do it"]
+    crash = api.error("integration.install", {"target": "copilot"})
+    assert crash["code"] == "integration_install_failed"
+    assert "install exploded" in crash["message"] and crash["data"]["cause"] == "plugin_failed"
+    faults = api("plugin.list", {"plugin_id": "acme"})["plugins"][0]["errors"]
+    assert any("install exploded" in fault["message"] for fault in faults)
     for params, field in (({}, "target"), ({"target": 5}, "target"),
                           ({"target": "grok", "options": []}, "options"),
                           ({"target": "grok", "dry_run": "yes"}, "dry_run")):
