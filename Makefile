@@ -11,7 +11,8 @@ PYTEST_WORKERS ?= 2
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml plugins/cmux-claude/pyproject.toml plugins/cmux-codex/pyproject.toml \
-		plugins/cmux-gemini/pyproject.toml plugins/cmux-opencode/pyproject.toml
+		plugins/cmux-gemini/pyproject.toml plugins/cmux-opencode/pyproject.toml \
+		plugins/cmux-qwen/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,ghostty]'
@@ -20,6 +21,7 @@ $(STAMP): pyproject.toml plugins/cmux-claude/pyproject.toml plugins/cmux-codex/p
 	$(BIN)/python -m pip install --quiet -e plugins/cmux-codex
 	$(BIN)/python -m pip install --quiet -e plugins/cmux-gemini
 	$(BIN)/python -m pip install --quiet -e plugins/cmux-opencode
+	$(BIN)/python -m pip install --quiet -e plugins/cmux-qwen
 	touch $(STAMP)
 
 serve: $(STAMP)

@@ -85,7 +85,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A temporary HOME (and XDG config dir) for the plugins' install()."""
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / ".config"))
-    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "OPENCODE_CONFIG_DIR"):
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "OPENCODE_CONFIG_DIR",
+                 "QWEN_HOME"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path
 
@@ -97,6 +98,11 @@ def installed_commands(agent: str, home: Path) -> dict[str, str]:
 
         cmux_claude.install()
         groups = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]
+    elif agent == "qwen":
+        import cmux_qwen
+
+        cmux_qwen.install()
+        groups = json.loads((home / ".qwen" / "settings.json").read_text())["hooks"]
     elif agent == "gemini":
         import cmux_gemini
 
@@ -199,6 +205,25 @@ def test_codex_recorded_session(home: Path, server: ServerProcess) -> None:
     })
     assert row["agent_session"]["value"] == session_id("codex", "01-SessionStart")
     assert row["status_source_detail"] == "cmux:codex"
+
+
+def test_qwen_recorded_session(home: Path, server: ServerProcess) -> None:
+    row = replay_all("qwen", home, server, {
+        "01": (None, {"model": "qwen3-coder-plus"}),
+        "02": ("working", {"prompt": "hi there"}),
+        "03": ("idle", {}),
+        "05": ("working", {"prompt": "respond slowly please"}),
+        "06": ("idle", {}),  # Qwen Code announces its idle prompt after an interrupt
+        "08": ("blocked", {}),
+        "10": ("working", {"tool": "run_shell_command", "tool_input": "touch approved.txt"}),
+        "12": ("working", {"prompt": "please run the setup command"}),  # no prompt: kept
+        "13": ("idle", {}),
+        "16": ("blocked", {}),
+        "18": ("idle", {}),  # ... and after a denial
+        "20": (None, {"prompt": None}),
+    })
+    assert row["agent_session"]["value"] == session_id("qwen", "21-SessionStart")
+    assert row["status_source_detail"] == "cmux:qwen"
 
 
 def test_gemini_recorded_session(home: Path, server: ServerProcess) -> None:

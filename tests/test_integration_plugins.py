@@ -22,6 +22,7 @@ import cmux_claude
 import cmux_codex
 import cmux_gemini
 import cmux_opencode
+import cmux_qwen
 import pytest
 
 from cmux_core.plugin_host.settings_files import FileChange, SettingsError
@@ -30,8 +31,10 @@ from cmux_core.testing import ServerProcess, start_server
 ROOT = Path(__file__).resolve().parents[1]
 HOOKS = ROOT / "hooks"
 PLUGINS: dict[str, ModuleType] = {"claude": cmux_claude, "codex": cmux_codex,
-                                  "gemini": cmux_gemini, "opencode": cmux_opencode}
-ENV_OVERRIDES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "OPENCODE_CONFIG_DIR")
+                                  "gemini": cmux_gemini, "opencode": cmux_opencode,
+                                  "qwen": cmux_qwen}
+ENV_OVERRIDES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "OPENCODE_CONFIG_DIR",
+                 "QWEN_HOME")
 
 
 @pytest.fixture
@@ -47,10 +50,14 @@ def settings_file(agent: str, home: Path) -> Path:
     return {"claude": home / ".claude" / "settings.json",
             "codex": home / ".codex" / "config.toml",
             "gemini": home / ".gemini" / "settings.json",
+            "qwen": home / ".qwen" / "settings.json",
             "opencode": home / ".config" / "opencode" / "plugins" / "cmux.js"}[agent]
 
 
 USER_FILES = {
+    "qwen": json.dumps({"model": {"name": "qwen3-coder-plus"}, "hooks": {
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}},
+        indent=2) + "\n",
     "claude": json.dumps({"model": "opus", "hooks": {
         "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
         "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
@@ -81,7 +88,7 @@ def our_commands(agent: str, home: Path) -> dict[str, list[str]]:
             for event, groups in data.get("hooks", {}).items()}
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "qwen"])
 def test_round_trip_keeps_the_users_settings(agent: str, home: Path) -> None:
     plugin = PLUGINS[agent]
     path = settings_file(agent, home)
@@ -122,7 +129,7 @@ def test_round_trip_keeps_the_users_settings(agent: str, home: Path) -> None:
     assert plugin.status()["installed"] is False
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "qwen"])
 def test_install_into_a_home_with_nothing(agent: str, home: Path) -> None:
     plugin = PLUGINS[agent]
     dry = plugin.install(dry_run=True)
@@ -134,7 +141,7 @@ def test_install_into_a_home_with_nothing(agent: str, home: Path) -> None:
     assert our_commands(agent, home) == {}
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "qwen"])
 def test_unparsable_settings_are_left_alone(agent: str, home: Path) -> None:
     path = settings_file(agent, home)
     path.parent.mkdir(parents=True)
@@ -155,8 +162,10 @@ def test_env_overrides_pick_the_agents_dirs(home: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("CODEX_HOME", str(home / "codex-home"))
     monkeypatch.setenv("GEMINI_CLI_HOME", str(home / "gemini-home"))
     monkeypatch.setenv("OPENCODE_CONFIG_DIR", str(home / "oc"))
+    monkeypatch.setenv("QWEN_HOME", str(home / "qwen-home"))
     for plugin in PLUGINS.values():
         plugin.install()
+    assert (home / "qwen-home" / "settings.json").is_file()
     assert (home / "claude-cfg" / "settings.json").is_file()
     assert (home / "codex-home" / "config.toml").is_file()
     assert (home / "gemini-home" / ".gemini" / "settings.json").is_file()
@@ -212,7 +221,7 @@ def test_opencode_plugin_file(home: Path) -> None:
 CONCURRENT = "import cmux_{agent} as plugin; plugin.install()"
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "qwen"])
 def test_two_installs_at_once(agent: str, home: Path) -> None:
     path = settings_file(agent, home)
     path.parent.mkdir(parents=True)
@@ -288,7 +297,7 @@ def served(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path]]:
     home = tmp_path / "home"
     home.mkdir()
     env = {"HOME": str(home), "CMUX_LOAD_PLUGINS": "cmux-claude,cmux-codex,cmux-gemini,"
-                                                    "cmux-opencode"}
+                                                    "cmux-opencode,cmux-qwen"}
     server = start_server(env=env)
     try:
         yield server, home

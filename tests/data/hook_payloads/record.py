@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Record the hook payloads real agent CLIs send, as test data for ``tests/test_hooks.py``.
 
-Usage: ``record.py AGENT [--keep]`` with AGENT one of claude, codex, gemini, opencode.
+Usage: ``record.py AGENT`` with AGENT one of claude, codex, gemini, opencode, qwen.
 
 The agent runs in a private tmux server against ``tests/captured/fake_api.py`` (which
 scripts the model: ``please run`` asks for a tool that needs permission, ``slowly``
@@ -41,6 +41,10 @@ CLAUDE_EVENTS = (
 CODEX_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
                 "PostToolUse", "PreCompact", "PostCompact", "SubagentStart", "SubagentStop",
                 "Stop", "SessionEnd")
+QWEN_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Notification",
+               "UserPromptSubmit", "SessionStart", "SessionEnd", "Stop", "StopFailure",
+               "SubagentStart", "SubagentStop", "PreCompact", "PostCompact", "PermissionRequest",
+               "PermissionDenied")
 GEMINI_EVENTS = ("SessionStart", "SessionEnd", "BeforeAgent", "AfterAgent", "BeforeModel",
                  "AfterModel", "BeforeToolSelection", "BeforeTool", "AfterTool",
                  "PreCompress", "Notification")
@@ -156,6 +160,15 @@ trust_level = "trusted"
         env |= {"GEMINI_API_KEY": "capture-key",
                 "GOOGLE_GEMINI_BASE_URL": f"http://127.0.0.1:{port}"}
         return ["gemini"], env
+    if agent == "qwen":
+        (home / ".qwen").mkdir(parents=True)
+        hooks = {event: [{"matcher": "*", "hooks": [
+            {"type": "command", "command": hook_command(agent, event)}]}]
+            for event in QWEN_EVENTS}
+        (home / ".qwen" / "settings.json").write_text(json.dumps({"hooks": hooks}, indent=2))
+        env |= {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
+                "OPENAI_API_KEY": "sk-capture-0000", "OPENAI_MODEL": "qwen3-coder-plus"}
+        return ["qwen"], env
     if agent == "opencode":
         config = home / ".config" / "opencode"
         (config / "plugins").mkdir(parents=True)
@@ -175,7 +188,7 @@ trust_level = "trusted"
 
 def scenario(agent: str) -> None:
     """Drive the agent through the fixed scenario."""
-    ready = {"claude": "? for shortcuts", "codex": "? for shortcuts",
+    ready = {"claude": "? for shortcuts", "codex": "? for shortcuts", "qwen": "Type your message",
              "gemini": "Type your message", "opencode": "ctrl+p commands"}[agent]
     wait(ready, 60)
     time.sleep(1.5)
@@ -200,7 +213,7 @@ def scenario(agent: str) -> None:
         wait("Press enter to confirm")
         time.sleep(2)
         key("y")
-    elif agent == "gemini":
+    elif agent in ("gemini", "qwen"):
         wait("Allow", 30)
         time.sleep(2)
         key("Enter")
@@ -222,17 +235,17 @@ def scenario(agent: str) -> None:
     key("Escape")
     time.sleep(3)
     # the agent's own context compaction, then (Claude Code) its idle notification
-    if agent in ("claude", "codex", "gemini"):
-        send("/compress" if agent == "gemini" else "/compact")
+    if agent in ("claude", "codex", "gemini", "qwen"):
+        send("/compress" if agent in ("gemini", "qwen") else "/compact")
         time.sleep(8)
     if agent == "claude":
         time.sleep(65)
     # the agent's own way out
-    if agent in ("claude", "codex", "gemini"):
+    if agent in ("claude", "codex", "gemini", "qwen"):
         if agent != "codex":
             send("/clear")
             time.sleep(3)
-        send("/quit" if agent == "gemini" else "/exit")
+        send("/quit" if agent in ("gemini", "qwen") else "/exit")
         time.sleep(4)
     else:
         key("C-c")

@@ -84,7 +84,7 @@ def session_ref(p: Payload) -> tuple[Any, Any]:
     return p.get("session_id"), p.get("transcript_path")
 
 
-# -- Claude Code and Codex (the same hook payload shape) ------------------------------------
+# -- Claude Code, Codex and Qwen Code (the same hook payload shape) --------------------------
 
 
 def claude_like(p: Payload) -> Report | None:
@@ -99,7 +99,9 @@ def claude_like(p: Payload) -> Report | None:
             tokens["model"] = short(p.get("model"))
         return {"session": session_of(p), "tokens": tokens}
     if event == "UserPromptSubmit":
-        tokens = {"prompt": short(p.get("prompt")), "tool": None, "tool_input": None}
+        tokens = {"tool": None, "tool_input": None}
+        if short(p.get("prompt")):  # Qwen Code also submits tool results, with no prompt
+            tokens["prompt"] = short(p.get("prompt"))
         if short(p.get("model")):
             tokens["model"] = short(p.get("model"))
         return {"state": "working", "tokens": tokens}
@@ -206,7 +208,8 @@ def opencode(p: Payload) -> Report | None:
 
 
 EVENTS: dict[str, Callable[[Payload], Report | None]] = {  # agent label → its table
-    "claude": claude_like, "codex": claude_like, "gemini": gemini, "opencode": opencode}
+    "claude": claude_like, "codex": claude_like, "qwen": claude_like, "gemini": gemini,
+    "opencode": opencode}
 
 
 # -- JSON on the C accelerator alone ---------------------------------------------------------
