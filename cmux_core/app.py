@@ -30,6 +30,7 @@ from cmux_core.api.server import Server, ServerAlreadyRunning, SocketPathError
 from cmux_core.config import Settings, session_file
 from cmux_core.detect.registry import ManifestRegistry
 from cmux_core.events import Event, EventHub
+from cmux_core.model.events import PaneClosed
 from cmux_core.model.mux import Mux
 from cmux_core.model.notifications import NotificationBook
 from cmux_core.plugin_host.events import PluginUnloaded
@@ -91,6 +92,8 @@ class App:
         self.server = Server(self.services, self.methods, socket_path)
         self.info.connection_count = self.server.connection_count
         self.server.close_listeners.append(self.views.connection_closed)
+        self.server.close_listeners.append(
+            lambda conn: self.services.graphics.connection_closed(conn.client_id))
         self.server.request_listeners.append(self.loop_monitor.poke)
         self.server.request_listeners.append(self.keeper.request_seen)
 
@@ -98,6 +101,8 @@ class App:
         """What one part does about another's events, where neither may import the other."""
         if isinstance(event, PluginUnloaded):
             self.views.plugin_unloaded(event.plugin.plugin_id, event.reason)
+        elif isinstance(event, PaneClosed):
+            self.services.graphics.pane_closed(event.pane.key)
 
     def _fresh_session(self) -> None:
         if self.settings.empty:

@@ -132,6 +132,11 @@ class Settings:
     herdr_env: bool = True
     """Panes also get ``HERDR_ENV``, ``HERDR_SOCKET_PATH`` and ``HERDR_PANE_ID`` (``[server]
     herdr_env = false`` turns it off), so herdr's hook scripts report to this server."""
+    kitty_graphics: bool = field(
+        default_factory=lambda: os.environ.get("CMUX_EXPERIMENTAL_KITTY_GRAPHICS") == "1")
+    """Pane graphics (``pane.graphics.*``): ``[experimental] kitty_graphics = true``, or
+    ``CMUX_EXPERIMENTAL_KITTY_GRAPHICS=1`` in the server's environment; off, they answer
+    ``feature_disabled``."""
 
     @classmethod
     def load(cls, path: Path | None = None) -> Settings:
@@ -152,10 +157,22 @@ class Settings:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from None
         for key in data:
-            if key != "server":
+            if key not in ("server", "experimental"):
                 kind = "table" if isinstance(data[key], dict) else "key"
                 log.warning("%s: unknown %s %r ignored (settings go in [server])", path,
                             kind, key)
+        experimental = data.get("experimental", {})
+        if not isinstance(experimental, dict):
+            raise ConfigError(f"{path}: 'experimental' must be a table, [experimental]")
+        for key in experimental:
+            if key != "kitty_graphics":
+                log.warning("%s: unknown key %r in [experimental] ignored (known: "
+                            "kitty_graphics)", path, key)
+        if "kitty_graphics" in experimental:
+            if not isinstance(experimental["kitty_graphics"], bool):
+                raise ConfigError(f"{path}: [experimental] kitty_graphics must be true or "
+                                  f"false, not {experimental['kitty_graphics']!r}")
+            settings.kitty_graphics = settings.kitty_graphics or experimental["kitty_graphics"]
         server = data.get("server", {})
         if not isinstance(server, dict):
             raise ConfigError(f"{path}: 'server' must be a table, [server]")

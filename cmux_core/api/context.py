@@ -21,6 +21,7 @@ from cmux_core.agents.views import ViewBook
 from cmux_core.api.attach import AttachBook
 from cmux_core.config import Settings
 from cmux_core.events import EventHub, Subscriber
+from cmux_core.graphics.layers import GraphicsBook
 from cmux_core.model.mux import Mux
 from cmux_core.model.notifications import NotificationBook
 from cmux_core.plugin_host.host import PluginHost
@@ -60,6 +61,7 @@ class Services:
     views: ViewBook
     notifications: NotificationBook
     attach: AttachBook = field(default_factory=AttachBook)
+    graphics: GraphicsBook = field(default_factory=GraphicsBook)
 
 
 class Peer(Protocol):

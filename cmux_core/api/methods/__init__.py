@@ -11,6 +11,7 @@ from cmux_core.api.methods import (
     attach,
     cmux_catalog,
     detect,
+    graphics,
     integration,
     layout,
     notification,
@@ -28,7 +29,7 @@ from cmux_core.api.methods import (
 
 CORE_MODULES = (server, workspace, pane, layout, system, plugin, views, detect, report, agent,
                 attach, window, saved_layouts, integration, surface, cmux_catalog,
-                notification)
+                notification, graphics)
 
 
 def register_core_methods(table: MethodTable) -> None:

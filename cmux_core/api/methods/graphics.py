@@ -1,0 +1,374 @@
+"""Pane graphics methods: image layers over panes, streams, and attached clients that draw.
+
+Every method answers ``feature_disabled`` unless pane graphics are on (``[experimental]
+kitty_graphics = true`` or ``CMUX_EXPERIMENTAL_KITTY_GRAPHICS=1``). The layers and their
+limits live in :mod:`cmux_core.graphics.layers`. An attached client (``pane.attach``) that
+calls ``attach.graphics`` with its cell size in pixels gets ``graphics`` frames (a layer's
+image) and ``graphics_clear`` frames (a layer gone) on its connection; it gets only the
+latest image of each layer once it has taken what was sent before, so a slow client skips
+frames instead of queueing them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import os
+from typing import Literal
+
+from pydantic import Field
+
+from cmux_core.api.attach import AttachSession, frame
+from cmux_core.api.context import Call, Peer
+from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.errors import CmuxError
+from cmux_core.graphics.layers import (
+    BYTES_PER_PIXEL,
+    DEFAULT_LAYER,
+    MAX_LAYERS_PER_PANE,
+    SET_MAX_BYTES,
+    STREAM_MAX_BYTES,
+    GraphicsBook,
+    Image,
+    Layer,
+    Placement,
+    check_layer_id,
+)
+from cmux_core.hookspecs import Params
+from cmux_core.model.tree import Pane
+
+methods = MethodTable()
+
+UINT32 = 2**32 - 1
+INT32 = 2**31
+
+
+def _enabled(call: Call) -> GraphicsBook:
+    if not call.ctx.settings.kitty_graphics:
+        raise CmuxError("feature_disabled", "pane graphics are off: set [experimental] "
+                        "kitty_graphics = true in config.toml or "
+                        "CMUX_EXPERIMENTAL_KITTY_GRAPHICS=1 for the server")
+    return call.ctx.graphics
+
+
+def _pane_and_layer(call: Call, pane_id: str, layer_id: str) -> tuple[Pane, str]:
+    pane = call.ctx.mux.pane(pane_id)
+    return pane, check_layer_id(layer_id)
+
+
+class PlacementParams(Params):
+    viewport_col: int = Field(0, ge=-INT32, lt=INT32)
+    viewport_row: int = Field(0, ge=-INT32, lt=INT32)
+    grid_cols: int = Field(0, ge=0, le=UINT32)
+    grid_rows: int = Field(0, ge=0, le=UINT32)
+
+    def placement(self) -> Placement:
+        return Placement(self.viewport_col, self.viewport_row, self.grid_cols, self.grid_rows)
+
+
+def _placement(given: PlacementParams | None) -> Placement:
+    return given.placement() if given is not None else Placement()
+
+
+class LayerParams(Params):
+    pane_id: str
+    layer_id: str = DEFAULT_LAYER
+
+
+class SetParams(LayerParams):
+    format: Literal["png", "rgb", "rgba", "bgra"]
+    image_width: int = Field(ge=0, le=UINT32)
+    image_height: int = Field(ge=0, le=UINT32)
+    data_base64: str = ""
+    placement: PlacementParams | None = None
+
+
+def _decode(p: SetParams, limit: int) -> Image:
+    # Base64 grows data by 4/3: text this long cannot decode to `limit` bytes or fewer.
+    if len(p.data_base64) > (limit + 2) // 3 * 4 + 4:
+        raise CmuxError("image_too_large", f"the image is larger than {limit} bytes",
+                        {"limit": limit})
+    try:
+        data = base64.b64decode(p.data_base64, validate=True)
+    except (binascii.Error, ValueError):
+        raise CmuxError("invalid_image", "data_base64 is not valid base64") from None
+    return Image(p.format, p.image_width, p.image_height, data)
+
+
+@methods.method("pane.graphics.set", SetParams)
+async def graphics_set(call: Call, p: SetParams) -> Result:
+    """Show an image (``data_base64`` of ``format`` png, rgb, rgba or bgra, at most 512 KiB
+    decoded) on a layer of the pane (``layer_id``, default ``primary``), placed per
+    ``placement`` (cells over the pane's viewport). Replaces the layer's image."""
+    book = _enabled(call)
+    pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
+    book.set(pane, layer_id, _decode(p, SET_MAX_BYTES), _placement(p.placement))
+    return {"type": "ok"}
+
+
+@methods.method("pane.graphics.clear", LayerParams)
+async def graphics_clear(call: Call, p: LayerParams) -> Result:
+    """Remove a layer (default ``primary``); a missing layer is no error."""
+    book = _enabled(call)
+    pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
+    book.clear(pane, layer_id)
+    return {"type": "ok"}
+
+
+class PaneParams(Params):
+    pane_id: str
+
+
+def pane_visible(call: Call, pane: Pane) -> bool:
+    """On the active workspace, in its active tab, and not hidden by another pane's zoom."""
+    tab = pane.tab
+    ws = tab.workspace
+    return (call.ctx.mux.active_workspace() is ws and ws.active_tab is tab
+            and (not tab.zoomed or tab.focused == pane.key))
+
+
+@methods.method("pane.graphics.info", PaneParams)
+async def graphics_info(call: Call, p: PaneParams) -> Result:
+    """The cell size in pixels of a client attached to the pane that draws graphics
+    (``cell_size_unavailable`` when none is), whether the pane is visible, and the
+    limits. Frames from files are copied into the layer, never leased: the file-frame
+    fields say no direct delivery."""
+    book = _enabled(call)
+    pane = call.ctx.mux.pane(p.pane_id)
+    cell = book.cell_size(pane.key)
+    if cell is None:
+        raise CmuxError("cell_size_unavailable", f"no client that draws graphics is attached "
+                        f"to pane {pane.id}, so its cell size is unknown")
+    return {"type": "pane_graphics_info", "cell_width_px": cell[0], "cell_height_px": cell[1],
+            "pane_visible": pane_visible(call, pane), "file_frame_directory": None,
+            "file_frame_formats": [], "file_frame_max_bytes": None,
+            "file_frame_damage": False, "file_frame_transport": None,
+            "max_layers_per_pane": MAX_LAYERS_PER_PANE, "pixel_mouse": False}
+
+
+def layer_row(layer: Layer) -> dict[str, object]:
+    image = layer.image
+    return {"layer_id": layer.layer_id, "format": image.format if image else None,
+            "image_width": image.width if image else None,
+            "image_height": image.height if image else None, "bytes": layer.size,
+            "placement": layer.placement.to_dict(), "owner": layer.owner,
+            "source": layer.source, "live": layer.live, "frames": layer.frames,
+            "revision": layer.revision}
+
+
+@methods.method("pane.graphics.layers", PaneParams)
+async def graphics_layers(call: Call, p: PaneParams) -> Result:
+    """The pane's layers: id, image format and size, placement, owner (a stream's owner or
+    ``source:<plugin>/<name>``), frames shown and revision."""
+    book = _enabled(call)
+    pane = call.ctx.mux.pane(p.pane_id)
+    layers = sorted(book.layers(pane.key), key=lambda layer: layer.layer_id)
+    return {"type": "pane_graphics_layers", "pane_id": pane.id,
+            "layers": [layer_row(layer) for layer in layers]}
+
+
+# -- streams ----------------------------------------------------------------------------
+
+
+@methods.method("pane.graphics.stream", PaneParams)
+async def graphics_stream(call: Call, p: PaneParams) -> Result:
+    """Not a request: streams are driven with ``pane.graphics.stream.open``, ``.set``,
+    ``.direct`` and ``.close``."""
+    _enabled(call)
+    raise CmuxError("stream_transport_required", "pane.graphics.stream is not answered as a "
+                    "request; use pane.graphics.stream.open, .set, .direct and .close")
+
+
+class OwnerParams(LayerParams):
+    owner: str | None = Field(None, max_length=256)
+
+
+def _owner(call: Call, given: str | None) -> str:
+    """The stream's owner name: ``given``, else the calling connection's id."""
+    owner = given if given is not None else (
+        call.connection.client_id if call.connection else "")
+    if not owner:
+        raise CmuxError("invalid_stream", "a stream needs a non-empty owner")
+    return owner
+
+
+@methods.method("pane.graphics.stream.open", OwnerParams)
+async def stream_open(call: Call, p: OwnerParams) -> Result:
+    """Claim a layer for a stream owned by ``owner`` (default: this connection's id). The
+    stream lives while this connection does; after it leaves, the next call on the layer
+    reclaims it."""
+    book = _enabled(call)
+    pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
+    owner = _owner(call, p.owner)
+    client = call.connection.client_id if call.connection else None
+    book.claim(pane, layer_id, owner, client_id=client)
+    return {"type": "ok"}
+
+
+class StreamSetParams(SetParams):
+    owner: str | None = Field(None, max_length=256)
+
+
+@methods.method("pane.graphics.stream.set", StreamSetParams)
+async def stream_set(call: Call, p: StreamSetParams) -> Result:
+    """One frame of an open stream, as ``pane.graphics.set`` takes it (up to 16 MiB)."""
+    book = _enabled(call)
+    pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
+    owner = _owner(call, p.owner)
+    book.set(pane, layer_id, _decode(p, STREAM_MAX_BYTES), _placement(p.placement),
+             limit=STREAM_MAX_BYTES, owner=owner)
+    return {"type": "ok"}
+
+
+class DirectParams(OwnerParams):
+    path: str = Field(min_length=1)
+    format: Literal["rgba", "bgra"] = "rgba"
+    image_width: int = Field(ge=0, le=UINT32)
+    image_height: int = Field(ge=0, le=UINT32)
+    sequence: int = Field(0, ge=0)
+    revision: int = Field(0, ge=0)
+    placement: PlacementParams | None = None
+
+
+def _read_frame_file(path: str, expected: int) -> bytes:
+    """The file's bytes when it holds exactly ``expected``; else ``invalid_frame_file``."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size != expected:
+                raise CmuxError("invalid_frame_file", f"{path} holds {size} bytes; the frame "
+                                f"needs {expected}", {"bytes": size, "expected": expected})
+            data = f.read(expected + 1)
+    except OSError as exc:
+        raise CmuxError("invalid_frame_file", f"cannot read {path}: {exc.strerror}") from None
+    if len(data) != expected:
+        raise CmuxError("invalid_frame_file", f"{path} changed while it was read")
+    return data
+
+
+@methods.method("pane.graphics.stream.direct", DirectParams)
+async def stream_direct(call: Call, p: DirectParams) -> Result:
+    """One frame of an open stream read from a file of raw rgba or bgra pixels (exactly
+    width x height x 4 bytes, at most 16 MiB). The bytes are copied into the layer and
+    count against the 64 MiB budget; the reply echoes ``sequence`` and ``revision``."""
+    book = _enabled(call)
+    pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
+    owner = _owner(call, p.owner)
+    layer = book.layer(pane, layer_id)
+    if layer is None or layer.owner is None or not layer.live:
+        raise CmuxError("stream_closed", f"no stream is open on layer {layer_id!r} of pane "
+                        f"{pane.id}")
+    if p.image_width <= 0 or p.image_height <= 0:
+        raise CmuxError("invalid_image", "image_width and image_height must be greater than 0")
+    expected = p.image_width * p.image_height * BYTES_PER_PIXEL[p.format]
+    if expected > STREAM_MAX_BYTES:
+        raise CmuxError("invalid_image", "image dimensions are too large")
+    data = await asyncio.to_thread(_read_frame_file, p.path, expected)
+    book.set(pane, layer_id, Image(p.format, p.image_width, p.image_height, data),
+             _placement(p.placement), limit=STREAM_MAX_BYTES, owner=owner)
+    return {"type": "pane_graphics_frame_ack", "sequence": p.sequence, "revision": p.revision}
+
+
+@methods.method("pane.graphics.stream.close", OwnerParams)
+async def stream_close(call: Call, p: OwnerParams) -> Result:
+    """Release the stream's layer and remove it; from another owner, nothing happens."""
+    book = _enabled(call)
+    pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
+    book.release(pane, layer_id, _owner(call, p.owner))
+    return {"type": "ok"}
+
+
+# -- attached clients that draw ----------------------------------------------------------
+
+
+class Viewer:
+    """Sends one attached client the images of its pane's layers as they change."""
+
+    RECHECK_S = 0.5
+    """How often the viewer checks that its attach session still runs."""
+
+    def __init__(self, book: GraphicsBook, session: AttachSession, peer: Peer,
+                 lookup: AttachLookup) -> None:
+        self.book = book
+        self.session = session
+        self.peer = peer
+        self.lookup = lookup
+        self.sent: dict[str, int] = {}
+        self.wake = asyncio.Event()
+        self.wake.set()
+
+    def on_change(self, pane_key: str) -> None:
+        if pane_key == self.session.pane.key:
+            self.wake.set()
+
+    def attached(self) -> bool:
+        return (self.lookup(self.peer.client_id) is self.session
+                and self.session.ending is None)
+
+    async def run(self) -> None:
+        self.book.listeners.append(self.on_change)
+        pane = self.session.pane
+        try:
+            while self.attached():
+                self.wake.clear()
+                current = {layer.layer_id: layer for layer in self.book.layers(pane.key)
+                           if layer.image is not None}
+                for layer_id in [i for i in self.sent if i not in current]:
+                    del self.sent[layer_id]
+                    self.peer.send(frame("graphics_clear", pane_id=pane.id, layer_id=layer_id))
+                for layer_id, layer in current.items():
+                    image = layer.image
+                    if image is None or self.sent.get(layer_id) == layer.revision:
+                        continue
+                    self.sent[layer_id] = layer.revision
+                    self.peer.send(frame(
+                        "graphics", image.data, pane_id=pane.id, layer_id=layer_id,
+                        format=image.format, image_width=image.width,
+                        image_height=image.height, placement=layer.placement.to_dict(),
+                        revision=layer.revision))
+                # Only what the client has taken is followed by more: later frames replace
+                # the ones a slow client could not take yet.
+                await self.peer.drain()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.RECHECK_S):
+                        await self.wake.wait()
+        finally:
+            with contextlib.suppress(ValueError):
+                self.book.listeners.remove(self.on_change)
+            self.book.cell_sizes.pop(self.peer.client_id, None)
+
+
+class AttachLookup:
+    def __init__(self, call: Call) -> None:
+        self.attach = call.ctx.attach
+
+    def __call__(self, client_id: str) -> AttachSession | None:
+        return self.attach.session(client_id)
+
+
+class AttachGraphicsParams(Params):
+    cell_width_px: int = Field(ge=1, le=1000)
+    cell_height_px: int = Field(ge=1, le=1000)
+
+
+@methods.method("attach.graphics", AttachGraphicsParams)
+async def attach_graphics(call: Call, p: AttachGraphicsParams) -> Result:
+    """This attached client draws graphics and its cells are ``cell_width_px`` x
+    ``cell_height_px`` pixels: from now on the pane's layers come as ``graphics`` frames
+    (header with ``layer_id``, ``format``, ``image_width``, ``image_height``,
+    ``placement``, ``revision``, then the image bytes) and ``graphics_clear`` frames."""
+    book = _enabled(call)
+    if call.connection is None:
+        raise CmuxError("invalid_request", "attach.graphics needs a client connection")
+    peer = call.connection
+    session = call.ctx.attach.session(peer.client_id)
+    if session is None:
+        raise CmuxError("not_attached", "attach.graphics: this connection is not attached to "
+                        "a pane (call pane.attach first)")
+    first = peer.client_id not in book.cell_sizes
+    book.cell_sizes[peer.client_id] = (session.pane.key, p.cell_width_px, p.cell_height_px)
+    if first:
+        peer.run_task(Viewer(book, session, peer, AttachLookup(call)).run())
+    return {"type": "ok"}

@@ -1,0 +1,7 @@
+"""Pane graphics: image layers over panes, their budgets, streams and plugin sources.
+
+:mod:`~cmux_core.graphics.layers` keeps every pane's layers (by ``layer_id``) and enforces
+the limits; :mod:`~cmux_core.graphics.sources` pulls frames from plugins' graphics sources
+into layers. Nothing here draws: attached clients are told of changes through the book's
+listeners and draw the layers themselves.
+"""
