@@ -134,3 +134,15 @@ def test_blocked_report_shows_within_200_ms(server: ServerProcess, tmux: Tmux) -
         if timings[-1] < BLOCKED_WITHIN_S:
             break
     assert min(timings) < BLOCKED_WITHIN_S, f"blocked showed after {timings} s"
+
+
+def test_a_closed_pane_gives_way_to_the_next_agent(server: ServerProcess, tmux: Tmux) -> None:
+    first = str(server.call("pane.current")["pane"]["pane_id"])
+    second = str(server.call("pane.split", {"command": ["/bin/sh"]})["pane"]["pane_id"])
+    server.call("pane.send_text", {"pane_id": second, "text": "echo other-$((8*8))\n"})
+    report(server, first, "working", "claude")
+    report(server, second, "idle", "codex")
+    outer = start_ui(tmux, server)
+    tmux.wait_for(outer, lambda text: f" {first}" in text.splitlines()[0] if text else False)
+    server.call("pane.close", {"pane_id": first})
+    tmux.wait_for(outer, lambda text: "other-64" in text and first not in text)

@@ -276,7 +276,7 @@ class Ui:
         self.notice = ""
         self.stale = asyncio.Event()
         self.requests = AsyncClient(path)
-        self.preview = PanePreview(path, self._invalidate)
+        self.preview = PanePreview(path, self._preview_changed)
         self.app: Application[int] = Application(
             layout=self._layout(), key_bindings=self._keys(), full_screen=True,
             mouse_support=False, refresh_interval=None, min_redraw_interval=MIN_REDRAW_S)
@@ -342,7 +342,9 @@ class Ui:
                                "enter attach · f focus · q quit")
         return [("", f" {counts(self.rows)}   {keys}")]
 
-    def _invalidate(self) -> None:
+    def _preview_changed(self) -> None:
+        if self.preview.ended == "pane_closed":
+            self.stale.set()
         self.app.invalidate()
 
     # -- keys --------------------------------------------------------------------------
@@ -518,12 +520,14 @@ class Ui:
             except (ConnectionError, OSError, TimeoutError):
                 self._gone()
                 return
+            except CmuxError as exc:
+                self.notice = f"{exc.code}: {exc.message}"
             ids = self._ids()
             if self.selected not in ids:
                 self.selected = ids[0] if ids else None
-            if self.shown is None:
-                focused = await self._focused_pane()
-                self._show(self.selected or focused)
+            # A shown pane that was closed gives way to the selected agent (or the focus).
+            if self.shown is None or self.preview.ended == "pane_closed":
+                self._show(self.selected or await self._focused_pane())
             self.app.invalidate()
 
     async def _tick(self) -> None:
