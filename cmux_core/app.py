@@ -30,6 +30,8 @@ from cmux_core.api.server import Server, ServerAlreadyRunning, SocketPathError
 from cmux_core.config import Settings, session_file
 from cmux_core.detect.registry import ManifestRegistry
 from cmux_core.events import Event, EventHub
+from cmux_core.graphics.layers import GraphicsBook
+from cmux_core.graphics.sources import SourceRunner
 from cmux_core.model.events import PaneClosed
 from cmux_core.model.mux import Mux
 from cmux_core.model.notifications import NotificationBook
@@ -86,14 +88,17 @@ class App:
         self.info = ServerInfo(__version__, socket_path, session,
                                loop_lag=self.loop_monitor.summary,
                                method_names=self.methods.names)
+        self.graphics = GraphicsBook()
+        self.graphics_sources = SourceRunner(self.graphics, self.plugins)
         self.services = Services(settings, self.info, self.events, self.mux, self.agents,
                                  self.detection, self.plugins, self.views,
-                                 self.notifications)
+                                 self.notifications, graphics=self.graphics,
+                                 graphics_sources=self.graphics_sources)
         self.server = Server(self.services, self.methods, socket_path)
         self.info.connection_count = self.server.connection_count
         self.server.close_listeners.append(self.views.connection_closed)
         self.server.close_listeners.append(
-            lambda conn: self.services.graphics.connection_closed(conn.client_id))
+            lambda conn: self.graphics.connection_closed(conn.client_id))
         self.server.request_listeners.append(self.loop_monitor.poke)
         self.server.request_listeners.append(self.keeper.request_seen)
 
@@ -101,8 +106,9 @@ class App:
         """What one part does about another's events, where neither may import the other."""
         if isinstance(event, PluginUnloaded):
             self.views.plugin_unloaded(event.plugin.plugin_id, event.reason)
+            self.graphics_sources.plugin_unloaded(event.plugin.plugin_id)
         elif isinstance(event, PaneClosed):
-            self.services.graphics.pane_closed(event.pane.key)
+            self.graphics.pane_closed(event.pane.key)
 
     def _fresh_session(self) -> None:
         if self.settings.empty:
@@ -154,6 +160,7 @@ class App:
         self.loop_monitor.stop()
         self.server.stop_accepting()
         await self.keeper.stop()
+        await self.graphics_sources.stop()
         await self.plugins.stop()
         await self.detection.stop()
         self.server.drop_connections()

@@ -247,9 +247,14 @@ def cmux_register_graphics_sources(register: RegisterGraphicsSource) -> None:
     """Supply named frame sources for pane graphics streams.
 
     ``register(name, open, description="")``: ``open(pane_id, options)`` returns an async
-    iterator of frames (mappings with ``format``, ``image_width``, ``image_height``, ``data``).
-    Names are unique across plugins. Registered sources are recorded and listed by
-    ``plugin.list``; no server feature pulls frames from them in this version.
+    iterator of frames (mappings with ``format`` png/rgb/rgba/bgra, ``image_width``,
+    ``image_height``, ``data`` bytes, optional ``placement``); a frame may be ``None``,
+    meaning nothing new. Names are unique across plugins. ``pane.graphics.attach_source``
+    calls ``open`` and then pulls one frame at a time on the server loop, each pull a plugin
+    call under the time budget; each frame replaces the layer's image. A source that
+    raises, yields an invalid frame or overruns the budget is stopped, recorded against the
+    plugin, and its layer cleared; the iterator is closed (``aclose``) when the source is
+    detached or its layer, pane or plugin goes.
 
     Called once when the plugin is loaded.
     """

@@ -22,6 +22,7 @@ from cmux_core.api.attach import AttachBook
 from cmux_core.config import Settings
 from cmux_core.events import EventHub, Subscriber
 from cmux_core.graphics.layers import GraphicsBook
+from cmux_core.graphics.sources import SourceRunner
 from cmux_core.model.mux import Mux
 from cmux_core.model.notifications import NotificationBook
 from cmux_core.plugin_host.host import PluginHost
@@ -62,6 +63,8 @@ class Services:
     notifications: NotificationBook
     attach: AttachBook = field(default_factory=AttachBook)
     graphics: GraphicsBook = field(default_factory=GraphicsBook)
+    graphics_sources: SourceRunner | None = None
+    """Plugin graphics sources feeding layers (None: a server built without plugins)."""
 
 
 class Peer(Protocol):

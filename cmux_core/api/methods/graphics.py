@@ -16,7 +16,7 @@ import base64
 import binascii
 import contextlib
 import os
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -277,6 +277,44 @@ async def stream_close(call: Call, p: OwnerParams) -> Result:
     book = _enabled(call)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     book.release(pane, layer_id, _owner(call, p.owner))
+    return {"type": "ok"}
+
+
+# -- plugin sources -----------------------------------------------------------------------
+
+
+class AttachSourceParams(LayerParams):
+    source: str = Field(min_length=1, max_length=128)
+    options: dict[str, Any] = Field(default_factory=dict)
+    placement: PlacementParams | None = None
+
+
+@methods.method("pane.graphics.attach_source", AttachSourceParams)
+async def attach_source(call: Call, p: AttachSourceParams) -> Result:
+    """Feed a layer (default ``primary``) from a plugin graphics source: the server calls
+    its ``open(pane_id, options)`` and pulls frames into the layer until the source ends,
+    fails, or is detached, or the layer, pane or plugin goes. The layer is the source's
+    meanwhile (``stream_conflict`` for others)."""
+    _enabled(call)
+    runner = call.ctx.graphics_sources
+    if runner is None:
+        raise CmuxError("graphics_source_not_found", "this server has no plugin sources")
+    pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
+    feed = runner.attach(pane, p.source, layer_id, p.options, _placement(p.placement))
+    return {"type": "pane_graphics_source", "pane_id": pane.id, "layer_id": layer_id,
+            "source": p.source, "plugin_id": feed.source.plugin_id}
+
+
+@methods.method("pane.graphics.detach_source", LayerParams)
+async def detach_source(call: Call, p: LayerParams) -> Result:
+    """Stop the layer's plugin source (its iterator is closed) and remove the layer;
+    ``graphics_source_not_attached`` when no source feeds it."""
+    _enabled(call)
+    pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
+    runner = call.ctx.graphics_sources
+    if runner is None or not runner.detach(pane, layer_id):
+        raise CmuxError("graphics_source_not_attached", f"no graphics source feeds layer "
+                        f"{layer_id!r} of pane {pane.id}")
     return {"type": "ok"}
 
 
