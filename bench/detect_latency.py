@@ -90,6 +90,7 @@ class Run:
     cpu_pct: float
     latencies: dict[str, list[float]] = field(default_factory=dict)
     unmatched: int = 0
+    backend: str = ""
 
 
 def render(path: Path, upto: int | None = None) -> tuple[str, str]:
@@ -165,7 +166,9 @@ def measure(emulator: str, panes: int, seconds: float, workdir: Path, agents: bo
                 f"{cycle * i / panes:.3f}"]}
             if agents:
                 params["env"] = {"CMUX_AGENT": agent}
-            pane = str(side.conn.call("tab.create", params)["root_pane"]["pane_id"])
+            root = side.conn.call("tab.create", params)["root_pane"]
+            pane = str(root["pane_id"])
+            side.backend = str(root.get("emulator", ""))
             pane_ids.append(pane)
             stamp_files[pane] = stamps
         events = EventStream(side.server.socket_path, [
@@ -189,7 +192,7 @@ def measure(emulator: str, panes: int, seconds: float, workdir: Path, agents: bo
                 seen.append((str(data.get("pane_id")), "idle" if status == "done" else status,
                              time.monotonic()))
             wall = time.monotonic() - began
-            run = Run((cpu_seconds(side.pid) - cpu) / wall * 100)
+            run = Run((cpu_seconds(side.pid) - cpu) / wall * 100, backend=side.backend)
         finally:
             events.close()
     for pane, state, at in seen:
@@ -212,6 +215,7 @@ def case_detect_latency(ctx: Context) -> list[Row]:
     screens = all_screens()
     with_agents = measure(ctx.emulator, panes, seconds, ctx.workdir, True, screens)
     without = measure(ctx.emulator, panes, seconds, ctx.workdir, False, screens)
+    ctx.backends.add(with_agents.backend)
     every = [v for values in with_agents.latencies.values() for v in values]
     per_pane = (with_agents.cpu_pct - without.cpu_pct) / panes
     detail = {"panes": panes, "seconds": seconds, "agents": sorted(screens),
