@@ -26,7 +26,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from cmux_core.cli.common import AddCommon
@@ -159,7 +159,7 @@ class PanePreview:
     ``on_change`` is called on the loop after every frame.
     """
 
-    def __init__(self, path: str, on_change: Any) -> None:
+    def __init__(self, path: str, on_change: Callable[[], None]) -> None:
         self.path = path
         self.on_change = on_change
         self.pane_id: str | None = None
@@ -271,6 +271,7 @@ class Ui:
         self.params = params
         self.sidebar_width = sidebar_width
         self.rows: list[Row] = []
+        self.rows_version = 0
         self.selected: str | None = None
         self.shown: str | None = None
         self.notice = ""
@@ -316,7 +317,7 @@ class Ui:
         now = time.time()
         frame = int(now / SPIN_SECONDS)
         # The list only changes with the board, the selection, the second and the spinner.
-        key = (id(self.rows), self.selected, int(now), frame)
+        key = (self.rows_version, self.selected, int(now), frame)
         if key != self._sidebar_key:
             self._sidebar_key = key
             self._sidebar_lines = sidebar_lines(self.rows, self.sidebar_width, now=now,
@@ -517,6 +518,7 @@ class Ui:
             try:
                 listed = await self.requests.call("agent.list", {"view": self.view})
                 self.rows = list(listed.get("agents", []))
+                self.rows_version += 1
             except (ConnectionError, OSError, TimeoutError):
                 self._gone()
                 return
