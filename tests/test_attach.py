@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import signal
 import socket
 import tempfile
 from collections.abc import Iterator
@@ -305,3 +307,16 @@ def test_attach_an_agent_by_name_without_resizing_it(server: ServerProcess, tmux
     tmux.type(outer, "echo $CMUX_PANE_ID; stty size")
     tmux.send(outer, "Enter")
     tmux.wait_for(outer, lambda text: f"\n{pane}\n{before['rows']} {before['columns']}" in text)
+
+
+def test_a_terminated_client_restores_the_terminal(server: ServerProcess, tmux: Tmux) -> None:
+    outer = tmux.new_session("a", 100, 30)
+    attach(tmux, outer, server)
+    shell = int(tmux.run("display-message", "-p", "-t", outer, "#{pane_pid}"))
+    children = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+    assert len(children) == 1
+    os.kill(int(children[0]), signal.SIGTERM)
+    tmux.wait_for(outer, lambda text: "[terminated]" in text and "outer$" in text)
+    assert "alternate_on=0" in tmux.run("display-message", "-p", "-t", outer,
+                                        "alternate_on=#{alternate_on}")
+    assert server.call("pane.list")["panes"]

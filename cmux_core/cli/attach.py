@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from cmux_core.cli.common import AddCommon
+from cmux_core.cli.kitty import KittyLayers, probe
 from cmux_core.client import Client
 from cmux_core.config import socket_path
 from cmux_core.errors import CmuxError
@@ -41,6 +42,7 @@ from cmux_core.errors import CmuxError
 DETACH_DEFAULT = "ctrl+\\"
 INPUT_CHUNK = 64 * 1024
 SERVER_START_S = 15.0
+GRAPHICS_REQUEST = "cmux-attach-graphics"
 
 _CTRL_KEYS = {**{chr(c): c - 0x60 for c in range(ord("a"), ord("z") + 1)},
               "@": 0, "[": 0x1B, "\\": 0x1C, "]": 0x1D, "^": 0x1E, "_": 0x1F}
@@ -76,6 +78,8 @@ class TerminalRenderer:
     def __init__(self, out: BinaryIO) -> None:
         self.out = out
         self.is_open = False
+        self.kitty: KittyLayers | None = None
+        """Draws the pane's graphics layers, when the terminal can (see :func:`start_graphics`)."""
 
     def open(self) -> None:
         self._write(self.OPEN)
@@ -83,10 +87,14 @@ class TerminalRenderer:
 
     def screen(self, data: bytes) -> None:
         self._write(data)
+        if self.kitty is not None and b"\x1b[2J" in data:
+            self.kitty.screen_cleared()
 
     def close(self) -> None:
         if self.is_open:
             self.is_open = False
+            if self.kitty is not None:
+                self.kitty.close()
             self._write(self.CLOSE)
 
     def _write(self, data: bytes) -> None:
@@ -226,13 +234,21 @@ class AttachClient:
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_w, False)
         resized = [False]
+        stopped: list[str] = []
 
         def on_winch(_sig: int, _frame: object) -> None:
             resized[0] = True
             with contextlib.suppress(OSError):
                 os.write(wake_w, b"\0")
 
-        previous = signal.signal(signal.SIGWINCH, on_winch)
+        def on_stop(sig: int, _frame: object) -> None:
+            # Ended from outside: leave the loop so the terminal is restored on the way out.
+            stopped.append(signal.Signals(sig).name)
+            with contextlib.suppress(OSError):
+                os.write(wake_w, b"\0")
+
+        previous = {sig: signal.signal(sig, handler) for sig, handler in (
+            (signal.SIGWINCH, on_winch), (signal.SIGTERM, on_stop), (signal.SIGHUP, on_stop))}
         try:
             sel.register(self.sock, selectors.EVENT_READ, "server")
             sel.register(self.in_fd, selectors.EVENT_READ, "keys")
@@ -250,6 +266,9 @@ class AttachClient:
                         self._keys(os.read(self.in_fd, 1 << 16))
                     else:
                         os.read(wake_r, 512)
+                        if stopped:
+                            self.reason = stopped[0]
+                            break
                         if resized[0]:
                             resized[0] = False
                             columns, lines = terminal_size(self.in_fd)
@@ -258,7 +277,8 @@ class AttachClient:
                     if self.reason is not None:
                         break
         finally:
-            signal.signal(signal.SIGWINCH, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
             sel.close()
             os.close(wake_r)
             os.close(wake_w)
@@ -271,6 +291,11 @@ class AttachClient:
                 self.renderer.screen(payload)
             elif kind == "end":
                 self.reason = str(header.get("reason", "ended"))
+            elif kind in ("graphics", "graphics_clear"):
+                if self.renderer.kitty is not None:
+                    self.renderer.kitty.frame(header, payload)
+            elif header.get("id") == GRAPHICS_REQUEST:
+                pass  # graphics off on the server: the pane is shown without them
             elif header.get("ok") is False:
                 err = header.get("error") or {}
                 self.error = f"{err.get('code')}: {err.get('message')}"
@@ -286,6 +311,19 @@ class AttachClient:
                 self.sock.sendall(_input_request(before[i:i + INPUT_CHUNK]))
         if found is not None:
             self.sock.sendall(_request("attach.detach"))
+
+
+def start_graphics(sock: socket.socket, renderer: TerminalRenderer, in_fd: int,
+                   out_fd: int) -> bytes:
+    """When the terminal answers the kitty graphics query and its cell size is known, ask
+    the server for the pane's graphics layers (``attach.graphics``) and draw them; returns
+    bytes typed during the query, for the pane."""
+    found = probe(in_fd, out_fd)
+    if found.graphics and found.cell is not None:
+        renderer.kitty = KittyLayers(renderer.screen)
+        sock.sendall(json.dumps({"id": GRAPHICS_REQUEST, "method": "attach.graphics", "params": {
+            "cell_width_px": found.cell[0], "cell_height_px": found.cell[1]}}).encode() + b"\n")
+    return found.typed
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
@@ -313,14 +351,18 @@ def cmd_attach(args: argparse.Namespace) -> int:
                            read_only=args.read_only)
     try:
         with raw_terminal(in_fd):
+            typed = start_graphics(sock, renderer, in_fd, sys.stdout.fileno())
             renderer.open()
             try:
+                if typed:
+                    session._keys(typed)
                 reason = session.run()
             finally:
                 renderer.close()
     finally:
         sock.close()
     messages = {"detached": "detached", "pane_exited": "the pane's process exited",
+                "SIGTERM": "terminated", "SIGHUP": "the terminal went away",
                 "pane_closed": "the pane was closed", "server_closed": "the server went away",
                 "input_closed": "input ended"}
     print(f"[{messages.get(reason, reason)}]", file=sys.stderr)
