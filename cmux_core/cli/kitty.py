@@ -1,0 +1,158 @@
+"""The kitty graphics protocol on the client side: asking the terminal, and drawing layers.
+
+:func:`probe` asks the terminal whether it draws kitty graphics (a one-pixel query image
+that is never stored) and for its cell size, with a primary device attributes request
+behind them: every terminal answers that one, so one that ignores the graphics query is
+known at once instead of after the timeout. :class:`KittyLayers` turns the server's
+``graphics`` and ``graphics_clear`` frames (see docs/graphics.md) into APC sequences: one
+image id per layer, each new image replacing the last, placed at the layer's cell over the
+pane with the cursor put back where it was, and every image deleted on :meth:`close`.
+Responses are suppressed (``q=2``) so the terminal never types replies into the pane.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import os
+import re
+import select
+import struct
+import termios
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+QUERY = b"\x1b_Gi=31,s=1,v=1,a=q,t=d,f=24;AAAA\x1b\\"
+CELL_SIZE_QUERY = b"\x1b[16t"
+DEVICE_ATTRIBUTES = b"\x1b[c"
+PROBE_TIMEOUT_S = 0.5
+CHUNK = 4096
+"""Base64 bytes per APC chunk (the protocol's limit)."""
+FIRST_ID = 0x434D0001
+"""Image ids this client uses count up from here, clear of small ids programs pick."""
+
+_GRAPHICS_REPLY = re.compile(rb"\x1b_Gi=31;([^\x1b]*)\x1b\\")
+_CELL_REPLY = re.compile(rb"\x1b\[6;(\d+);(\d+)t")
+_DA_REPLY = re.compile(rb"\x1b\[\?[\d;]*c")
+_FORMATS = {"png": 100, "rgb": 24, "rgba": 32, "bgra": 32}
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What the terminal said: whether it draws kitty graphics, its cell size in pixels
+    (None when unknown), and bytes read meanwhile that were not replies (typed keys)."""
+
+    graphics: bool
+    cell: tuple[int, int] | None
+    typed: bytes
+
+
+def window_cell_size(fd: int) -> tuple[int, int] | None:
+    """The cell size from the terminal's window size in pixels, when it reports one."""
+    try:
+        rows, cols, xpix, ypix = struct.unpack(
+            "HHHH", fcntl.ioctl(fd, termios.TIOCGWINSZ, b"\0" * 8))
+    except OSError:
+        return None
+    if not (rows and cols and xpix and ypix):
+        return None
+    return xpix // cols, ypix // rows
+
+
+def probe(in_fd: int, out_fd: int, timeout: float = PROBE_TIMEOUT_S) -> Probe:
+    """Ask the terminal on ``out_fd`` (answering on ``in_fd``, in raw mode) whether it draws
+    kitty graphics and its cell size; waits for the device attributes reply or ``timeout``
+    seconds, whichever comes first."""
+    os.write(out_fd, QUERY + CELL_SIZE_QUERY + DEVICE_ATTRIBUTES)
+    data = b""
+    deadline = time.monotonic() + timeout
+    while not _DA_REPLY.search(data):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        ready, _, _ = select.select([in_fd], [], [], left)
+        if not ready:
+            break
+        chunk = os.read(in_fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    graphics = _GRAPHICS_REPLY.search(data)
+    supported = graphics is not None and graphics.group(1).startswith(b"OK")
+    cell = window_cell_size(in_fd)
+    reply = _CELL_REPLY.search(data)
+    if cell is None and reply is not None and int(reply.group(1)) and int(reply.group(2)):
+        cell = int(reply.group(2)), int(reply.group(1))
+    typed = _DA_REPLY.sub(b"", _CELL_REPLY.sub(b"", _GRAPHICS_REPLY.sub(b"", data)))
+    return Probe(supported, cell, typed)
+
+
+def _apc(control: str, payload: bytes = b"") -> bytes:
+    return b"\x1b_G" + control.encode() + (b";" + payload if payload else b"") + b"\x1b\\"
+
+
+def transmit(image_id: int, header: dict[str, Any], data: bytes) -> bytes:
+    """Sequences that show ``data`` (a ``graphics`` frame's image) as image ``image_id``
+    at the frame's placement, replacing what that id showed; the cursor is saved and
+    restored around them."""
+    fmt = str(header.get("format"))
+    if fmt == "bgra":
+        swapped = bytearray(data)
+        swapped[0::4], swapped[2::4] = data[2::4], data[0::4]
+        data = bytes(swapped)
+    place = header.get("placement") or {}
+    row = max(0, int(place.get("viewport_row", 0)))
+    col = max(0, int(place.get("viewport_col", 0)))
+    control = f"a=T,q=2,C=1,i={image_id},p=1,f={_FORMATS.get(fmt, 100)}"
+    if fmt != "png":
+        control += f",s={int(header['image_width'])},v={int(header['image_height'])}"
+    if int(place.get("grid_cols", 0)):
+        control += f",c={int(place['grid_cols'])}"
+    if int(place.get("grid_rows", 0)):
+        control += f",r={int(place['grid_rows'])}"
+    encoded = base64.standard_b64encode(data)
+    chunks = [encoded[i:i + CHUNK] for i in range(0, len(encoded), CHUNK)] or [b""]
+    out = [b"\x1b7", f"\x1b[{row + 1};{col + 1}H".encode()]
+    for n, chunk in enumerate(chunks):
+        more = 1 if n < len(chunks) - 1 else 0
+        out.append(_apc((control + "," if n == 0 else "q=2,") + f"m={more}", chunk))
+    out.append(b"\x1b8")
+    return b"".join(out)
+
+
+def delete(image_id: int) -> bytes:
+    """The sequence that deletes image ``image_id`` and frees its data."""
+    return _apc(f"a=d,d=I,i={image_id},q=2")
+
+
+class KittyLayers:
+    """The pane's layers as kitty images, written through ``write``."""
+
+    def __init__(self, write: Callable[[bytes], None]) -> None:
+        self.write = write
+        self._ids: dict[str, int] = {}
+        self._shown: dict[str, tuple[dict[str, Any], bytes]] = {}
+
+    def frame(self, header: dict[str, Any], payload: bytes) -> None:
+        """Draw a ``graphics`` frame or remove a layer for a ``graphics_clear`` one."""
+        layer = str(header.get("layer_id"))
+        if header.get("frame") == "graphics":
+            image_id = self._ids.setdefault(layer, FIRST_ID + len(self._ids))
+            self._shown[layer] = (header, payload)
+            self.write(transmit(image_id, header, payload))
+        elif header.get("frame") == "graphics_clear" and layer in self._shown:
+            del self._shown[layer]
+            self.write(delete(self._ids[layer]))
+
+    def screen_cleared(self) -> None:
+        """The screen was erased: draw every layer again (terminals may drop images then)."""
+        for layer, (header, payload) in self._shown.items():
+            self.write(transmit(self._ids[layer], header, payload))
+
+    def close(self) -> None:
+        """Delete every image this client drew."""
+        for layer in list(self._shown):
+            self.write(delete(self._ids[layer]))
+        self._shown.clear()

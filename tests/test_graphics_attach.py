@@ -1,0 +1,163 @@
+"""``cmux attach`` draws a pane's graphics layers with the kitty graphics protocol.
+
+``cmux attach`` runs under a pseudo-terminal this test holds the master of, so the test is
+the terminal: it answers (or not) the kitty graphics query and reads the APC sequences the
+client writes.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import os
+import re
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from cmux_core.cli.kitty import QUERY, transmit
+from cmux_core.testing import ServerProcess, start_server
+
+APC = re.compile(rb"\x1b_G([^;\x1b]*)(?:;([^\x1b]*))?\x1b\\")
+
+
+@pytest.fixture
+def server() -> Iterator[ServerProcess]:
+    srv = start_server(env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+class Terminal:
+    """A pty running ``cmux attach``; the test plays the terminal emulator."""
+
+    def __init__(self, server: ServerProcess, *, kitty: bool) -> None:
+        self.master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 800, 480))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CMUX_")}
+        env.update(server.env)
+        env["TERM"] = "xterm-256color"  # not a kitty TERM: the query decides
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cmux_core", "attach", "--socket", str(server.socket_path)],
+            stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+        os.close(slave)
+        self.out = b""
+        self.kitty = kitty
+        self.answered = False
+
+    def pump(self, timeout: float = 0.2) -> None:
+        ready, _, _ = select.select([self.master], [], [], timeout)
+        if not ready:
+            return
+        try:
+            self.out += os.read(self.master, 1 << 16)
+        except OSError:
+            return
+        if not self.answered and QUERY in self.out:
+            self.answered = True
+            reply = b"\x1b_Gi=31;OK\x1b\\" if self.kitty else b""
+            os.write(self.master, reply + b"\x1b[?62;22c")
+
+    def until(self, predicate: Any, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            assert time.monotonic() < deadline, f"timed out; output tail: {self.out[-400:]!r}"
+            self.pump()
+
+    def apcs(self) -> list[tuple[dict[str, str], bytes]]:
+        found = []
+        for control, payload in APC.findall(self.out):
+            keys = dict(part.split("=", 1) for part in control.decode().split(","))
+            found.append((keys, payload))
+        return found
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+        os.close(self.master)
+
+
+def image_bytes(apcs: list[tuple[dict[str, str], bytes]], image_id: str) -> bytes:
+    """The image data of the last transmission of ``image_id`` (its chunks joined)."""
+    data, collecting = b"", False
+    for keys, payload in apcs:
+        if keys.get("a") == "T" and keys.get("i") == image_id:
+            data, collecting = b"", True
+        if collecting:
+            data += payload
+            if keys.get("m") == "0":
+                collecting = False
+    return base64.b64decode(data)
+
+
+def test_attach_draws_layers_in_a_kitty_terminal(server: ServerProcess) -> None:
+    pane = str(server.call("pane.current")["pane"]["pane_id"])
+    server.call("pane.graphics.set", {
+        "pane_id": pane, "format": "bgra", "image_width": 1, "image_height": 1,
+        "data_base64": base64.b64encode(b"\x01\x02\x03\xff").decode(),
+        "placement": {"viewport_col": 4, "viewport_row": 2, "grid_cols": 3, "grid_rows": 1}})
+    term = Terminal(server, kitty=True)
+    try:
+        term.until(lambda: any(k.get("a") == "T" for k, _ in term.apcs()))
+        keys, _ = next((k, p) for k, p in term.apcs() if k.get("a") == "T")
+        assert (keys["f"], keys["s"], keys["v"], keys["c"], keys["r"], keys["q"], keys["C"]) \
+            == ("32", "1", "1", "3", "1", "2", "1")
+        image_id = keys["i"]
+        assert image_bytes(term.apcs(), image_id) == b"\x03\x02\x01\xff"  # bgra sent as rgba
+        assert b"\x1b7\x1b[3;5H\x1b_G" in term.out  # at the layer's cell, cursor saved
+        info = server.call("pane.graphics.info", {"pane_id": pane})
+        assert (info["cell_width_px"], info["cell_height_px"]) == (10, 20)
+
+        big = bytes(range(256)) * 48  # 64x64 rgb: several chunks
+        server.call("pane.graphics.set", {
+            "pane_id": pane, "format": "rgb", "image_width": 64, "image_height": 64,
+            "data_base64": base64.b64encode(big).decode()})
+        term.until(lambda: sum(k.get("a") == "T" for k, _ in term.apcs()) >= 2)
+        term.until(lambda: image_bytes(term.apcs(), image_id) == big)
+        server.call("pane.graphics.clear", {"pane_id": pane})
+        term.until(lambda: any(k.get("a") == "d" and k.get("i") == image_id
+                               for k, _ in term.apcs()))
+        server.call("pane.graphics.set", {"pane_id": pane, "layer_id": "second",
+                                          "format": "rgb", "image_width": 1,
+                                          "image_height": 1, "data_base64": "AAAA"})
+        term.until(lambda: sum(k.get("a") == "T" for k, _ in term.apcs()) >= 3)
+        second = [k for k, _ in term.apcs() if k.get("a") == "T"][-1]["i"]
+        before = len(term.apcs())
+        os.write(term.master, b"\x1c")  # ctrl+\ detaches
+        term.until(lambda: term.proc.poll() is not None)
+        term.pump()
+        assert any(k.get("a") == "d" and k.get("i") == second for k, _ in term.apcs()[before:])
+    finally:
+        term.close()
+    assert transmit(7, {"format": "png", "placement": {}}, b"x").count(b"\x1b_G") == 1
+
+
+def test_attach_without_kitty_graphics_draws_nothing(server: ServerProcess) -> None:
+    pane = str(server.call("pane.current")["pane"]["pane_id"])
+    term = Terminal(server, kitty=False)
+    try:
+        term.until(lambda: term.answered)
+        server.call("pane.send_text", {"pane_id": pane, "text": "echo marker-$((6*7))\r"})
+        server.call("pane.graphics.set", {"pane_id": pane, "format": "rgb", "image_width": 1,
+                                          "image_height": 1, "data_base64": "AAAA"})
+        term.until(lambda: b"marker-42" in term.out)
+        quiet_until = time.monotonic() + 1.0  # room for frames that must not come
+        while time.monotonic() < quiet_until:
+            term.pump()
+        assert [k for k, _ in term.apcs() if k.get("a") != "q"] == []
+        reply = server.call("pane.graphics.layers", {"pane_id": pane})
+        assert reply["layers"][0]["frames"] == 1
+        with pytest.raises(Exception, match="cell_size_unavailable"):
+            server.call("pane.graphics.info", {"pane_id": pane})
+    finally:
+        term.close()
