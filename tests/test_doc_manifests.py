@@ -34,6 +34,10 @@ SCREENS: dict[str, list[tuple[str, str, str, str]]] = {
          "permission_prompt"),
         ("Allow this command? (y)es / (n)o\ncancelled\nmybot> \n", "", "idle", "prompt"),
     ],
+    "tally": [
+        ("tally> \n", "", "idle", "prompt"),
+        ("tally> count the files\n\u280b working...\n", "", "working", "spinner"),
+    ],
     "toy": [
         ("toy> \n", "", "idle", "prompt"),
         ("toy> fix it\nthinking...\n", "", "working", "thinking"),
