@@ -59,6 +59,11 @@ def pane_text(server: ServerProcess, pane_id: str) -> str:
     return str(server.call("pane.read", {"pane_id": pane_id, "source": "recent"})["read"]["text"])
 
 
+def _size(server: ServerProcess, pane_id: str) -> tuple[int, int]:
+    info = server.call("pane.get", {"pane_id": pane_id})["pane"]
+    return int(info["columns"]), int(info["rows"])
+
+
 def attach(tmux: Tmux, target: str, server: ServerProcess, *extra: str) -> None:
     tmux.type(target, attach_cmd(server, *extra))
     tmux.send(target, "Enter")
@@ -95,10 +100,11 @@ def test_detach_key_returns_to_the_shell_and_the_pane_lives_on(
     pane = first_pane(server)
     outer = tmux.new_session("a", 100, 30)
     attach(tmux, outer, server)
+    wait_until(lambda: _size(server, pane) == tmux.size(outer), timeout=20)
     tmux.send(outer, "C-\\")
     tmux.wait_for(outer, lambda text: "[detached]" in text and "outer$" in text)
-    info = server.call("pane.get", {"pane_id": pane})["pane"]
-    assert info["pane_id"] == pane
+    # Back to the size its layout gives it (the server's 80x24 area).
+    wait_until(lambda: _size(server, pane) == (80, 24), timeout=20)
     server.call("pane.send_text", {"pane_id": pane, "text": "echo still-$((2+3))\n"})
     wait_until(lambda: "still-5" in pane_text(server, pane), timeout=20)
     # The outer shell is usable again, and the terminal is back on its main screen.

@@ -12,7 +12,8 @@ is ``end`` with a ``reason``.
 
 The :class:`AttachBook` keeps every session, and decides a pane's size: the most recent
 session that typed (or attached), among those that may size it (not read-only, not
-``resize: false``), gives the pane its terminal's size.
+``resize: false``), gives the pane its terminal's size; once none is left the pane goes
+back to the size its layout gives it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
+from cmux_core.model import layout
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane
 from cmux_core.terminal.redraw import Painter, ScreenImage, capture
@@ -172,15 +174,27 @@ class AttachBook:
         self.apply_size(session.pane)
 
     def remove(self, session: AttachSession) -> None:
+        """Forget ``session``. The pane takes the size of the next most recent sizing
+        session; when none is left, the size its layout gives it again."""
         if self._by_client.get(session.peer.client_id) is session:
             del self._by_client[session.peer.client_id]
-        group = self._by_pane.get(session.pane.key, [])
+        pane = session.pane
+        group = self._by_pane.get(pane.key, [])
         with contextlib.suppress(ValueError):
             group.remove(session)
         if not group:
-            self._by_pane.pop(session.pane.key, None)
-        else:
-            self.apply_size(session.pane)
+            self._by_pane.pop(pane.key, None)
+        if any(s.sizes_pane for s in group):
+            self.apply_size(pane)
+        elif session.sizes_pane and session.mux.panes.get(pane.key) is pane:
+            mux = session.mux
+            # pane_rects has only the zoomed pane of a zoomed tab; the others keep their rect.
+            rect = (mux.pane_rects(pane.tab).get(pane.key)
+                    or layout.rects(pane.tab.tree, mux.area).get(pane.key))
+            if rect is not None:
+                pane.terminal.resize(rect.width, rect.height)
+                for other in group:
+                    other.wake.set()
 
     def apply_size(self, pane: Pane) -> None:
         """Give ``pane`` the size of its most recently active sizing session, if any."""
