@@ -326,3 +326,16 @@ def test_a_terminated_client_restores_the_terminal(server: ServerProcess, tmux: 
     assert "alternate_on=0" in tmux.run("display-message", "-p", "-t", outer,
                                         "alternate_on=#{alternate_on}")
     assert server.call("pane.list")["panes"]
+
+
+def test_an_attached_pane_keeps_its_client_size_through_a_split(server: ServerProcess) -> None:
+    pane = first_pane(server)
+    client = Attached(server, pane_id=pane, columns=100, lines=30)
+    try:
+        wait_until(lambda: _size(server, pane) == (100, 30), timeout=20)
+        other = str(server.call("pane.split", {"target_pane_id": pane})["pane"]["pane_id"])
+        assert _size(server, pane) == (100, 30)
+        assert _size(server, other)[0] < 80
+    finally:
+        client.close()
+    wait_until(lambda: _size(server, pane)[0] < 80, timeout=20)

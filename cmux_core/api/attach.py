@@ -12,8 +12,8 @@ is ``end`` with a ``reason``.
 
 The :class:`AttachBook` keeps every session, and decides a pane's size: the most recent
 session that typed (or attached), among those that may size it (not read-only, not
-``resize: false``), gives the pane its terminal's size; once none is left the pane goes
-back to the size its layout gives it.
+``resize: false``), gives the pane its terminal's size, also after a layout change; once
+none is left the pane goes back to the size its layout gives it.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
+from cmux_core.events import Event
 from cmux_core.model import layout
+from cmux_core.model.events import LayoutUpdated
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane
 from cmux_core.terminal.redraw import Painter, ScreenImage, capture
@@ -161,6 +163,7 @@ class AttachBook:
     def __init__(self) -> None:
         self._by_client: dict[str, AttachSession] = {}
         self._by_pane: dict[str, list[AttachSession]] = {}
+        self._observing = False
 
     def session(self, client_id: str) -> AttachSession | None:
         return self._by_client.get(client_id)
@@ -169,6 +172,9 @@ class AttachBook:
         return list(self._by_pane.get(pane.key, ()))
 
     def add(self, session: AttachSession) -> None:
+        if not self._observing:
+            self._observing = True
+            session.mux.events.observe(self._on_event)
         self._by_client[session.peer.client_id] = session
         self._by_pane.setdefault(session.pane.key, []).append(session)
         self.apply_size(session.pane)
@@ -195,6 +201,14 @@ class AttachBook:
                 pane.terminal.resize(rect.width, rect.height)
                 for other in group:
                     other.wake.set()
+
+    def _on_event(self, event: Event) -> None:
+        # A layout change sizes its panes to their rectangles; attached ones take their
+        # client's size again.
+        if isinstance(event, LayoutUpdated) and self._by_pane:
+            for group in list(self._by_pane.values()):
+                if group and group[0].pane.tab is event.tab:
+                    self.apply_size(group[0].pane)
 
     def apply_size(self, pane: Pane) -> None:
         """Give ``pane`` the size of its most recently active sizing session, if any."""
