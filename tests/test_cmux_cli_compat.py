@@ -58,3 +58,18 @@ def test_read_screen_command_and_vt_format(cmux_server: ServerProcess) -> None:
     assert "red-42" in as_json["text"] and as_json["surface_id"] == sid
     zero = cli(cmux_server, "read-screen", "--lines", "0")
     assert zero.returncode != 0 and "--lines must be greater than 0" in zero.stderr
+
+
+def test_notify_from_inside_a_pane_is_about_that_surface(cmux_server: ServerProcess) -> None:
+    with V2(cmux_server.socket_path) as v2:
+        other = v2("surface.split", direction="right")["surface_id"]
+        v2("surface.send_text", surface_id=other,
+           text=f"{sys.executable} -m cmux_core notify --title from-pane --body hi\n")
+        wait_until(lambda: v2("notification.list")["notifications"], timeout=30)
+        note = v2("notification.list")["notifications"][0]
+        assert (note["surface_id"], note["title"], note["body"]) == (other, "from-pane", "hi")
+    listed = cli(cmux_server, "list-notifications")
+    assert listed.returncode == 0 and "from-pane" in listed.stdout
+    assert cli(cmux_server, "clear-notifications").stdout.strip() == "cleared 1"
+    assert json.loads(cli(cmux_server, "--json", "list-notifications").stdout) == {
+        "type": "notification_list", "notifications": []}

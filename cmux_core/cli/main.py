@@ -32,6 +32,7 @@ from cmux_core.cli.common import (
 from cmux_core.cli.integration import add_integration_commands
 from cmux_core.cli.layout import add_layout_commands
 from cmux_core.cli.manifests import add_explain_command, add_manifest_commands
+from cmux_core.cli.notification import add_notification_commands
 from cmux_core.cli.pane import add_pane_commands
 from cmux_core.cli.plugin import add_plugin_commands
 from cmux_core.cli.server import (
@@ -224,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_manifest_commands(sub, add_common)
     add_plugin_commands(sub, add_common)
     add_integration_commands(sub, add_common)
+    add_notification_commands(sub, add_common)
     return parser
 
 
