@@ -5,6 +5,7 @@ command as cmux's command line takes them; and ``surface.read_text`` in ``vt`` f
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -14,9 +15,10 @@ from cmux_core.testing import ServerProcess, wait_until
 
 
 def cli(server: ServerProcess, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CMUX_")}
     return subprocess.run([sys.executable, "-m", "cmux_core", "--socket",
                            str(server.socket_path), *argv], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, env=env)
 
 
 def test_tab_action_command(cmux_server: ServerProcess) -> None:
@@ -73,3 +75,26 @@ def test_notify_from_inside_a_pane_is_about_that_surface(cmux_server: ServerProc
     assert cli(cmux_server, "clear-notifications").stdout.strip() == "cleared 1"
     assert json.loads(cli(cmux_server, "--json", "list-notifications").stdout) == {
         "type": "notification_list", "notifications": []}
+
+
+def test_surface_commands(cmux_server: ServerProcess) -> None:
+    with V2(cmux_server.socket_path) as v2:
+        first = v2("surface.current")
+    split = cli(cmux_server, "new-split", "right")
+    assert split.returncode == 0 and split.stdout.startswith("OK surface:"), split.stderr
+    new_ref = split.stdout.split()[1]
+    sent = cli(cmux_server, "send", "--surface", new_ref, "echo", "sent-$((3*14))\\n")
+    assert sent.stdout.strip() == f"OK {new_ref}"
+    with V2(cmux_server.socket_path) as v2:
+        wait_until(lambda: "sent-42" in v2("surface.read_text", surface_id=new_ref)["text"])
+    assert cli(cmux_server, "send-key", "--surface", new_ref, "ctrl-c").returncode == 0
+    tab = cli(cmux_server, "new-surface", "--pane", first["pane_ref"])
+    assert tab.stdout.startswith("OK surface:")
+    listed = cli(cmux_server, "list-pane-surfaces", "--pane", first["pane_ref"]).stdout
+    assert first["surface_ref"] in listed and tab.stdout.split()[1] in listed
+    closed = cli(cmux_server, "close-surface", "--surface", tab.stdout.split()[1])
+    assert closed.returncode == 0
+    assert tab.stdout.split()[1] not in cli(cmux_server, "list-pane-surfaces", "--pane",
+                                            first["pane_ref"]).stdout
+    bad = cli(cmux_server, "new-split", "sideways")
+    assert bad.returncode == 2

@@ -281,9 +281,10 @@ COMMANDS = [
 
 
 def add_pane_commands(sub: Any, add_common: AddCommon) -> None:
-    """Add the ``pane`` group, and cmux's ``read-screen``, to ``sub``."""
+    """Add the ``pane`` group, and cmux's ``read-screen`` and surface commands, to ``sub``."""
     add_group(sub, "pane", "manage panes", COMMANDS, add_common)
     add_read_screen_command(sub, add_common)
+    add_cmux_surface_commands(sub, add_common)
 
 
 def cmd_read_screen(ns: argparse.Namespace) -> int:
@@ -315,3 +316,113 @@ def add_read_screen_command(sub: Any, add_common: AddCommon) -> None:
                    help="text (default) or vt: colours and styles as escape sequences")
     add_common(p)
     p.set_defaults(func=cmd_read_screen)
+
+
+# -- cmux's own command names for surfaces -------------------------------------------------
+
+
+def unescape_text(text: str) -> str:
+    r"""``\n``, ``\r``, ``\t`` and ``\\`` in ``text`` as the characters, as cmux's ``send``
+    reads them; any other backslash stays."""
+    out, i = [], 0
+    while i < len(text):
+        pair = text[i:i + 2]
+        if pair in ("\\n", "\\r", "\\t", "\\\\"):
+            out.append({"\\n": "\n", "\\r": "\r", "\\t": "\t", "\\\\": "\\"}[pair])
+            i += 2
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def caller_surface(ns: argparse.Namespace) -> str | None:
+    """``--surface``, else (without ``--workspace``) the caller's own ``$CMUX_SURFACE_ID``."""
+    if ns.surface_id is not None or ns.workspace_id is not None:
+        return str(ns.surface_id) if ns.surface_id is not None else None
+    return os.environ.get("CMUX_SURFACE_ID") or None
+
+
+def show_ok(key: str) -> Any:
+    return lambda r: print(f"OK {r.get(key)}")
+
+
+def cmd_new_split(ns: argparse.Namespace) -> int:
+    params = {"direction": ns.direction, "surface_id": caller_surface(ns),
+              "workspace_id": ns.workspace_id, "focus": True if ns.focus else None}
+    return run_and_print(ns, "surface.split", params, show_ok("surface_ref"))
+
+
+def cmd_new_surface(ns: argparse.Namespace) -> int:
+    params = {"pane_id": ns.pane_id, "workspace_id": ns.workspace_id,
+              "focus": True if ns.focus else None}
+    return run_and_print(ns, "surface.create", params, show_ok("surface_ref"))
+
+
+def cmd_close_surface(ns: argparse.Namespace) -> int:
+    params = {"surface_id": caller_surface(ns), "workspace_id": ns.workspace_id}
+    return run_and_print(ns, "surface.close", params, show_ok("surface_ref"))
+
+
+def cmd_send(ns: argparse.Namespace) -> int:
+    text = unescape_text(" ".join(ns.text))
+    if not text:
+        raise CmuxError("invalid_params", "send requires text")
+    params = {"text": text, "surface_id": caller_surface(ns), "workspace_id": ns.workspace_id}
+    return run_and_print(ns, "surface.send_text", params, show_ok("surface_ref"))
+
+
+def cmd_send_key(ns: argparse.Namespace) -> int:
+    params = {"key": ns.key, "surface_id": caller_surface(ns),
+              "workspace_id": ns.workspace_id}
+    return run_and_print(ns, "surface.send_key", params, show_ok("surface_ref"))
+
+
+def show_pane_surfaces(r: Result) -> None:
+    table(r["surfaces"], [
+        ("INDEX", lambda s: s["index"]),
+        ("SURFACE", lambda s: s["ref"]),
+        ("SELECTED", lambda s: star(s.get("selected"))),
+        ("TITLE", lambda s: s.get("title")),
+    ])
+
+
+def cmd_list_pane_surfaces(ns: argparse.Namespace) -> int:
+    return run_and_print(ns, "pane.surfaces", {"pane_id": ns.pane_id,
+                                               "workspace_id": ns.workspace_id},
+                         show_pane_surfaces)
+
+
+def add_cmux_surface_commands(sub: Any, add_common: AddCommon) -> None:
+    """cmux's ``new-split``, ``new-surface``, ``close-surface``, ``send``, ``send-key``
+    and ``list-pane-surfaces``."""
+    def parser(name: str, help: str, func: Any, *, surface: bool = True,
+               pane: bool = False) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help + ".")
+        p.add_argument("--workspace", dest="workspace_id", metavar="WORKSPACE",
+                       help="workspace (default: the active one)")
+        if surface:
+            p.add_argument("--surface", dest="surface_id", metavar="SURFACE",
+                           help="surface (default: $CMUX_SURFACE_ID without --workspace, "
+                           "else the focused one)")
+        if pane:
+            p.add_argument("--pane", dest="pane_id", metavar="PANE",
+                           help="pane (default: the focused one)")
+        add_common(p)
+        p.set_defaults(func=func)
+        return p
+
+    p = parser("new-split", "split a surface's pane with a new terminal (surface.split)",
+               cmd_new_split)
+    p.add_argument("direction", choices=DIRECTIONS, help="left, right, up or down")
+    p.add_argument("--focus", action="store_true", help="focus the new surface")
+    p = parser("new-surface", "add a terminal tab to a pane (surface.create)",
+               cmd_new_surface, surface=False, pane=True)
+    p.add_argument("--focus", action="store_true", help="select and focus it")
+    parser("close-surface", "close a surface (surface.close)", cmd_close_surface)
+    p = parser("send", "type text into a surface; \\n is Enter (surface.send_text)", cmd_send)
+    p.add_argument("text", nargs="+", help="the text (words are joined with spaces)")
+    p = parser("send-key", "press a key in a surface (surface.send_key)", cmd_send_key)
+    p.add_argument("key", help="key name: enter, ctrl-c, up, ...")
+    parser("list-pane-surfaces", "list a pane's surfaces (pane.surfaces)",
+           cmd_list_pane_surfaces, surface=False, pane=True)
