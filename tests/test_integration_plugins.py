@@ -1,7 +1,8 @@
-"""The first-party integration plugins (cmux-claude, cmux-codex, cmux-gemini, cmux-opencode):
-install/uninstall round trips on temporary homes, settings that cannot be parsed, two
-installs at once, the same through ``integration.*`` of a real server, the hook copies each
-plugin ships, and a plain (non-editable) ``pip install`` of each.
+"""The first-party integration plugins (cmux-claude, cmux-codex, cmux-gemini, cmux-opencode,
+cmux-qwen): install/uninstall round trips on temporary homes, settings that cannot be parsed,
+two installs at once, the same through ``integration.*`` of a real server, the hook files they
+install (the core's bundled ``hooks/``, no copies of their own), and a plain (non-editable)
+``pip install`` of each; ``hook_kit``'s JSON hook-group edits on their own.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import cmux_opencode
 import cmux_qwen
 import pytest
 
+from cmux_core.plugin_host import hook_kit
 from cmux_core.plugin_host.settings_files import FileChange, SettingsError
 from cmux_core.testing import ServerProcess, start_server
 
@@ -241,26 +243,84 @@ def test_two_installs_at_once(agent: str, home: Path) -> None:
     assert our_commands(agent, home) == {event: [] for event in user["hooks"]}
 
 
-# -- the copies each plugin ships --------------------------------------------------------------
+# -- the hook files: the core's, installed ------------------------------------------------------
+
+
+def test_the_bundled_hook_files_are_the_top_level_hooks() -> None:
+    for name in ("cmux-hook", "cmux_hook.py", "opencode/cmux.js", "skills/cmux/SKILL.md"):
+        assert hook_kit.bundled_text(name) == (HOOKS / name).read_text(), name
 
 
 @pytest.mark.parametrize("agent", sorted(PLUGINS))
-def test_packaged_hooks_are_the_canonical_ones(agent: str) -> None:
+def test_plugins_carry_no_copies_and_install_the_bundled_files(agent: str, home: Path) -> None:
     package = Path(PLUGINS[agent].__file__ or "").parent
-    names = ["cmux-hook", "cmux_hook.py"] + (["cmux.js"] if agent == "opencode" else [])
-    for name in names:
-        canonical = HOOKS / ("opencode/" + name if name == "cmux.js" else name)
-        assert (package / "hooks" / name).read_bytes() == canonical.read_bytes(), (
-            f"{package / 'hooks' / name} differs from {canonical}: copy hooks/ into the plugin")
+    assert sorted(p.name for p in package.iterdir() if p.name != "__pycache__") == [
+        "__init__.py", "py.typed"]
+    PLUGINS[agent].install(**({"options": {"skill": True}} if agent == "claude" else {}))
+    hook_dir = home / ".config" / "cmux" / "hooks" / agent
+    assert (hook_dir / "cmux-hook").read_bytes() == (HOOKS / "cmux-hook").read_bytes()
+    assert (hook_dir / "cmux_hook.py").read_bytes() == (HOOKS / "cmux_hook.py").read_bytes()
+    assert (hook_dir / "cmux-hook").stat().st_mode & 0o777 == 0o755
     if agent == "claude":
-        assert (package / "skills" / "cmux" / "SKILL.md").read_bytes() == (
+        assert (home / ".claude" / "skills" / "cmux" / "SKILL.md").read_bytes() == (
             HOOKS / "skills" / "cmux" / "SKILL.md").read_bytes()
+
+
+def test_json_hook_groups_add_and_remove_only_ours(home: Path) -> None:
+    groups = hook_kit.JsonHookGroups("acme", ("Stop", "PreToolUse"), matchers={"PreToolUse": "*"},
+                                     name="cmux")
+    mine = {"type": "command", "command": "notify-send done"}
+    path = home / ".acme" / "settings.json"
+    path.parent.mkdir()
+    user = {"model": "x", "hooks": {"Stop": [{"hooks": [mine]}]}}
+    path.write_text(json.dumps(user, indent=4))
+    original = path.read_bytes()
+    groups.install(path)
+    data = json.loads(path.read_text())
+    command = hook_kit.hook_command("acme")
+    assert command == f"{home}/.config/cmux/hooks/acme/cmux-hook acme"
+    ours = {"type": "command", "name": "cmux", "command": command}
+    assert data["hooks"] == {"Stop": [{"hooks": [mine]}, {"hooks": [ours]}],
+                             "PreToolUse": [{"matcher": "*", "hooks": [ours]}]}
+    assert list(data["hooks"]["PreToolUse"][0]) == ["matcher", "hooks"]
+    assert groups.status(path)["events"] == ["Stop", "PreToolUse"]
+    assert groups.status(path)["installed"] is False  # no hook files yet
+    # a command of ours from another config dir is updated where it is, not added twice
+    data["hooks"]["Stop"][0]["hooks"].append({"type": "command",
+                                               "command": "/old/cmux/hooks/acme/cmux-hook acme"})
+    del data["hooks"]["Stop"][1]
+    path.write_text(json.dumps(data))
+    groups.install(path)
+    assert json.loads(path.read_text())["hooks"]["Stop"] == [
+        {"hooks": [mine, {"type": "command", "command": command}]}]
+    # removal keeps the user's handler in the group it shares with ours, drops the rest, and
+    # gives back the user's bytes (indent 4) from the backup
+    groups.uninstall(path)
+    assert path.read_bytes() == original
+    assert groups.uninstall(home / "none.json") == []
+
+
+def test_json_hook_groups_refuse_what_is_not_a_hooks_table(home: Path) -> None:
+    groups = hook_kit.JsonHookGroups("acme", ("Stop",))
+    path = home / "settings.json"
+    for content in ("[1, 2]\n", '{"hooks": ["Stop"]}\n'):
+        path.write_text(content)
+        with pytest.raises(SettingsError, match=f"^{path}: "):
+            groups.install(path)
+        assert path.read_text() == content
+        groups.uninstall(path)
+        assert path.read_text() == content
+    with pytest.raises(ValueError, match="agent name"):
+        hook_kit.hook_dir("../acme")
+    with pytest.raises(ValueError, match="agent name"):
+        hook_kit.install_hook("Acme")
 
 
 @pytest.mark.parametrize("agent", sorted(PLUGINS))
 def test_a_plain_pip_install_works_without_the_repository(agent: str, tmp_path: Path) -> None:
     """Build the plugin's wheel (with this environment's setuptools, nothing downloaded),
-    install it into a directory of its own, and install the integration from there."""
+    install it into a directory of its own, and install the integration from there; the hook
+    files come from the cmux core installed in this environment."""
     source = tmp_path / "src"
     shutil.copytree(ROOT / "plugins" / f"cmux-{agent}", source,
                     ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
@@ -270,7 +330,7 @@ def test_a_plain_pip_install_works_without_the_repository(agent: str, tmp_path: 
                    timeout=300)
     wheel = next((tmp_path / "dist").glob("*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    assert f"cmux_{agent}/hooks/cmux-hook" in names and f"cmux_{agent}/hooks/cmux_hook.py" in names
+    assert not [n for n in names if "hook" in n or n.endswith((".js", ".md"))], names
     target = tmp_path / "site"
     subprocess.run([*pip, "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
                    check=True, capture_output=True, timeout=300)

@@ -1,5 +1,6 @@
 """The wheel users install: built from this checkout and installed, not editable, in a fresh
-virtual environment, it detects agents and serves its bundled manifests.
+virtual environment, it detects agents, serves its bundled manifests and holds the hook
+programs integrations install.
 
 Only ``cmux_core`` comes from the wheel (checked through ``cmux_core.__file__``); the other
 distributions are borrowed from the running environment through a ``.pth`` file, and the
@@ -109,7 +110,7 @@ def test_the_package_list_names_every_package() -> None:
         listed = set(tomllib.load(f)["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts)
              for p in (ROOT / "cmux_core").rglob("__init__.py")}
-    assert listed == found | {"cmux_core._manifests"}
+    assert listed == found | {"cmux_core._manifests", "cmux_core._hooks"}
 
 
 def test_the_wheel_holds_the_code_and_the_manifests(installed: Installed) -> None:
@@ -122,6 +123,13 @@ def test_the_wheel_holds_the_code_and_the_manifests(installed: Installed) -> Non
                if n.startswith("cmux_core/_manifests/") and not n.endswith(".py")}
     assert shipped == bundled
     assert "cmux_core/py.typed" in names
+    hooks = {p.relative_to(ROOT / "hooks").as_posix() for p in (ROOT / "hooks").rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts and p.name != "README.md"}
+    shipped_hooks = {n.removeprefix("cmux_core/_hooks/") for n in names
+                     if n.startswith("cmux_core/_hooks/")}
+    assert shipped_hooks == hooks
+    mode = zipfile.ZipFile(installed.wheel).getinfo("cmux_core/_hooks/cmux-hook").external_attr
+    assert (mode >> 16) & 0o111, "cmux-hook lost its executable mode in the wheel"
 
 
 def test_the_installed_package_is_the_wheel(installed: Installed) -> None:
@@ -134,6 +142,18 @@ def test_the_installed_package_is_the_wheel(installed: Installed) -> None:
     assert package.is_relative_to(installed.site_packages), package
     assert manifests == installed.site_packages / "cmux_core" / "_manifests"
     assert (manifests / "claude.toml").is_file()
+
+
+def test_the_installed_package_holds_the_hooks(installed: Installed) -> None:
+    probe = ("from cmux_core.plugin_host import hook_kit\n"
+             "from importlib import resources\n"
+             "print(resources.files(hook_kit.BUNDLED_PACKAGE))\n"
+             "print(hook_kit.bundled_text('opencode/cmux.js'), end='')\n")
+    done = _run([installed.python, "-c", probe], cwd=installed.venv)
+    where, _, text = done.partition("\n")
+    assert Path(where) == installed.site_packages / "cmux_core" / "_hooks"
+    assert text == (ROOT / "hooks" / "opencode" / "cmux.js").read_text()
+    assert os.access(Path(where) / "cmux-hook", os.X_OK)
 
 
 def test_the_installed_cli_classifies_a_recorded_claude_screen(installed: Installed) -> None:

@@ -2,7 +2,8 @@
 
 ``cmux integration install codex`` (the integration ``codex``, plugin id ``cmux-codex``):
 
-* copies ``cmux-hook`` (with its Python body) to ``$XDG_CONFIG_HOME/cmux/hooks/codex/``;
+* copies cmux's bundled ``cmux-hook`` (with its Python body) to
+  ``$XDG_CONFIG_HOME/cmux/hooks/codex/``;
 * adds one command hook running it to each event in :data:`EVENTS` as inline ``[hooks]``
   tables of ``$CODEX_HOME/config.toml`` (``~/.codex/config.toml``), through ``tomlkit`` so
   the file's comments, layout and every other key stay as they were.
@@ -19,26 +20,15 @@ authority; see ``docs/agents.md``.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shlex
-import shutil
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import tomlkit
-import tomlkit.exceptions
 
-from cmux_core.config import config_dir
 from cmux_core.hookspecs import RegisterIntegration, hookimpl
-from cmux_core.plugin_host.settings_files import (
-    FileChange,
-    SettingsError,
-    edit_toml,
-    remove_file,
-    write_text,
-)
+from cmux_core.plugin_host import hook_kit
+from cmux_core.plugin_host.settings_files import FileChange, SettingsError, edit_toml
 
 __version__ = "0.1.0"
 
@@ -47,10 +37,6 @@ SOURCE = "cmux:codex"
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse",
           "PreCompact", "PostCompact", "Stop", "SessionEnd")
 """The Codex hook events the integration hooks (what each reports: docs/agents.md)."""
-
-HOOK_FILES = {"cmux-hook": 0o755, "cmux_hook.py": 0o644}
-MARKER = "/cmux/hooks/codex/cmux-hook"
-"""Part of every command this integration installs, wherever the config dir was."""
 
 TRUST_NOTE = ("Codex runs new or changed hooks only once you trust them: start codex and "
               "open /hooks to review and trust the cmux hooks")
@@ -64,36 +50,23 @@ def config_path() -> Path:
     return codex_home() / "config.toml"
 
 
-def hook_dir() -> Path:
-    return config_dir() / "hooks" / AGENT
-
-
-def command() -> str:
-    return f"{shlex.quote(str(hook_dir() / 'cmux-hook'))} {AGENT}"
-
-
-def _data(name: str) -> str:
-    return (resources.files(__name__) / name).read_text(encoding="utf-8")
-
-
 def _ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and MARKER in str(hook.get("command", ""))
-
-
-def _handlers(group: Any) -> list[Any]:
-    inner = group.get("hooks") if isinstance(group, dict) else None
-    return list(inner) if isinstance(inner, list) else []
+    return hook_kit.is_our_hook(hook, AGENT)
 
 
 def add_hooks(doc: Any) -> None:
-    """Make every event run our command once; a stale command of ours is updated in place."""
+    """Make every event run our command once; a stale command of ours is updated in place.
+
+    Codex's ``[hooks]`` are TOML arrays of tables (``[[hooks.Stop]]`` with
+    ``[[hooks.Stop.hooks]]``); new ones are added as such, through ``tomlkit``.
+    """
     hooks = doc.get("hooks")
     if hooks is None:
         hooks = tomlkit.table(is_super_table=True)
         doc["hooks"] = hooks
     if not isinstance(hooks, dict):
         raise SettingsError(f"{config_path()}: 'hooks' is not a table")
-    cmd = command()
+    cmd = hook_kit.hook_command(AGENT)
     for event in EVENTS:
         groups = hooks.get(event)
         if groups is None:
@@ -101,7 +74,7 @@ def add_hooks(doc: Any) -> None:
             hooks[event] = groups
         if not isinstance(groups, list):
             raise SettingsError(f"{config_path()}: 'hooks.{event}' is not an array of tables")
-        mine = [h for g in groups for h in _handlers(g) if _ours(h)]
+        mine = [h for g in groups for h in hook_kit.handlers(g) if _ours(h)]
         if mine:
             for hook in mine:
                 if hook["command"] != cmd:
@@ -118,7 +91,8 @@ def add_hooks(doc: Any) -> None:
 
 
 def remove_hooks(doc: Any) -> None:
-    """Drop every hook entry of ours; containers that only held ours go too."""
+    """Drop every hook entry of ours; containers that only held ours go too. Entries are
+    deleted in place, so the tables around them keep their comments and layout."""
     hooks = doc.get("hooks")
     if not isinstance(hooks, dict):
         return
@@ -130,7 +104,7 @@ def remove_hooks(doc: Any) -> None:
         touched = False
         for index in reversed(range(len(groups))):
             group = groups[index]
-            handlers = _handlers(group)
+            handlers = hook_kit.handlers(group)
             if not any(_ours(h) for h in handlers):
                 continue
             removed = touched = True
@@ -149,9 +123,7 @@ def remove_hooks(doc: Any) -> None:
 def install(*, dry_run: bool = False) -> list[FileChange | str]:
     """Copy the hook and add it to Codex's ``config.toml``."""
     changes: list[FileChange | str] = [edit_toml(config_path(), add_hooks, dry_run=dry_run)]
-    for name, mode in HOOK_FILES.items():
-        changes.append(write_text(hook_dir() / name, _data(f"hooks/{name}"), mode=mode,
-                                  dry_run=dry_run))
+    changes += hook_kit.install_hook(AGENT, dry_run=dry_run)
     changes.append(TRUST_NOTE)
     return changes
 
@@ -161,40 +133,14 @@ def uninstall(*, dry_run: bool = False) -> list[FileChange | str]:
     changes: list[FileChange | str] = []
     if config_path().exists():
         changes.append(edit_toml(config_path(), remove_hooks, dry_run=dry_run))
-    for name in HOOK_FILES:
-        changes.append(remove_file(hook_dir() / name, dry_run=dry_run))
-    if not dry_run:
-        # gone if only the lock files of our edits and the hook's compiled form are left
-        with contextlib.suppress(OSError):
-            for lock in hook_dir().glob(".*.cmux-lock"):
-                lock.unlink()
-            shutil.rmtree(hook_dir() / "__pycache__", ignore_errors=True)
-            hook_dir().rmdir()
+    changes += hook_kit.uninstall_hook(AGENT, dry_run=dry_run)
     return changes
 
 
 def status() -> dict[str, Any]:
     """``installed`` when the hook is in place and every event runs it."""
-    hooked: list[str] = []
-    error = None
-    try:
-        doc = tomlkit.parse(config_path().read_text(encoding="utf-8"))
-        hooks = doc.get("hooks", {})
-        hooked = [e for e in EVENTS if isinstance(hooks.get(e), list)
-                  and any(_ours(h) for g in hooks[e] for h in _handlers(g))]
-    except FileNotFoundError:
-        pass
-    except (OSError, ValueError, tomlkit.exceptions.TOMLKitError) as exc:
-        error = f"{config_path()}: {exc}"
-    files = all((hook_dir() / name).is_file() for name in HOOK_FILES)
-    result: dict[str, Any] = {
-        "installed": files and len(hooked) == len(EVENTS), "config": str(config_path()),
-        "hook": str(hook_dir() / "cmux-hook"), "events": hooked,
-        "missing_events": [e for e in EVENTS if e not in hooked], "source": SOURCE,
-        "note": TRUST_NOTE}
-    if error:
-        result["error"] = error
-    return result
+    return hook_kit.settings_status(AGENT, config_path(), EVENTS, parse=tomlkit.parse,
+                                    key="config", source=SOURCE, note=TRUST_NOTE)
 
 
 @hookimpl

@@ -2,7 +2,8 @@
 
 ``cmux integration install gemini`` (the integration ``gemini``, plugin id ``cmux-gemini``):
 
-* copies ``cmux-hook`` (with its Python body) to ``$XDG_CONFIG_HOME/cmux/hooks/gemini/``;
+* copies cmux's bundled ``cmux-hook`` (with its Python body) to
+  ``$XDG_CONFIG_HOME/cmux/hooks/gemini/``;
 * adds one command hook named ``cmux`` running it to each event in :data:`EVENTS` of Gemini
   CLI's user settings, ``~/.gemini/settings.json`` (``$GEMINI_CLI_HOME/.gemini/`` when set),
   keeping every other key and hook as it was.
@@ -14,24 +15,13 @@ authority; see ``docs/agents.md``.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import shlex
-import shutil
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from cmux_core.config import config_dir
 from cmux_core.hookspecs import RegisterIntegration, hookimpl
-from cmux_core.plugin_host.settings_files import (
-    FileChange,
-    SettingsError,
-    edit_json,
-    remove_file,
-    write_text,
-)
+from cmux_core.plugin_host import hook_kit
+from cmux_core.plugin_host.settings_files import FileChange
 
 __version__ = "0.1.0"
 
@@ -44,9 +34,8 @@ EVENTS = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "Notificatio
 MATCHERS = {"BeforeTool": "*", "AfterTool": "*"}
 """Tool events match every tool; the others match everything with an empty matcher."""
 
-HOOK_FILES = {"cmux-hook": 0o755, "cmux_hook.py": 0o644}
-MARKER = "/cmux/hooks/gemini/cmux-hook"
-"""Part of every command this integration installs, wherever the config dir was."""
+HOOKS = hook_kit.JsonHookGroups(AGENT, EVENTS, name="cmux",
+                                matchers={e: MATCHERS.get(e, "") for e in EVENTS})
 
 
 def gemini_dir() -> Path:
@@ -57,131 +46,21 @@ def settings_path() -> Path:
     return gemini_dir() / "settings.json"
 
 
-def hook_dir() -> Path:
-    return config_dir() / "hooks" / AGENT
-
-
-def command() -> str:
-    return f"{shlex.quote(str(hook_dir() / 'cmux-hook'))} {AGENT}"
-
-
-def _data(name: str) -> str:
-    return (resources.files(__name__) / name).read_text(encoding="utf-8")
-
-
-def _ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and MARKER in str(hook.get("command", ""))
-
-
-def _hooks_table(data: Any) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise SettingsError(f"{settings_path()}: is not a JSON object")
-    hooks = data.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise SettingsError(f"{settings_path()}: 'hooks' is not an object")
-    return hooks
-
-
-def add_hooks(data: Any) -> None:
-    """Make every event run our command once; a stale command of ours is updated in place."""
-    hooks = _hooks_table(data)
-    cmd = command()
-    for event in EVENTS:
-        groups = hooks.setdefault(event, [])
-        if not isinstance(groups, list):
-            continue
-        mine = [h for g in groups if isinstance(g, dict)
-                for h in g.get("hooks", []) if _ours(h)]
-        if mine:
-            for hook in mine:
-                hook["command"] = cmd
-            continue
-        groups.append({"matcher": MATCHERS.get(event, ""),
-                       "hooks": [{"type": "command", "name": "cmux", "command": cmd}]})
-
-
-def remove_hooks(data: Any) -> None:
-    """Drop every hook entry of ours; containers that only held ours go too."""
-    if not isinstance(data, dict) or not isinstance(data.get("hooks"), dict):
-        return
-    hooks = data["hooks"]
-    removed = False
-    for event in list(hooks):
-        groups = hooks[event]
-        if not isinstance(groups, list):
-            continue
-        kept = []
-        for group in groups:
-            inner = group.get("hooks") if isinstance(group, dict) else None
-            if isinstance(inner, list) and any(_ours(h) for h in inner):
-                inner = [h for h in inner if not _ours(h)]
-                if not inner:
-                    continue
-                group = {**group, "hooks": inner}
-            kept.append(group)
-        if kept != groups:
-            removed = True
-            if kept:
-                hooks[event] = kept
-            else:
-                del hooks[event]
-    if removed and not hooks:
-        del data["hooks"]
-
-
 def install(*, dry_run: bool = False) -> list[FileChange | str]:
     """Copy the hook and add it to Gemini CLI's settings."""
-    changes: list[FileChange | str] = [edit_json(settings_path(), add_hooks, dry_run=dry_run)]
-    for name, mode in HOOK_FILES.items():
-        changes.append(write_text(hook_dir() / name, _data(f"hooks/{name}"), mode=mode,
-                                  dry_run=dry_run))
-    return changes
+    return [HOOKS.install(settings_path(), dry_run=dry_run),
+            *hook_kit.install_hook(AGENT, dry_run=dry_run)]
 
 
 def uninstall(*, dry_run: bool = False) -> list[FileChange | str]:
     """Remove our hook entries and the copied hook."""
-    changes: list[FileChange | str] = []
-    if settings_path().exists():
-        changes.append(edit_json(settings_path(), remove_hooks, dry_run=dry_run))
-    for name in HOOK_FILES:
-        changes.append(remove_file(hook_dir() / name, dry_run=dry_run))
-    if not dry_run:
-        _remove_empty_dirs(hook_dir())
-    return changes
-
-
-def _remove_empty_dirs(*dirs: Path) -> None:
-    """Remove each directory if nothing but the lock files of our edits and the hook's
-    compiled form is left in it."""
-    for directory in dirs:
-        with contextlib.suppress(OSError):
-            for lock in directory.glob(".*.cmux-lock"):
-                lock.unlink()
-            shutil.rmtree(directory / "__pycache__", ignore_errors=True)
-            directory.rmdir()
+    return [*HOOKS.uninstall(settings_path(), dry_run=dry_run),
+            *hook_kit.uninstall_hook(AGENT, dry_run=dry_run)]
 
 
 def status() -> dict[str, Any]:
     """``installed`` when the hook is in place and every event runs it."""
-    hooked: list[str] = []
-    error = None
-    try:
-        data = json.loads(settings_path().read_text(encoding="utf-8") or "{}")
-        hooks = data.get("hooks", {}) if isinstance(data, dict) else {}
-        hooked = [e for e in EVENTS if isinstance(hooks.get(e), list) and any(
-            _ours(h) for g in hooks[e] if isinstance(g, dict) for h in g.get("hooks", []))]
-    except FileNotFoundError:
-        pass
-    except (OSError, ValueError) as exc:
-        error = f"{settings_path()}: {exc}"
-    files = all((hook_dir() / name).is_file() for name in HOOK_FILES)
-    result: dict[str, Any] = {
-        "installed": files and len(hooked) == len(EVENTS), "settings": str(settings_path()),
-        "hook": str(hook_dir() / "cmux-hook"), "events": hooked,
-        "missing_events": [e for e in EVENTS if e not in hooked], "source": SOURCE}
-    if error:
-        result["error"] = error
-    return result
+    return HOOKS.status(settings_path(), source=SOURCE)
 
 
 @hookimpl

@@ -3,8 +3,9 @@
 ``cmux integration install opencode`` (the integration ``opencode``, plugin id
 ``cmux-opencode``):
 
-* copies ``cmux-hook`` (with its Python body) to ``$XDG_CONFIG_HOME/cmux/hooks/opencode/``;
-* writes the JS plugin ``cmux.js`` to OpenCode's global plugin directory,
+* copies cmux's bundled ``cmux-hook`` (with its Python body) to
+  ``$XDG_CONFIG_HOME/cmux/hooks/opencode/``;
+* writes cmux's bundled JS plugin ``cmux.js`` to OpenCode's global plugin directory,
   ``$XDG_CONFIG_HOME/opencode/plugins/`` (``$OPENCODE_CONFIG_DIR/plugins/`` when that is
   set), with the path of the copied hook filled in. OpenCode loads every ``*.js`` there.
 
@@ -16,23 +17,19 @@ source ``cmux:opencode`` with the ``shared`` authority; see ``docs/agents.md``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from cmux_core.config import config_dir
 from cmux_core.hookspecs import RegisterIntegration, hookimpl
-from cmux_core.plugin_host.settings_files import FileChange, remove_file, write_text
+from cmux_core.plugin_host import hook_kit
+from cmux_core.plugin_host.settings_files import FileChange, write_text
 
 __version__ = "0.1.0"
 
 AGENT = "opencode"
 SOURCE = "cmux:opencode"
-HOOK_FILES = {"cmux-hook": 0o755, "cmux_hook.py": 0o644}
 PLACEHOLDER = '"@CMUX_HOOK@"'
 """Where ``hooks/opencode/cmux.js`` takes the hook's path (as a JS string literal)."""
 
@@ -49,48 +46,22 @@ def plugin_path() -> Path:
     return opencode_dir() / "plugins" / "cmux.js"
 
 
-def hook_dir() -> Path:
-    return config_dir() / "hooks" / AGENT
-
-
-def _data(name: str) -> str:
-    return (resources.files(__name__) / name).read_text(encoding="utf-8")
-
-
 def plugin_text() -> str:
-    """The JS plugin as installed: the packaged ``cmux.js`` pointing at the copied hook."""
-    return _data("hooks/cmux.js").replace(PLACEHOLDER, json.dumps(str(hook_dir() / "cmux-hook")))
+    """The JS plugin as installed: the bundled ``cmux.js`` pointing at the copied hook."""
+    hook = hook_kit.hook_dir(AGENT) / "cmux-hook"
+    return hook_kit.bundled_text("opencode/cmux.js").replace(PLACEHOLDER, json.dumps(str(hook)))
 
 
 def install(*, dry_run: bool = False) -> list[FileChange | str]:
     """Copy the hook and write the JS plugin to OpenCode's plugin directory."""
-    changes: list[FileChange | str] = []
-    for name, mode in HOOK_FILES.items():
-        changes.append(write_text(hook_dir() / name, _data(f"hooks/{name}"), mode=mode,
-                                  dry_run=dry_run))
-    changes.append(write_text(plugin_path(), plugin_text(), dry_run=dry_run))
-    return changes
+    return [*hook_kit.install_hook(AGENT, dry_run=dry_run),
+            write_text(plugin_path(), plugin_text(), dry_run=dry_run)]
 
 
 def uninstall(*, dry_run: bool = False) -> list[FileChange | str]:
     """Remove the copied hook, and the JS plugin unless it was changed since."""
-    changes: list[FileChange | str] = []
-    plugin = plugin_path()
-    if plugin.exists():
-        if plugin.read_text(encoding="utf-8", errors="replace") == plugin_text():
-            changes.append(remove_file(plugin, dry_run=dry_run))
-        else:
-            changes.append(f"{plugin}: kept (changed since it was installed)")
-    for name in HOOK_FILES:
-        changes.append(remove_file(hook_dir() / name, dry_run=dry_run))
-    if not dry_run:
-        # gone if only the lock files of our edits and the hook's compiled form are left
-        with contextlib.suppress(OSError):
-            for lock in hook_dir().glob(".*.cmux-lock"):
-                lock.unlink()
-            shutil.rmtree(hook_dir() / "__pycache__", ignore_errors=True)
-            hook_dir().rmdir()
-    return changes
+    return [*hook_kit.remove_unchanged(plugin_path(), plugin_text(), dry_run=dry_run),
+            *hook_kit.uninstall_hook(AGENT, dry_run=dry_run)]
 
 
 def status() -> dict[str, Any]:
@@ -100,10 +71,9 @@ def status() -> dict[str, Any]:
         current = plugin.read_text(encoding="utf-8", errors="replace") == plugin_text()
     except OSError:
         current = False
-    files = all((hook_dir() / name).is_file() for name in HOOK_FILES)
-    return {"installed": files and current, "plugin": str(plugin),
+    return {"installed": hook_kit.hook_installed(AGENT) and current, "plugin": str(plugin),
             "plugin_changed": plugin.exists() and not current,
-            "hook": str(hook_dir() / "cmux-hook"), "source": SOURCE}
+            "hook": str(hook_kit.hook_dir(AGENT) / "cmux-hook"), "source": SOURCE}
 
 
 @hookimpl
