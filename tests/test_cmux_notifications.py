@@ -53,6 +53,14 @@ def test_create_replace_suppress_and_clear(cmux_server: ServerProcess) -> None:
         by_ws = v2("notification.list", workspace_id=ws2["workspace_id"])["notifications"]
         assert [n["title"] for n in by_ws] == ["elsewhere"]
 
+        # A pane's own CMUX_WORKSPACE_ID / CMUX_SURFACE_ID say where the caller is.
+        mine = v2("notification.create_for_caller", workspace_id=ws2["workspace_id"],
+                  surface_id=ws2["surface_id"], title="from the pane")
+        assert (mine["workspace_id"], mine["surface_id"]) == (ws2["workspace_id"],
+                                                               ws2["surface_id"])
+        assert mine["window_id"] == here["window_id"] and mine["surface_ref"]
+        assert [n["title"] for n in v2("notification.list", workspace_id=ws2["workspace_id"])
+                ["notifications"]] == ["from the pane"]
         assert v2("notification.clear", workspace_id=ws2["workspace_id"])["cleared"] == 1
         assert sorted(titles(v2)) == ["aside", "second"]
         # A closed workspace takes its notifications with it.

@@ -102,8 +102,9 @@ async def notification_create_for_target(call: Call, p: ForTargetParams) -> Resu
 
 @methods.method("notification.create_for_caller", CreateParams)
 async def notification_create_for_caller(call: Call, p: CreateParams) -> Result:
-    """``notification.create`` for the caller's own surface (its ``CMUX_WORKSPACE_ID``
-    and ``CMUX_SURFACE_ID``), answering where it landed."""
+    """``notification.create`` for the surface a caller names as its own with
+    ``workspace_id`` and ``surface_id`` (a pane's ``CMUX_WORKSPACE_ID`` and
+    ``CMUX_SURFACE_ID``); answers where it landed."""
     return await notification_create(call, p)
 
 
