@@ -122,9 +122,9 @@ def test_blocked_report_shows_within_200_ms(server: ServerProcess, tmux: Tmux) -
     report(server, pane, "working")
     outer = start_ui(tmux, server)
     tmux.wait_for(outer, lambda text: "1 working" in text)
-    # Best of three: one stall of a loaded machine is not the ui being slow.
+    # Best of five: a stall of a loaded machine is not the ui being slow.
     timings = []
-    for _ in range(3):
+    for _ in range(5):
         report(server, pane, "working")
         tmux.wait_for(outer, lambda text: "1 working" in text)
         started = time.monotonic()

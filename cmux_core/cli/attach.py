@@ -41,7 +41,7 @@ from cmux_core.errors import CmuxError
 
 DETACH_DEFAULT = "ctrl+\\"
 INPUT_CHUNK = 64 * 1024
-SERVER_START_S = 15.0
+SERVER_START_S = 30.0
 GRAPHICS_REQUEST = "cmux-attach-graphics"
 
 _CTRL_KEYS = {**{chr(c): c - 0x60 for c in range(ord("a"), ord("z") + 1)},
