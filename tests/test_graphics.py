@@ -217,8 +217,6 @@ def test_streams_own_their_layer(api: Api, cmux_server: ServerProcess, tmp_path:
                          )["code"] == "invalid_layer_id"
         assert api.error("pane.graphics.stream.close", {"pane_id": "w9:p9"})["code"] \
             == "pane_not_found"
-        assert api.error("pane.graphics.stream", {"pane_id": pane})["code"] \
-            == "stream_transport_required"
     finally:
         other.close()
 
@@ -332,3 +330,100 @@ def test_pane_visible_follows_the_active_workspace(api: Api,
         assert api("pane.graphics.info", {"pane_id": pane})["pane_visible"] is False
     finally:
         client.close()
+
+
+class FrameStream:
+    """A dedicated connection speaking the graphics frame protocol."""
+
+    def __init__(self, server: ServerProcess, pane: str, **params: Any) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(str(server.socket_path))
+        self.sock.settimeout(10)
+        self.buf = b""
+        self.sock.sendall(json.dumps({"id": "s1", "method": "pane.graphics.stream",
+                                      "params": {"pane_id": pane, **params}}).encode() + b"\n")
+        self.reply = self.line()
+
+    def line(self) -> dict[str, Any]:
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("closed")
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return dict(json.loads(line))
+
+    def frame(self, data: bytes, fmt: str = "rgba", width: int = 1, height: int = 1,
+              **extra: Any) -> None:
+        header = {"format": fmt, "image_width": width, "image_height": height,
+                  "data_length": len(data), **extra}
+        self.sock.sendall(b"\n" + json.dumps(header).encode() + b"\n" + data)
+
+    def closed(self) -> bool:
+        try:
+            return self.sock.recv(1) == b""
+        except TimeoutError:
+            return False
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@ON
+def test_the_frame_protocol_streams_into_a_layer(api: Api, cmux_server: ServerProcess) -> None:
+    pane = api.focused_pane()
+    api("pane.graphics.set", {"pane_id": pane, **rgba(1, 1)})
+    stream = FrameStream(cmux_server, pane)
+    try:
+        assert stream.reply == {"id": "s1", "ok": True, "result": {"type": "ok"}}
+        # The layer's earlier image is gone; the stream owns the layer.
+        row = api("pane.graphics.layers", {"pane_id": pane})["layers"][0]
+        assert (row["frames"], row["live"], row["format"]) == (0, True, None)
+        assert row["owner"].startswith("conn-")
+        assert api.error("pane.graphics.set", {"pane_id": pane, **rgba(1, 1)})["code"] \
+            == "stream_conflict"
+        assert api.error("pane.graphics.stream", {"pane_id": pane})["code"] \
+            == "stream_conflict"
+        pixels = bytes(range(256)) * 4 + b"\n" * 1024  # newlines inside the body are data
+        stream.frame(pixels, width=16, height=32)
+        stream.frame(png(), fmt="png", width=2, height=1,
+                     placement={"viewport_col": 1, "viewport_row": 1})
+        wait_until(lambda: api("pane.graphics.layers", {"pane_id": pane})["layers"][0]
+                   ["frames"] == 2, timeout=10)
+        row = api("pane.graphics.layers", {"pane_id": pane})["layers"][0]
+        assert (row["format"], row["bytes"], row["placement"]["viewport_col"]) == \
+            ("png", len(png()), 1)
+    finally:
+        stream.close()
+    wait_until(lambda: api("pane.graphics.layers", {"pane_id": pane})["layers"] == [],
+               timeout=10)
+
+
+@ON
+def test_a_bad_frame_ends_the_stream_with_one_error(api: Api,
+                                                    cmux_server: ServerProcess) -> None:
+    pane = api.focused_pane()
+    cases: list[tuple[bytes, str]] = [
+        (b"{not json\n", "invalid_frame"),
+        (json.dumps({"format": "rgba", "image_width": 1, "image_height": 1,
+                     "data_length": 0}).encode() + b"\n", "invalid_frame"),
+        (json.dumps({"format": "rgba", "image_width": 1, "image_height": 1,
+                     "data_length": 16 * 1024 * 1024 + 1}).encode() + b"\n", "image_too_large"),
+        (json.dumps({"format": "rgba", "image_width": 2, "image_height": 1,
+                     "data_length": 4}).encode() + b"\n\x00\x00\x00\x00", "invalid_image"),
+    ]
+    for raw, code in cases:
+        stream = FrameStream(cmux_server, pane, layer_id="s")
+        try:
+            assert stream.reply["ok"] is True
+            stream.sock.sendall(raw)
+            error = stream.line()
+            assert (error["id"], error["ok"], error["error"]["code"]) == ("s1", False, code)
+            wait_until(stream.closed, timeout=10)
+        finally:
+            stream.close()
+        wait_until(lambda: api("pane.graphics.layers", {"pane_id": pane})["layers"] == [],
+                   timeout=10)
+    off = FrameStream(cmux_server, "w9:p9")
+    assert off.reply["error"]["code"] == "pane_not_found"
+    off.close()

@@ -91,6 +91,14 @@ class Peer(Protocol):
     async def drain(self) -> None:
         """Wait until the peer has taken what was written (returns at once if it left)."""
 
+    def take_raw(self) -> asyncio.StreamReader:
+        """Stop reading requests on this connection; its bytes are the caller's from now on
+        (``invalid_stream`` when requests already wait behind this one)."""
+        ...
+
+    def finish(self) -> None:
+        """End a connection taken with :meth:`take_raw`."""
+
 
 @dataclass(slots=True)
 class Call:

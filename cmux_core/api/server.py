@@ -86,6 +86,9 @@ class Connection:
         self.tasks: set[asyncio.Task[Any]] = set()
         # Tasks inside until_gone: cancelled (with _PEER_GONE) when the peer leaves.
         self.holding: set[asyncio.Task[Any]] = set()
+        self.raw = False
+        """Taken over by a byte stream (:meth:`take_raw`): no more requests are read."""
+        self._reader_task: asyncio.Task[None] | None = None
 
     async def read_lines(self) -> None:
         splitter = LineSplitter(MAX_LINE_BYTES)
@@ -101,9 +104,10 @@ class Connection:
         except (ConnectionError, OSError):
             pass
         finally:
-            self.gone.set()
-            for task in list(self.holding):
-                task.cancel(_PEER_GONE)
+            if not self.raw:
+                self.gone.set()
+                for task in list(self.holding):
+                    task.cancel(_PEER_GONE)
         if ended:
             # The lines already read are still answered: a client may half-close.
             await self.lines.put(_CLOSED)
@@ -146,7 +150,7 @@ class Connection:
                    for _fd, mask in poller.poll(0))
 
     async def serve(self) -> None:
-        reader_task = asyncio.create_task(self.read_lines())
+        reader_task = self._reader_task = asyncio.create_task(self.read_lines())
         try:
             while True:
                 item = await self.lines.get()
@@ -195,6 +199,24 @@ class Connection:
     def send(self, data: bytes) -> None:
         if not self.writer.is_closing():
             self.writer.write(data)
+
+    def take_raw(self) -> asyncio.StreamReader:
+        """Stop reading requests: the caller reads this connection's bytes from the returned
+        reader from now on, and calls :meth:`finish` when done. Bytes the client sent after
+        the current request line, before its reply, are not handed over; raises
+        ``invalid_stream`` when a whole request is already waiting."""
+        if not self.lines.empty():
+            raise CmuxError("invalid_stream", "requests were sent after the stream request, "
+                            "before its reply")
+        self.raw = True
+        if self._reader_task is not None:
+            self._reader_task.cancel()
+        return self.reader
+
+    def finish(self) -> None:
+        """End a connection taken by :meth:`take_raw`: it closes once the reply is out."""
+        with contextlib.suppress(asyncio.QueueFull):
+            self.lines.put_nowait(_CLOSED)
 
     async def drain(self) -> None:
         with contextlib.suppress(ConnectionError, OSError):

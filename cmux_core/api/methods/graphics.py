@@ -23,6 +23,7 @@ from pydantic import Field
 from cmux_core.api.attach import AttachSession, frame
 from cmux_core.api.context import Call, Peer
 from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.framing import encode_error
 from cmux_core.errors import CmuxError
 from cmux_core.graphics.layers import (
     BYTES_PER_PIXEL,
@@ -172,13 +173,101 @@ async def graphics_layers(call: Call, p: PaneParams) -> Result:
 # -- streams ----------------------------------------------------------------------------
 
 
-@methods.method("pane.graphics.stream", PaneParams)
-async def graphics_stream(call: Call, p: PaneParams) -> Result:
-    """Not a request: streams are driven with ``pane.graphics.stream.open``, ``.set``,
-    ``.direct`` and ``.close``."""
-    _enabled(call)
-    raise CmuxError("stream_transport_required", "pane.graphics.stream is not answered as a "
-                    "request; use pane.graphics.stream.open, .set, .direct and .close")
+FRAME_HEADER_MAX = 64 * 1024
+BODY_TIMEOUT_S = 30.0
+"""Time a frame's body has to arrive once its header did; past it the stream just closes."""
+
+
+class FrameHeader(Params):
+    format: Literal["png", "rgb", "rgba", "bgra"]
+    image_width: int = Field(ge=0, le=UINT32)
+    image_height: int = Field(ge=0, le=UINT32)
+    data_length: int
+    placement: PlacementParams | None = None
+
+
+async def _frame_header(reader: asyncio.StreamReader) -> FrameHeader | None:
+    """The next frame's header (blank lines skipped); None when the client closed."""
+    while True:
+        try:
+            line = await reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError:
+            return None
+        except asyncio.LimitOverrunError:
+            raise CmuxError("invalid_frame", "invalid frame header: longer than "
+                            f"{FRAME_HEADER_MAX} bytes") from None
+        if len(line) > FRAME_HEADER_MAX:
+            raise CmuxError("invalid_frame", "invalid frame header: longer than "
+                            f"{FRAME_HEADER_MAX} bytes")
+        if line.strip():
+            break
+    try:
+        return FrameHeader.model_validate_json(line)
+    except ValueError as exc:
+        first = str(exc).splitlines()
+        raise CmuxError("invalid_frame", "invalid frame header: " +
+                        " ".join(first[:3])) from None
+
+
+async def _stream_frames(book: GraphicsBook, peer: Peer, reader: asyncio.StreamReader,
+                         pane: Pane, layer_id: str, owner: str, request_id: object) -> None:
+    """Read frames until the client closes or sends a bad one (answered with one error
+    line); then the layer is cleared and the connection closed."""
+    try:
+        while True:
+            header = await _frame_header(reader)
+            if header is None:
+                return
+            if header.data_length <= 0:
+                raise CmuxError("invalid_frame", "data_length must be greater than 0")
+            if header.data_length > STREAM_MAX_BYTES:
+                raise CmuxError("image_too_large", f"a streamed frame may be at most "
+                                f"{STREAM_MAX_BYTES} bytes, not {header.data_length}")
+            try:
+                async with asyncio.timeout(BODY_TIMEOUT_S):
+                    data = await reader.readexactly(header.data_length)
+            except (TimeoutError, asyncio.IncompleteReadError):
+                return
+            book.set(pane, layer_id, Image(header.format, header.image_width,
+                                           header.image_height, data),
+                     _placement(header.placement), limit=STREAM_MAX_BYTES, owner=owner)
+    except CmuxError as exc:
+        peer.send(encode_error(request_id, exc))
+        await peer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        book.release(pane, layer_id, owner)
+        peer.finish()
+
+
+@methods.method("pane.graphics.stream", LayerParams)
+async def graphics_stream(call: Call, p: LayerParams) -> Result:
+    """Turn this connection into a frame stream for a layer (default ``primary``): after
+    the ``ok`` reply the client sends frames, each a JSON header line (``format``,
+    ``image_width``, ``image_height``, ``data_length``, ``placement?``) and then
+    ``data_length`` raw bytes (at most 16 MiB). No reply per frame; a bad frame is
+    answered with one error line and ends the stream. When the stream ends the layer is
+    cleared and the connection closed. Called from inside the server:
+    ``stream_transport_required``."""
+    book = _enabled(call)
+    if call.connection is None:
+        raise CmuxError("stream_transport_required", "pane.graphics.stream needs its own "
+                        "client connection")
+    peer = call.connection
+    pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
+    owner = peer.client_id
+    existing = book.layer(pane, layer_id)
+    if existing is not None and existing.owner is None:
+        book.clear(pane, layer_id)
+    book.claim(pane, layer_id, owner, client_id=peer.client_id)
+    try:
+        reader = peer.take_raw()
+    except CmuxError:
+        book.release(pane, layer_id, owner)
+        raise
+    peer.run_task(_stream_frames(book, peer, reader, pane, layer_id, owner, call.request_id))
+    return {"type": "ok"}
 
 
 class OwnerParams(LayerParams):
