@@ -298,6 +298,13 @@ def test_json_hook_groups_add_and_remove_only_ours(home: Path) -> None:
     groups.uninstall(path)
     assert path.read_bytes() == original
     assert groups.uninstall(home / "none.json") == []
+    # a file without hooks of its own: no empty "hooks" (or event) is left behind
+    fresh = home / "fresh.json"
+    fresh.write_text('{"model": "x"}')
+    groups.install(fresh)
+    (fresh.parent / "fresh.json.cmux-backup").unlink()
+    groups.uninstall(fresh)
+    assert json.loads(fresh.read_text()) == {"model": "x"}
 
 
 def test_json_hook_groups_refuse_what_is_not_a_hooks_table(home: Path) -> None:
