@@ -339,3 +339,21 @@ def test_an_attached_pane_keeps_its_client_size_through_a_split(server: ServerPr
     finally:
         client.close()
     wait_until(lambda: _size(server, pane)[0] < 80, timeout=20)
+
+
+def test_modes_the_program_set_reach_the_terminal_and_are_undone_on_detach(
+        server: ServerProcess, tmux: Tmux) -> None:
+    outer = tmux.new_session("a", 100, 30)
+    attach(tmux, outer, server)
+
+    def flags() -> str:
+        return tmux.run("display-message", "-p", "-t", outer, "button=#{mouse_button_flag} "
+                        "sgr=#{mouse_sgr_flag} cursor_keys=#{keypad_cursor_flag}").strip()
+
+    tmux.type(outer, "printf '\\033[?1002h\\033[?1006h\\033[?1hmodes-%s\\n' on")
+    tmux.send(outer, "Enter")
+    tmux.wait_for(outer, lambda text: "modes-on" in text)
+    wait_until(lambda: flags() == "button=1 sgr=1 cursor_keys=1", timeout=20)
+    tmux.send(outer, "C-\\")
+    tmux.wait_for(outer, lambda text: "[detached]" in text)
+    assert flags() == "button=0 sgr=0 cursor_keys=0"
