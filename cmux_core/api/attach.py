@@ -23,7 +23,7 @@ import contextlib
 import itertools
 import json
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from cmux_core.events import Event
 from cmux_core.model import layout
@@ -32,10 +32,17 @@ from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane
 from cmux_core.terminal.redraw import Painter, ScreenImage, capture
 
-if TYPE_CHECKING:
-    from cmux_core.api.context import Peer
-
 log = logging.getLogger(__name__)
+
+
+class Peer(Protocol):
+    """What an attach session needs of its client connection (``api.context.Peer`` has it)."""
+
+    client_id: str
+
+    def send(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
 
 FRAME_GAP_S = 0.008
 """Least time between two screen frames to one client while output keeps coming."""
