@@ -32,6 +32,7 @@ from cmux_core.cli.common import (
 from cmux_core.cli.integration import add_integration_commands
 from cmux_core.cli.layout import add_layout_commands
 from cmux_core.cli.manifests import add_explain_command, add_manifest_commands
+from cmux_core.cli.new_workspace import add_new_workspace_command
 from cmux_core.cli.notification import add_notification_commands
 from cmux_core.cli.pane import add_pane_commands
 from cmux_core.cli.plugin import add_plugin_commands
@@ -220,6 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_layout_commands(sub, add_common)
     add_explain_command(add_agent_commands(sub, add_common), add_common)
     add_sidebar_commands(sub, add_common)
+    add_new_workspace_command(sub, add_common)
     add_attach_command(sub, add_common)
     add_ui_command(sub, add_common)
     add_manifest_commands(sub, add_common)
