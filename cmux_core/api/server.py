@@ -24,6 +24,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cmux_core.api import v1_text
 from cmux_core.api.context import Call, Services
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.framing import (
@@ -178,6 +179,9 @@ class Connection:
                 self.writer.close()
 
     async def handle_line(self, line: bytes) -> None:
+        if v1_text.is_text_command(line):
+            self.send((await v1_text.answer(line, self._call_v2)).encode() + b"\n")
+            return
         try:
             request = parse_line(line)
         except RequestError as exc:
@@ -195,6 +199,9 @@ class Connection:
         except TypeError as exc:
             log.exception("cannot encode result of %s", request.method)
             self.send(encode_error(request.id, InternalError(message=f"encode failed: {exc}")))
+
+    async def _call_v2(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.server.call(Request(method=method, params=params, id=None), self)
 
     def send(self, data: bytes) -> None:
         if not self.writer.is_closing():
