@@ -180,7 +180,8 @@ class Connection:
 
     async def handle_line(self, line: bytes) -> None:
         if v1_text.is_text_command(line):
-            self.send((await v1_text.answer(line, self._call_v2)).encode() + b"\n")
+            with contextlib.suppress(Disconnected):
+                self.send((await v1_text.answer(line, self._call_v2)).encode() + b"\n")
             return
         try:
             request = parse_line(line)
