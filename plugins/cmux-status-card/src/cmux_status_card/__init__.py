@@ -26,8 +26,6 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from PIL import Image, ImageDraw, ImageFont
-
 from cmux_core.hookspecs import GraphicsFrame, RegisterGraphicsSource, hookimpl
 
 __version__ = "0.1.0"
@@ -81,6 +79,8 @@ def _duration(seconds: int) -> str:
 
 def render(card: Card, width: int = 320) -> bytes:
     """The card as PNG bytes: ``width`` pixels wide, one line per fact."""
+    # Imported when the first card is drawn, so loading the plugin stays quick.
+    from PIL import Image, ImageDraw, ImageFont
     lines = card.lines()
     height = PAD_PX * 2 + LINE_PX * len(lines)
     image = Image.new("RGB", (width, height), COLOURS.get(card.state, COLOURS["unknown"]))
@@ -149,7 +149,8 @@ def cmux_register_graphics_sources(register: RegisterGraphicsSource) -> None:
 
 
 @hookimpl
-def cmux_startup(socket_path: str | None) -> None:
+async def cmux_startup(socket_path: str | None) -> None:
+    # async: on the server loop, with nothing to wait for (a sync impl would wait on a thread)
     global _socket_path
     _socket_path = socket_path
 
