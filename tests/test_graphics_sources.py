@@ -180,10 +180,15 @@ def test_a_closed_pane_or_disabled_plugin_closes_the_source(server: ServerProces
     closed_a, closed_b = tmp_path / "a", tmp_path / "b"
     server.call("pane.graphics.attach_source", {"pane_id": other, "source": "counter",
                                                 "options": {"closed_file": str(closed_a)}})
+    # Only a generator that has started has a finally block to run: let each one start.
+    wait_until(lambda: layers(server, other).get("primary", {}).get("frames", 0) >= 1,
+               timeout=20)
     server.call("pane.close", {"pane_id": other})
     wait_until(closed_a.exists, timeout=10)
     server.call("pane.graphics.attach_source", {"pane_id": pane, "source": "counter",
                                                 "options": {"closed_file": str(closed_b)}})
+    wait_until(lambda: layers(server, pane).get("primary", {}).get("frames", 0) >= 1,
+               timeout=20)
     server.call("plugin.disable", {"plugin_id": "gfx"})
     wait_until(closed_b.exists, timeout=10)
     assert layers(server, pane) == {}
