@@ -313,8 +313,8 @@ def test_an_attached_client_that_draws_gets_graphics_frames(api: Api,
         assert head["layer_id"] == "early"
     finally:
         client.close()
-    wait_until(lambda: api.request("pane.graphics.info", {"pane_id": pane})["error"]["code"]
-               == "cell_size_unavailable", timeout=10)
+    wait_until(lambda: api.request("pane.graphics.info", {"pane_id": pane}).get(
+        "error", {}).get("code") == "cell_size_unavailable", timeout=10)
 
 
 @ON
