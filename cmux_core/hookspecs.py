@@ -66,8 +66,9 @@ AgentRow = Mapping[str, Any]
 ``workspace_id``, ``agent``, ``agent_status``, ``state_change_seq``, ``tokens``, ...)."""
 
 GraphicsFrame = Mapping[str, Any]
-"""One frame for a pane graphics layer: ``format`` (``png``/``rgb``/``rgba``),
-``image_width``, ``image_height`` (pixels) and ``data`` (bytes)."""
+"""One frame for a pane graphics layer: ``format`` (``png``/``rgb``/``rgba``/``bgra``),
+``image_width``, ``image_height`` (pixels), ``data`` (bytes) and optionally ``placement``
+(``viewport_col``, ``viewport_row``, ``grid_cols``, ``grid_rows``, in cells)."""
 
 
 
