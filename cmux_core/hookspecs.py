@@ -333,8 +333,10 @@ def cmux_startup(plugin_id: str, state_dir: Path, socket_path: str | None) -> No
     without a server).
 
     A plugin loaded later (enable, link, hot reload) gets this call from the host as soon as
-    it is loaded, so every plugin sees it exactly once per load. An async impl may start
-    tasks with ``asyncio.create_task`` and must stop them in :func:`cmux_shutdown`.
+    it is loaded, so every plugin sees it exactly once per load, before any observer call
+    (``cmux_on_event`` and the report observers): what happened while it loaded is delivered
+    after it, in order. An async impl may start tasks with ``asyncio.create_task`` and must
+    stop them in :func:`cmux_shutdown`.
     """
 
 

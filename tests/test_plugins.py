@@ -293,6 +293,38 @@ def test_raising_hookimpl_is_contained_and_other_results_kept(tmp_path: Path) ->
     assert ("plugin_unloaded", "raiser") in [(k, d.get("plugin_id")) for k, d in events]
 
 
+def test_observer_calls_queued_while_loading_come_after_cmux_startup(tmp_path: Path) -> None:
+    d = tmp_path / "plugins"
+    write(d, "order.py", """
+        from cmux_core.hookspecs import hookimpl
+
+        CALLS = []
+
+        @hookimpl
+        def cmux_startup(plugin_id):
+            CALLS.append("startup")
+
+        @hookimpl
+        def cmux_on_event(kind):
+            CALLS.append(kind)
+    """)
+
+    async def main() -> None:
+        host = make_host(tmp_path, d)
+        await host.load()
+        host.on_event("workspace_created", {"type": "workspace_created"})
+        host.on_event("pane_created", {"type": "pane_created"})
+        await asyncio.sleep(0.2)
+        calls = module_of(host, "order").CALLS
+        assert calls == []
+        await host.start()
+        await async_wait_until(lambda: len(calls) == 3, message="three calls")
+        assert calls == ["startup", "workspace_created", "pane_created"]
+        await host.stop()
+
+    run(main())
+
+
 def test_raising_contribution_hook_keeps_the_plugins_other_registrations(tmp_path: Path) -> None:
     d = tmp_path / "plugins"
     write(d, "half.py", """

@@ -671,6 +671,8 @@ class PluginHost:
             await self._invoke(plugin, "cmux_startup", impl, {
                 "plugin_id": plugin.plugin_id, "state_dir": state,
                 "socket_path": self.socket_path})
+        # Observer calls queued while it loaded come after its cmux_startup, in order.
+        self._kick(plugin, asyncio.get_running_loop())
 
     async def _withdraw(self, plugin: Plugin, *, reason: str) -> None:
         """Shut the serving version down and take back everything it registered."""
@@ -823,8 +825,12 @@ class PluginHost:
                 continue
             plugin.overflowing = False
             plugin.inbox.append((hook, kwargs))
-            if plugin.drain is None or plugin.drain.done():
-                plugin.drain = loop.create_task(self._drain(plugin))
+            if plugin.started:  # else they wait for cmux_startup (see _startup)
+                self._kick(plugin, loop)
+
+    def _kick(self, plugin: Plugin, loop: asyncio.AbstractEventLoop) -> None:
+        if plugin.inbox and (plugin.drain is None or plugin.drain.done()):
+            plugin.drain = loop.create_task(self._drain(plugin))
 
     async def _drain(self, plugin: Plugin) -> None:
         module = plugin.module
