@@ -357,3 +357,30 @@ def test_modes_the_program_set_reach_the_terminal_and_are_undone_on_detach(
     tmux.send(outer, "C-\\")
     tmux.wait_for(outer, lambda text: "[detached]" in text)
     assert flags() == "button=0 sgr=0 cursor_keys=0"
+
+
+def test_a_surface_handle_shows_that_surface_and_read_only_clients_size_the_pane(
+        server: ServerProcess) -> None:
+    with Client(server.socket_path) as c:
+        first = c.call("surface.list")["surfaces"][0]["id"]
+        second = c.call("surface.create", {"pane_id": first, "focus": True})["surface_id"]
+        assert c.call("surface.current")["surface_id"] == second
+        c.call("surface.send_text", {"surface_id": first, "text": "echo on-the-first\n"})
+        wait_until(lambda: "on-the-first" in c.call(
+            "surface.read_text", {"surface_id": first})["text"], timeout=20)
+        def size() -> tuple[int, int]:
+            stats = c.call("debug.terminal.render_stats", {"surface_id": first})["stats"]
+            return stats["columns"], stats["rows"]
+
+        layout_size = size()
+        assert layout_size != (50, 14)
+        # Attaching by the first surface's handle shows it, though the second was selected.
+        client = Attached(server, pane_id=first, read_only=True, columns=50, lines=14)
+        try:
+            wait_until(lambda: "on-the-first" in client.text(), timeout=20)
+            assert c.call("surface.current")["surface_id"] == first
+            # A read-only client that attached last sizes the pane, as any other would.
+            wait_until(lambda: size() == (50, 14), timeout=20)
+        finally:
+            client.close()
+        wait_until(lambda: size() == layout_size, timeout=20)

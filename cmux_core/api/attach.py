@@ -11,9 +11,10 @@ text in the header instead (for a client that lays the pane out itself). The las
 is ``end`` with a ``reason``.
 
 The :class:`AttachBook` keeps every session, and decides a pane's size: the most recent
-session that typed (or attached), among those that may size it (not read-only, not
-``resize: false``), gives the pane its terminal's size, also after a layout change; once
-none is left the pane goes back to the size its layout gives it.
+session that typed (or attached), among those that may size it (not ``resize: false``;
+read-only sessions too, as tmux's read-only clients do), gives the pane its terminal's
+size, also after a layout change; once none is left the pane goes back to the size its
+layout gives it.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ class AttachSession:
 
     @property
     def sizes_pane(self) -> bool:
-        return self.resize and not self.read_only
+        return self.resize
 
     def touch(self) -> None:
         """The client typed: it is now the most recent, so its size wins."""

@@ -189,16 +189,19 @@ def ensure_server(path: Path) -> bool:
                     f"{SERVER_START_S:.0f} s; see {log_path}")
 
 
-def resolve_target(c: Client, target: str | None) -> str | None:
-    """The pane id ``target`` names (a pane handle or an agent), or None (focused pane)."""
+def resolve_target(c: Client, target: str | None) -> tuple[str | None, str | None]:
+    """The pane id ``target`` names (a pane or surface handle, or an agent), or None (the
+    focused pane), and the handle to attach with: a surface handle is passed on as it is,
+    so the pane shows that surface."""
     if target is None:
-        return None
+        return None, None
     try:
-        return str(c.call("pane.get", {"pane_id": target})["pane"]["pane_id"])
+        return str(c.call("pane.get", {"pane_id": target})["pane"]["pane_id"]), target
     except CmuxError as exc:
         if exc.code != "pane_not_found":
             raise
-    return str(c.call("agent.get", {"target": target})["agent"]["pane_id"])
+    pane_id = str(c.call("agent.get", {"target": target})["agent"]["pane_id"])
+    return pane_id, pane_id
 
 
 @contextlib.contextmanager
@@ -339,11 +342,11 @@ def cmd_attach(args: argparse.Namespace) -> int:
     ensure_server(path)
     columns, lines = terminal_size(in_fd)
     with Client(path, timeout=30) as c:
-        pane_id = resolve_target(c, args.target)
+        pane_id, handle = resolve_target(c, args.target)
         own = os.environ.get("CMUX_PANE_ID")
         if own and pane_id == own and os.environ.get("CMUX_SOCKET_PATH") == str(path):
             raise CmuxError("invalid_params", "target: cannot attach a pane to itself")
-        c.call("pane.attach", {"pane_id": pane_id, "columns": columns, "lines": lines,
+        c.call("pane.attach", {"pane_id": handle, "columns": columns, "lines": lines,
                                "read_only": args.read_only, "resize": not args.no_resize})
         sock, pending = c.take_connection()
     renderer = TerminalRenderer(sys.stdout.buffer)
@@ -378,7 +381,8 @@ def add_attach_command(sub: Any, add_common: AddCommon) -> None:
         "then live output; keys, pastes and mouse go to it. The detach key (default "
         "ctrl+\\) leaves it running. Starts a server first when none is running.")
     p.add_argument("target", nargs="?", metavar="PANE|AGENT",
-                   help="pane id, ref or UUID, or an agent target (default: focused pane)")
+                   help="pane or surface id, ref or UUID, or an agent target (default: "
+                   "focused pane)")
     p.add_argument("--read-only", action="store_true",
                    help="watch only: keys other than the detach key are not sent")
     p.add_argument("--no-resize", action="store_true",

@@ -51,10 +51,11 @@ class AttachParams(Params):
 
 @methods.method("pane.attach", AttachParams)
 async def pane_attach(call: Call, p: AttachParams) -> Result:
-    """Show the pane (default: the focused one) on this connection: after this reply the
+    """Show the pane (default: the focused one; a surface handle selects that surface in
+    its pane first) on this connection: after this reply the
     server writes frames (a ``screen`` frame with the whole screen, then changes, and a
     last ``end`` frame). ``columns`` x ``lines`` is the attached terminal's size; unless
-    ``read_only`` or ``resize: false``, the pane takes it while this client is the most
+    ``resize: false``, the pane takes it while this client is the most
     recent one to type or attach. ``frames: "rows"`` sends changed rows as styled text
     instead of terminal bytes."""
     peer = _peer(call)
@@ -63,6 +64,9 @@ async def pane_attach(call: Call, p: AttachParams) -> Result:
         raise CmuxError("already_attached", "this connection is already attached to a pane")
     mux = call.ctx.mux
     pane = mux.pane(p.pane_id)
+    surface = mux.find_surface(p.pane_id) if p.pane_id is not None else None
+    if surface is not None and surface.pane is pane:
+        pane.selected = surface  # a surface handle: the pane shows that surface
     if pane.terminal.exited:
         raise CmuxError("pane_exited", f"the process of pane {pane.id} has exited")
     session = AttachSession(book, mux, pane, peer, columns=p.columns, lines=p.lines,

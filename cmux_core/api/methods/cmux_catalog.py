@@ -122,7 +122,7 @@ NOT_SUPPORTED: dict[str, str] = {
     "debug.command_palette.rename_input.selection": _PALETTE,
     "debug.command_palette.rename_input.select_all": _PALETTE,
     "debug.browser.address_bar_focused": _GUI_DEBUG, "debug.browser.favicon": _GUI_DEBUG,
-    "debug.sidebar.visible": _GUI_DEBUG, "debug.terminal.render_stats": _GUI_DEBUG,
+    "debug.sidebar.visible": _GUI_DEBUG,
     "debug.portal.stats": _GUI_DEBUG,
     "debug.bonsplit_underflow.count": _GUI_DEBUG,
     "debug.bonsplit_underflow.reset": _GUI_DEBUG,

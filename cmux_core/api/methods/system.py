@@ -361,6 +361,19 @@ async def debug_terminal_read_text(call: Call, p: Routing) -> Result:
             "base64": base64.b64encode(text.encode()).decode()}
 
 
+@methods.method("debug.terminal.render_stats", Routing)
+async def debug_terminal_render_stats(call: Call, p: Routing) -> Result:
+    """The surface's terminal as it is drawn: its size, cursor and output count (headless,
+    nothing is presented, so ``presentCount`` counts the output batches the screen took)."""
+    surface = surface_of(call.ctx.mux, p)
+    term = surface.terminal
+    x, y = term.emulator.cursor()
+    stats = {"columns": term.columns, "rows": term.rows, "cursor_x": x, "cursor_y": y,
+             "presentCount": term.output_seq, "attached": len(call.ctx.attach.sessions(
+                 surface.pane)) if surface.pane.selected is surface else 0}
+    return {"type": "ok", **surface_keys(surface), "stats": stats}
+
+
 @methods.method("debug.flash.count", Routing)
 async def debug_flash_count(call: Call, p: Routing) -> Result:
     """How many times the surface was flashed since the last ``debug.flash.reset``."""
