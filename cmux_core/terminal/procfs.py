@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 PROC_ROOT = "/proc"
@@ -90,29 +90,34 @@ def rss_bytes(pid: int | str = "self", proc_root: str = PROC_ROOT) -> int:
         return 0
 
 
-def process_groups(proc_root: str = PROC_ROOT) -> dict[int, list[int]]:
-    """Every process group on the system → its pids (one scan of ``proc_root``).
-
-    Each list starts with the group's leader when it is alive, the rest in pid order.
-    """
-    groups: dict[int, list[int]] = {}
+def _stats(proc_root: str) -> Iterator[tuple[int, bytes]]:
+    """``(pid, contents of /proc/<pid>/stat)`` for every process still there to read."""
     try:
         entries = os.scandir(proc_root)
     except OSError:
-        return groups
+        return
     with entries:
         for entry in entries:
             if not entry.name.isdigit():
                 continue
             try:
                 with open(f"{proc_root}/{entry.name}/stat", "rb") as f:
-                    stat = f.read()
+                    yield int(entry.name), f.read()
             except OSError:
                 continue
-            # "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses.
-            fields = stat[stat.rfind(b")") + 2:].split()
-            if len(fields) > 2 and fields[2].isdigit():
-                groups.setdefault(int(fields[2]), []).append(int(entry.name))
+
+
+def process_groups(proc_root: str = PROC_ROOT) -> dict[int, list[int]]:
+    """Every process group on the system → its pids (one scan of ``proc_root``).
+
+    Each list starts with the group's leader when it is alive, the rest in pid order.
+    """
+    groups: dict[int, list[int]] = {}
+    for pid, stat in _stats(proc_root):
+        # "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 2 and fields[2].isdigit():
+            groups.setdefault(int(fields[2]), []).append(pid)
     for pgid, pids in groups.items():
         pids.sort(key=lambda pid: (pid != pgid, pid))
     return groups
@@ -183,28 +188,16 @@ def process_table(proc_root: str = PROC_ROOT) -> list[ProcessStat]:
     ticks = os.sysconf("SC_CLK_TCK")
     page = os.sysconf("SC_PAGE_SIZE")
     table: list[ProcessStat] = []
-    try:
-        entries = os.scandir(proc_root)
-    except OSError:
-        return table
-    with entries:
-        for entry in entries:
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"{proc_root}/{entry.name}/stat", "rb") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            close = stat.rfind(b")")
-            comm = stat[stat.find(b"(") + 1:close].decode("utf-8", "replace")
-            fields = stat[close + 2:].split()
-            try:
-                table.append(ProcessStat(
-                    int(entry.name), int(fields[1]), int(fields[2]), int(fields[3]), comm,
-                    fields[0].decode(), _tty_name(int(fields[4])),
-                    (int(fields[11]) + int(fields[12])) / ticks, int(fields[21]) * page))
-            except (IndexError, ValueError):
-                continue
+    for pid, stat in _stats(proc_root):
+        close = stat.rfind(b")")
+        comm = stat[stat.find(b"(") + 1:close].decode("utf-8", "replace")
+        fields = stat[close + 2:].split()
+        try:
+            table.append(ProcessStat(
+                pid, int(fields[1]), int(fields[2]), int(fields[3]), comm,
+                fields[0].decode(), _tty_name(int(fields[4])),
+                (int(fields[11]) + int(fields[12])) / ticks, int(fields[21]) * page))
+        except (IndexError, ValueError):
+            continue
     table.sort(key=lambda p: p.pid)
     return table
