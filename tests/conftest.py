@@ -1,4 +1,5 @@
-"""Shared test helpers: a schema-checking API client and a raw socket connection.
+"""Shared test helpers: a schema-checking API client, a raw socket connection, and the
+``server``/``tmux`` fixtures of the tests that drive cmux inside a real tmux.
 
 Every reply to a method that the herdr Local API schema knows, and every event
 of a kind it knows, is validated against ``tests/data/herdr-api.schema.json``.
@@ -18,6 +19,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from tmux_driver import Tmux
 
 from cmux_core.api.context import Call
 from cmux_core.errors import CmuxError
@@ -143,6 +145,25 @@ class Api:
         """Split the focused pane running ``argv``; returns the new pane id."""
         result = self("pane.split", {"command": argv, **kw})
         return str(result["pane"]["pane_id"])
+
+
+@pytest.fixture
+def server(cmux_server: ServerProcess) -> ServerProcess:
+    """The default test server (80x24, /bin/sh panes) under the name the tmux-driven tests
+    use; a module that needs other options defines its own ``server``."""
+    return cmux_server
+
+
+@pytest.fixture
+def tmux(server: ServerProcess) -> Iterator[Tmux]:
+    """A private tmux server whose shells run cmux with ``server``'s config and state dirs;
+    killed after the test."""
+    t = Tmux({"XDG_CONFIG_HOME": str(server.home / "config"),
+              "XDG_STATE_HOME": str(server.home / "state")})
+    try:
+        yield t
+    finally:
+        t.kill()
 
 
 @pytest.fixture
