@@ -13,7 +13,6 @@ import os
 import signal
 import socket
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,28 +22,9 @@ from tmux_driver import CMUX, Tmux, have_tmux
 from cmux_core.cli.attach import FrameReader, detach_sequences
 from cmux_core.client import Client
 from cmux_core.terminal.pyte.emulator import PyteEmulator
-from cmux_core.testing import ServerProcess, start_server, wait_until
+from cmux_core.testing import ServerProcess, wait_until
 
 pytestmark = pytest.mark.skipif(not have_tmux(), reason="tmux is not installed")
-
-
-@pytest.fixture
-def server() -> Iterator[ServerProcess]:
-    srv = start_server(size="80x24")
-    try:
-        yield srv
-    finally:
-        srv.stop()
-
-
-@pytest.fixture
-def tmux(server: ServerProcess) -> Iterator[Tmux]:
-    t = Tmux({"XDG_CONFIG_HOME": str(server.home / "config"),
-              "XDG_STATE_HOME": str(server.home / "state")})
-    try:
-        yield t
-    finally:
-        t.kill()
 
 
 def attach_cmd(server: ServerProcess, *extra: str) -> str:
