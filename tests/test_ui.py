@@ -4,35 +4,15 @@ and how fast a ``blocked`` report shows."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 from tmux_driver import CMUX, Tmux, have_tmux
 
-from cmux_core.testing import ServerProcess, start_server, wait_until
+from cmux_core.testing import ServerProcess, wait_until
 
 pytestmark = pytest.mark.skipif(not have_tmux(), reason="tmux is not installed")
 
 BLOCKED_WITHIN_S = 0.2
-
-
-@pytest.fixture
-def server() -> Iterator[ServerProcess]:
-    srv = start_server(size="80x24")
-    try:
-        yield srv
-    finally:
-        srv.stop()
-
-
-@pytest.fixture
-def tmux(server: ServerProcess) -> Iterator[Tmux]:
-    t = Tmux({"XDG_CONFIG_HOME": str(server.home / "config"),
-              "XDG_STATE_HOME": str(server.home / "state")})
-    try:
-        yield t
-    finally:
-        t.kill()
 
 
 def report(server: ServerProcess, pane: str, state: str, agent: str = "claude") -> None:
