@@ -7,7 +7,10 @@ known at once instead of after the timeout. :class:`KittyLayers` turns the serve
 ``graphics`` and ``graphics_clear`` frames (see docs/graphics.md) into APC sequences: one
 image id per layer, each new image replacing the last, placed at the layer's cell over the
 pane with the cursor put back where it was, and every image deleted on :meth:`close`.
-Responses are suppressed (``q=2``) so the terminal never types replies into the pane.
+:func:`store`, :func:`place` and :func:`hide` are the same images in two steps, for a
+client that moves them around often (``cmux ui``): the data is sent once, each move is a
+few bytes. Responses are suppressed (``q=2``) so the terminal never types replies into the
+pane.
 """
 
 from __future__ import annotations
@@ -97,29 +100,75 @@ def transmit(image_id: int, header: dict[str, Any], data: bytes) -> bytes:
     """Sequences that show ``data`` (a ``graphics`` frame's image) as image ``image_id``
     at the frame's placement, replacing what that id showed; the cursor is saved and
     restored around them."""
+    place = header.get("placement") or {}
+    row = max(0, int(place.get("viewport_row", 0)))
+    col = max(0, int(place.get("viewport_col", 0)))
+    control = f"a=T,q=2,C=1,i={image_id},p=1"
+    if int(place.get("grid_cols", 0)):
+        control += f",c={int(place['grid_cols'])}"
+    if int(place.get("grid_rows", 0)):
+        control += f",r={int(place['grid_rows'])}"
+    return (b"\x1b7" + f"\x1b[{row + 1};{col + 1}H".encode()
+            + _image(control, header, data) + b"\x1b8")
+
+
+def _image(control: str, header: dict[str, Any], data: bytes) -> bytes:
+    """``data`` (of ``header``'s format and size) sent in chunks, the first one carrying
+    ``control`` plus the format keys; bgra is sent as rgba (kitty has no bgra)."""
     fmt = str(header.get("format"))
     if fmt == "bgra":
         swapped = bytearray(data)
         swapped[0::4], swapped[2::4] = data[2::4], data[0::4]
         data = bytes(swapped)
-    place = header.get("placement") or {}
-    row = max(0, int(place.get("viewport_row", 0)))
-    col = max(0, int(place.get("viewport_col", 0)))
-    control = f"a=T,q=2,C=1,i={image_id},p=1,f={_FORMATS.get(fmt, 100)}"
+    control += f",f={_FORMATS.get(fmt, 100)}"
     if fmt != "png":
         control += f",s={int(header['image_width'])},v={int(header['image_height'])}"
-    if int(place.get("grid_cols", 0)):
-        control += f",c={int(place['grid_cols'])}"
-    if int(place.get("grid_rows", 0)):
-        control += f",r={int(place['grid_rows'])}"
     encoded = base64.standard_b64encode(data)
     chunks = [encoded[i:i + CHUNK] for i in range(0, len(encoded), CHUNK)] or [b""]
-    out = [b"\x1b7", f"\x1b[{row + 1};{col + 1}H".encode()]
+    out = []
     for n, chunk in enumerate(chunks):
         more = 1 if n < len(chunks) - 1 else 0
         out.append(_apc((control + "," if n == 0 else "q=2,") + f"m={more}", chunk))
-    out.append(b"\x1b8")
     return b"".join(out)
+
+
+def store(image_id: int, header: dict[str, Any], data: bytes) -> bytes:
+    """The sequence that stores ``data`` (a ``graphics`` frame's image) as image
+    ``image_id`` without showing it (see :func:`place`), replacing what that id held."""
+    return _image(f"a=t,q=2,i={image_id}", header, data)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a stored image is shown: its top-left cell on the screen (zero-based), the
+    cells it is scaled to (0: its own size) and the part of it shown, in pixels
+    (``source`` ``(x, y, width, height)``; None: all of it)."""
+
+    row: int
+    col: int
+    cols: int = 0
+    rows: int = 0
+    source: tuple[int, int, int, int] | None = None
+
+
+def place(image_id: int, where: Placement) -> bytes:
+    """The sequences that show stored image ``image_id`` at ``where`` (its one placement,
+    moved there if it was shown elsewhere), the cursor saved and restored around them."""
+    control = f"a=p,q=2,C=1,i={image_id},p=1"
+    if where.cols:
+        control += f",c={where.cols}"
+    if where.rows:
+        control += f",r={where.rows}"
+    if where.source is not None:
+        x, y, w, h = where.source
+        control += f",x={x},y={y},w={w},h={h}"
+    return (b"\x1b7" + f"\x1b[{where.row + 1};{where.col + 1}H".encode()
+            + _apc(control) + b"\x1b8")
+
+
+def hide(image_id: int) -> bytes:
+    """The sequence that removes image ``image_id``'s placements, keeping its data."""
+    return _apc(f"a=d,d=i,i={image_id},q=2")
 
 
 def delete(image_id: int) -> bytes:
