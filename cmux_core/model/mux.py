@@ -405,7 +405,7 @@ class Mux:
             return obj if isinstance(obj, Surface) else None
         if isinstance(handle, ids.TerminalId):
             return next((s for p in self.panes.values() for s in p.surfaces
-                         if s.terminal.id == handle.id), None)
+                         if s.term is not None and s.term.id == handle.id), None)
         if handle is None and ids.parse_handle("pane", text) is not None:
             pane = self.find_pane(text)
             return pane.selected if pane else None
@@ -582,7 +582,8 @@ class Mux:
                 del self.aliases[alias]
         for surface in pane.surfaces:
             self._forget(surface.uuid, surface.ref)
-            self._close_terminal(surface.terminal)
+            if surface.term is not None:
+                self._close_terminal(surface.term)
 
     def _close_terminal(self, term: Terminal) -> None:
         # A terminal still being reaped must not keep its closed pane alive.
@@ -670,7 +671,8 @@ class Mux:
             pane = self.panes.get(key)
             if pane is not None:
                 for surface in pane.surfaces:
-                    surface.terminal.resize(rect.width, rect.height)
+                    if surface.term is not None:
+                        surface.term.resize(rect.width, rect.height)
 
     def set_area(self, columns: int, rows: int) -> None:
         self.area = layout.Rect(0, 0, columns, rows)
@@ -738,8 +740,9 @@ class Mux:
         terms: list[Terminal] = []
         for pane in list(self.panes.values()):
             for surface in pane.surfaces:
-                surface.terminal.close()
-                terms.append(surface.terminal)
+                if surface.term is not None:
+                    surface.term.close()
+                    terms.append(surface.term)
         terms.extend(self._reaping)
         return [t for t in terms if not t.process_done]
 

@@ -16,17 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmux_core import ids
+from cmux_core.errors import CmuxError
 from cmux_core.model import layout
 from cmux_core.terminal.process import Terminal
 
 
 @dataclass(eq=False)
 class Surface:
-    """A terminal inside a pane (the cmux API's unit of input and output)."""
+    """A tab of a pane (the cmux API's unit of input and output): a terminal, or a
+    markdown surface showing a file (``path``), which has no process."""
 
     uuid: str
     ref: str
-    terminal: Terminal
+    term: Terminal | None
+    """The surface's terminal; None for a markdown surface."""
     pane: Pane
     command: list[str] | None
     launch_cwd: str
@@ -44,6 +47,33 @@ class Surface:
     env: dict[str, str] | None = None
     """The env its creator asked for (besides the workspace's and cmux's own), kept so a
     restored session starts it with the same."""
+    path: str | None = None
+    """The absolute path of the file a markdown surface shows (None for a terminal)."""
+
+    @property
+    def kind(self) -> str:
+        """``"terminal"`` or ``"markdown"``, as the cmux API names surface types."""
+        return "terminal" if self.term is not None else "markdown"
+
+    @property
+    def terminal(self) -> Terminal:
+        """The surface's terminal; ``invalid_params`` "Surface is not a terminal" for a
+        markdown surface, so input and screen reads refuse it with cmux's error."""
+        if self.term is None:
+            raise CmuxError("invalid_params", "Surface is not a terminal",
+                            {"surface_id": self.uuid, "type": self.kind})
+        return self.term
+
+    @terminal.setter
+    def terminal(self, term: Terminal) -> None:
+        self.term = term
+
+    @property
+    def own_title(self) -> str:
+        """The title the content gives: the terminal's (OSC) title, or the file name."""
+        if self.term is None:
+            return Path(self.path or "").name
+        return self.term.emulator.title or ""
 
 
 @dataclass(eq=False)
@@ -72,8 +102,19 @@ class Pane:
         return self.selected
 
     @property
+    def terminal_surface(self) -> Surface:
+        """The surface the pane's terminal belongs to: the selected one, or when a
+        markdown surface is selected the first terminal surface in tab order (a pane
+        always keeps one)."""
+        selected = self.surface
+        if selected.term is not None:
+            return selected
+        return next(s for s in self.surfaces if s.term is not None)
+
+    @property
     def terminal(self) -> Terminal:
-        return self.surface.terminal
+        """The pane's terminal (the herdr family's pane is this terminal)."""
+        return self.terminal_surface.terminal
 
 
 @dataclass(eq=False)
