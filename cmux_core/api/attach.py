@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import json
 import logging
@@ -54,8 +55,8 @@ _activity = itertools.count(1)
 def rows_frame(last: ScreenImage | None, image: ScreenImage) -> bytes:
     """A ``rows`` frame: the rows of ``image`` that differ from ``last`` (all of them when
     ``last`` is None or of another size) as ``[index, styled text]`` pairs, plus the size,
-    cursor, title and whether the program wants pastes bracketed; empty when nothing
-    changed."""
+    cursor, title, whether the program wants pastes bracketed and the input modes it set
+    (``modes``: what a client typing for it sends); empty when nothing changed."""
     if last == image:
         return b""
     whole = last is None or (last.columns, last.lines) != (image.columns, image.lines)
@@ -63,7 +64,8 @@ def rows_frame(last: ScreenImage | None, image: ScreenImage) -> bytes:
             if whole or last is None or row != last.rows[y]]
     return frame("rows", columns=image.columns, lines=image.lines, whole=whole,
                  cursor=list(image.cursor), cursor_visible=image.cursor_visible,
-                 title=image.title, bracketed_paste=image.modes.bracketed_paste, rows=rows)
+                 title=image.title, bracketed_paste=image.modes.bracketed_paste,
+                 modes=dataclasses.asdict(image.modes), rows=rows)
 
 
 def frame(kind: str, payload: bytes = b"", **fields: object) -> bytes:
