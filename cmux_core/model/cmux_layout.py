@@ -179,9 +179,9 @@ def add_surface(mux: Mux, pane: Pane, *, cwd: str, command: list[str] | None,
     uuid = ids.new_uuid()
     ref = mux.refs.mint("surface")
     first = pane.surface.terminal
-    term = mux._spawn(tab.workspace, tab, pane, ref, cwd=cwd, command=command, env=env,
+    term = mux._spawn(tab.workspace, tab, pane, uuid, cwd=cwd, command=command, env=env,
                       size=(first.columns, first.rows))
-    surface = Surface(uuid, ref, term, pane, command, cwd)
+    surface = Surface(uuid, ref, term, pane, command, cwd, env=dict(env) if env else None)
     mux._by_uuid[uuid] = surface
     mux._by_ref[ref] = surface
     pane.surfaces.append(surface)
