@@ -403,6 +403,10 @@ class RefCounter:
         self._last[kind] = n
         return f"{kind}:{n}"
 
+    def last(self) -> dict[RefKind, int]:
+        """The last number handed out (or reserved) of each kind that has one."""
+        return dict(self._last)
+
     def reserve(self, kind: RefKind, n: int) -> None:
         """Count ``<kind>:<n>`` as handed out (a ref restored from a saved session), so
         :meth:`mint` continues after it; a smaller ``n`` changes nothing."""

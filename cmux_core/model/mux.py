@@ -699,6 +699,16 @@ class Mux:
 
     # -- restoring a saved session ------------------------------------------------------
 
+    @property
+    def next_workspace_number(self) -> int:
+        """The number the next new workspace gets; no number is handed out twice."""
+        return self._next_workspace
+
+    def reserve_workspace_numbers(self, upto: int) -> None:
+        """Count every workspace number below ``upto`` as handed out (a restored session's
+        closed ones too); a smaller ``upto`` changes nothing."""
+        self._next_workspace = max(self._next_workspace, upto)
+
     def adopt(self, obj: object, uuid: str, ref: str = "") -> None:
         """Enter a restored object under its saved uuid and short ref (``""`` for none, as
         tabs have) so lookups find it, and make the allocators continue after them: the
