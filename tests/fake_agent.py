@@ -1,0 +1,99 @@
+"""Fake agents: a small Python program posing as an agent in a real pane, a server that
+knows it from a test manifest, and waits for what the pane's agent shows.
+
+A test keeps its own specifics in view (the screens its agent draws, its manifest's rules,
+how it reacts to input) and takes from here what every such test does the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import textwrap
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from conftest import Api
+
+from cmux_core.testing import ServerProcess, start_server, wait_until
+
+
+def screens_program(screens: Mapping[str, str]) -> str:
+    """Source of an agent that shows the first of ``screens`` on a cleared screen, then for
+    each line it reads the screen that line names; a line ``q`` ends it, other lines are
+    ignored."""
+    return textwrap.dedent(f"""\
+        import sys
+        SCREENS = {dict(screens)!r}
+        def show(key):
+            sys.stdout.write("\\x1b[2J\\x1b[H" + SCREENS[key] + "\\n")
+            sys.stdout.flush()
+        show({next(iter(screens))!r})
+        for line in sys.stdin:
+            key = line.strip()
+            if key == "q":
+                break
+            if key in SCREENS:
+                show(key)
+    """)
+
+
+def write_agent(directory: Path, name: str, source: str) -> Path:
+    """``source`` saved as ``<directory>/<name>.py``. Identification sees the script's name,
+    so a manifest lists ``name`` in its ``process_names`` to know the agent."""
+    path = directory / f"{name}.py"
+    path.write_text(source)
+    return path
+
+
+def agent_argv(script: Path, *args: str) -> list[str]:
+    """The command running ``script`` unbuffered with this interpreter."""
+    return [sys.executable, "-u", str(script), *args]
+
+
+def write_manifests(directory: Path, manifests: Mapping[str, str]) -> Path:
+    """``<directory>/manifests``, made, holding each of ``manifests`` as ``<key>.toml``."""
+    path = directory / "manifests"
+    path.mkdir()
+    for name, text in manifests.items():
+        (path / f"{name}.toml").write_text(text)
+    return path
+
+
+@contextlib.contextmanager
+def manifest_server(manifests: Path, *args: str) -> Iterator[ServerProcess]:
+    """A real server reading ``manifests`` as its ``--manifests-dir`` (``args`` added to its
+    command line); stopped, its home removed, when the block ends."""
+    server = start_server(["--manifests-dir", str(manifests), *args])
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def start_in_shell(api: Api, script: Path, prefix: str = "") -> str:
+    """Type ``<prefix><python> <script>`` into the focused pane's shell; returns that pane.
+    The agent is then a child of the shell, as one a person starts."""
+    pane_id = api.focused_pane()
+    api("pane.send_text", {"pane_id": pane_id, "text": f"{prefix}{sys.executable} {script}\n"})
+    return pane_id
+
+
+def pane_agent(api: Api, pane_id: str) -> tuple[str | None, str]:
+    """The pane's ``(agent, agent_status)``; agent is None while none is known."""
+    pane = api("pane.get", {"pane_id": pane_id})["pane"]
+    return pane.get("agent"), str(pane["agent_status"])
+
+
+def wait_agent(api: Api, pane_id: str, agent: str | None, status: str,
+               timeout: float = 15.0) -> float:
+    """Wait until the pane shows ``agent`` in ``status``; returns the seconds it took. The
+    failure names what the pane showed at the end."""
+    started = time.monotonic()
+    try:
+        wait_until(lambda: pane_agent(api, pane_id) == (agent, status), timeout=timeout,
+                   message=f"pane {pane_id} to be {agent}/{status}")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; it is {pane_agent(api, pane_id)}") from None
+    return time.monotonic() - started
