@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -21,6 +20,15 @@ from typing import Any
 
 import pytest
 from conftest import Api
+from fake_agent import (
+    manifest_server,
+    pane_agent,
+    screens_program,
+    start_in_shell,
+    wait_agent,
+    write_agent,
+    write_manifests,
+)
 
 from cmux_core.detect.identify import (
     base_name,
@@ -32,29 +40,16 @@ from cmux_core.detect.identify import (
     script_names,
 )
 from cmux_core.terminal.procfs import ProcessInfo, ProcessReader
-from cmux_core.testing import ServerProcess, start_server, wait_until
+from cmux_core.testing import ServerProcess, wait_until
 
-AGENT_SCRIPT = textwrap.dedent("""\
-    import sys
-    SCREENS = {
-        "i": "FAKEBOT ready\\n> type here",
-        "w": "FAKEBOT thinking... (esc to interrupt)",
-        "b": "FAKEBOT wants to run ls\\nAllow this command? [y/n]",
-        "m": "FAKEBOT history viewer (q to close)",
-        "x": "FAKEBOT output with no rule",
-        "n": "FAKEBOT pondering quietly",
-    }
-    def show(key):
-        sys.stdout.write("\\x1b[2J\\x1b[H" + SCREENS[key] + "\\n")
-        sys.stdout.flush()
-    show("i")
-    for line in sys.stdin:
-        key = line.strip()
-        if key == "q":
-            break
-        if key in SCREENS:
-            show(key)
-""")
+AGENT_SCRIPT = screens_program({
+    "i": "FAKEBOT ready\n> type here",
+    "w": "FAKEBOT thinking... (esc to interrupt)",
+    "b": "FAKEBOT wants to run ls\nAllow this command? [y/n]",
+    "m": "FAKEBOT history viewer (q to close)",
+    "x": "FAKEBOT output with no rule",
+    "n": "FAKEBOT pondering quietly",
+})
 
 MANIFEST = textwrap.dedent("""\
     id = "fakebot"
@@ -167,9 +162,7 @@ def test_label_normalisation_and_package_names() -> None:
 
 @pytest.fixture
 def agent_script(tmp_path: Path) -> Path:
-    path = tmp_path / "fakebot_agent.py"
-    path.write_text(AGENT_SCRIPT)
-    return path
+    return write_agent(tmp_path, "fakebot_agent", AGENT_SCRIPT)
 
 
 PROC = ProcessReader()
@@ -239,20 +232,13 @@ def test_identify_group_finds_a_member_behind_a_non_agent_leader(agent_script: P
 
 @pytest.fixture
 def manifests_dir(tmp_path: Path) -> Path:
-    d = tmp_path / "manifests"
-    d.mkdir()
-    (d / "fakebot.toml").write_text(MANIFEST)
-    return d
+    return write_manifests(tmp_path, {"fakebot": MANIFEST})
 
 
 @pytest.fixture
-def server(manifests_dir: Path, tmp_path: Path) -> Iterator[ServerProcess]:
-    proc = start_server(["--manifests-dir", str(manifests_dir)])
-    try:
+def server(manifests_dir: Path) -> Iterator[ServerProcess]:
+    with manifest_server(manifests_dir) as proc:
         yield proc
-    finally:
-        proc.stop()
-        shutil.rmtree(proc.home, ignore_errors=True)
 
 
 @pytest.fixture
@@ -264,25 +250,8 @@ def dapi(server: ServerProcess) -> Iterator[Api]:
         conn.close()
 
 
-def pane_state(api: Api, pane_id: str) -> tuple[str | None, str]:
-    pane = api("pane.get", {"pane_id": pane_id})["pane"]
-    return pane.get("agent"), pane["agent_status"]
-
-
-def wait_state(api: Api, pane_id: str, agent: str | None, status: str,
-               timeout: float = 10.0) -> None:
-    wait_until(lambda: pane_state(api, pane_id) == (agent, status), timeout=timeout,
-               message=f"pane {pane_id} to be {agent}/{status} (now {pane_state(api, pane_id)})")
-
-
 def send(api: Api, pane_id: str, text: str) -> None:
     api("pane.send_text", {"pane_id": pane_id, "text": text})
-
-
-def start_agent(api: Api, script: Path, prefix: str = "") -> str:
-    pane_id = api.focused_pane()
-    send(api, pane_id, f"{prefix}{sys.executable} {script}\n")
-    return pane_id
 
 
 def collect_events(server: ServerProcess, kinds: list[str]) -> Api:
@@ -306,17 +275,17 @@ def test_fake_agent_moves_through_every_state_and_exits(
         server: ServerProcess, dapi: Api, agent_script: Path) -> None:
     listener = collect_events(server, ["pane.agent_detected", "pane.agent_status_changed"])
     try:
-        pane_id = start_agent(dapi, agent_script)
-        wait_state(dapi, pane_id, "fakebot", "idle")
+        pane_id = start_in_shell(dapi, agent_script)
+        wait_agent(dapi, pane_id, "fakebot", "idle")
         detected = drain(listener, lambda ev: any(
             e["event"] == "pane_agent_detected" and e["data"].get("agent") == "fakebot"
             for e in ev))
         assert detected[-1]["data"]["pane_id"] == pane_id
 
         send(dapi, pane_id, "w\n")
-        wait_state(dapi, pane_id, "fakebot", "working")
+        wait_agent(dapi, pane_id, "fakebot", "working")
         send(dapi, pane_id, "b\n")
-        wait_state(dapi, pane_id, "fakebot", "blocked")
+        wait_agent(dapi, pane_id, "fakebot", "blocked")
 
         # A menu rule with skip_state_update leaves the state alone.
         send(dapi, pane_id, "m\n")
@@ -326,21 +295,21 @@ def test_fake_agent_moves_through_every_state_and_exits(
         assert explained["matched_rule"]["id"] == "menu_viewer"
         assert explained["skip_state_update"] is True
         assert explained["skipped_update_reason"] == "matched_rule:menu_viewer"
-        assert pane_state(dapi, pane_id) == ("fakebot", "blocked")
+        assert pane_agent(dapi, pane_id) == ("fakebot", "blocked")
 
         send(dapi, pane_id, "i\n")
-        wait_state(dapi, pane_id, "fakebot", "idle")
+        wait_agent(dapi, pane_id, "fakebot", "idle")
 
         # working -> plain idle (no rule matches: fallback) is held, then published.
         send(dapi, pane_id, "w\n")
-        wait_state(dapi, pane_id, "fakebot", "working")
+        wait_agent(dapi, pane_id, "fakebot", "working")
         send(dapi, pane_id, "x\n")
-        wait_state(dapi, pane_id, "fakebot", "idle")
+        wait_agent(dapi, pane_id, "fakebot", "idle")
         explained = dapi("agent.explain", {"target": pane_id})["explain"]
         assert explained["fallback_reason"] == "default_known_agent_idle_fallback"
 
         send(dapi, pane_id, "q\n")
-        wait_state(dapi, pane_id, None, "unknown")
+        wait_agent(dapi, pane_id, None, "unknown")
         events = drain(listener, lambda ev: any(
             e["event"] == "pane_agent_detected" and e["data"].get("released") for e in ev))
         released = [e for e in events if e["data"].get("released")][-1]["data"]
@@ -355,10 +324,10 @@ def test_fake_agent_moves_through_every_state_and_exits(
 def test_environment_hint_names_the_agent(dapi: Api, tmp_path: Path) -> None:
     script = tmp_path / "unremarkable.py"
     script.write_text(AGENT_SCRIPT)
-    pane_id = start_agent(dapi, script, prefix="env CMUX_AGENT=fake-bot ")
-    wait_state(dapi, pane_id, "fakebot", "idle")
+    pane_id = start_in_shell(dapi, script, prefix="env CMUX_AGENT=fake-bot ")
+    wait_agent(dapi, pane_id, "fakebot", "idle")
     send(dapi, pane_id, "b\n")
-    wait_state(dapi, pane_id, "fakebot", "blocked")
+    wait_agent(dapi, pane_id, "fakebot", "blocked")
     explained = dapi("agent.explain", {"target": pane_id})["explain"]
     assert "environment hint" in explained["identified_by"]
 
@@ -369,10 +338,10 @@ def test_explain_shows_every_rule_and_its_evidence(
     err = dapi.error("agent.explain", {"target": shell_pane})
     assert err["code"] in ("agent_not_found", "agent_explain_unavailable")
 
-    pane_id = start_agent(dapi, agent_script)
-    wait_state(dapi, pane_id, "fakebot", "idle")
+    pane_id = start_in_shell(dapi, agent_script)
+    wait_agent(dapi, pane_id, "fakebot", "idle")
     send(dapi, pane_id, "w\n")
-    wait_state(dapi, pane_id, "fakebot", "working")
+    wait_agent(dapi, pane_id, "fakebot", "working")
     explained = dapi("agent.explain", {"target": pane_id})["explain"]
     assert explained["agent"] == "fakebot"
     assert explained["state"] == "working"
@@ -422,8 +391,8 @@ def test_hot_reload_edit_break_fix_and_delete(
     path = manifests_dir / "fakebot.toml"
     listener = collect_events(server, ["server.manifests_reloaded"])
     try:
-        pane_id = start_agent(dapi, agent_script)
-        wait_state(dapi, pane_id, "fakebot", "idle")
+        pane_id = start_in_shell(dapi, agent_script)
+        wait_agent(dapi, pane_id, "fakebot", "idle")
         wait_until(lambda: (_status_of(dapi, "fakebot") or {}).get("source") == str(path))
 
         # A new rule: "pondering" now means working.
@@ -437,7 +406,7 @@ def test_hot_reload_edit_break_fix_and_delete(
         wait_until(lambda: "pondering" in _explain_rules(dapi, pane_id),
                    message="edited manifest in force")
         send(dapi, pane_id, "n\n")
-        wait_state(dapi, pane_id, "fakebot", "working")
+        wait_agent(dapi, pane_id, "fakebot", "working")
 
         # Broken: the last good version stays in force and the problem is reported.
         path.write_text(MANIFEST.replace('state = "working"', 'state = "busy"'))
@@ -473,7 +442,7 @@ def test_hot_reload_edit_break_fix_and_delete(
                                      else None)(_status_of(dapi, "fakebot")),
                             message="fallback to the user manifest")
         assert status["source"] == str(user_dir / "fakebot.toml")
-        assert pane_state(dapi, pane_id)[0] == "fakebot"
+        assert pane_agent(dapi, pane_id)[0] == "fakebot"
     finally:
         listener.close()
 
@@ -515,10 +484,8 @@ def test_plugin_manifests_have_the_lowest_precedence(
     plugin_dir = tmp_path / "plugins"
     plugin_dir.mkdir()
     (plugin_dir / "botplug.py").write_text(PLUGIN)
-    proc = start_server(["--manifests-dir", str(manifests_dir), "--plugins-dir",
-                         str(plugin_dir)])
-    api = Api(proc)
-    try:
+    with manifest_server(manifests_dir, "--plugins-dir", str(plugin_dir)) as proc, \
+            contextlib.closing(Api(proc)) as api:
         manifests = {m["agent"]: m for m in api("server.agent_manifests")["manifests"]}
         assert manifests["plugbot"]["source"] == "plugin:botplug"
         assert manifests["plugbot"]["source_kind"] == "plugin"
@@ -528,14 +495,10 @@ def test_plugin_manifests_have_the_lowest_precedence(
         (manifests_dir / "fakebot.toml").unlink()
         wait_until(lambda: (_status_of(api, "fakebot") or {}).get("source")
                    == "plugin:botplug", message="plugin manifest in force")
-        pane_id = start_agent(api, agent_script)
-        wait_state(api, pane_id, "fakebot", "idle")
+        pane_id = start_in_shell(api, agent_script)
+        wait_agent(api, pane_id, "fakebot", "idle")
         rules = wait_until(lambda: _explain_rules(api, pane_id))
         assert rules == ["plugin_idle"]
-    finally:
-        api.close()
-        proc.stop()
-        shutil.rmtree(proc.home, ignore_errors=True)
 
 
 def test_rapid_and_half_written_saves_settle_on_the_final_version(
