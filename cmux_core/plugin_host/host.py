@@ -4,11 +4,11 @@ Where plugins come from (linked paths, entry points, plugin dirs, ``CMUX_LOAD_PL
 how their code is imported is :mod:`cmux_core.plugin_host.loader`; what they register and how a
 registration is checked is :mod:`cmux_core.plugin_host.registry`. This module owns each plugin's
 record and state (enabled, linked, blocked; persisted in ``<state dir>/plugins.json``), the
-pluggy manager, and every call into plugin code. The public names of both modules are
-re-exported here.
-
-``CMUX_TRACE_PLUGINS=1`` logs every hook call on the ``cmux_core.plugin_host.host.trace`` logger (to
-stderr when nothing else handles it).
+pluggy manager, and loading, unloading and reloading. Every call into plugin code goes through
+:mod:`cmux_core.plugin_host.calls` (time budget, worker thread, faults, ``CMUX_TRACE_PLUGINS``);
+observer hooks are queued per plugin by :mod:`cmux_core.plugin_host.observers`; the socket
+methods plugins register are answered by :mod:`cmux_core.plugin_host.method_calls`. The public
+names of these modules are re-exported here.
 
 Every hookimpl is called by the host itself, one at a time, so one plugin's failure never
 loses another's result (see :mod:`cmux_core.hookspecs` for the calling rules). All loading,
@@ -31,22 +31,17 @@ import inspect
 import logging
 import os
 import re
-import sys
-import time
-import traceback
-import types
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import pluggy
-from pydantic import ConfigDict
 
 from cmux_core import hookspecs
 from cmux_core.detect.registry import ManifestContribution
-from cmux_core.errors import CmuxError, Disconnected, InternalError, InvalidParams, NotFound
-from cmux_core.plugin_host.events import PluginError, PluginEvent, PluginLoaded, PluginUnloaded
+from cmux_core.errors import CmuxError, InvalidParams, NotFound
+from cmux_core.plugin_host.calls import HookOutcome, PluginCaller, Publish, describe
+from cmux_core.plugin_host.events import PluginLoaded, PluginUnloaded
 from cmux_core.plugin_host.loader import (
     ENTRY_POINT_GROUP,
     STATE_FILE,
@@ -66,6 +61,8 @@ from cmux_core.plugin_host.loader import (
     release_rejected,
     sources_at,
 )
+from cmux_core.plugin_host.method_calls import InProcessApi, RawParams, method_handler
+from cmux_core.plugin_host.observers import OBSERVER_HOOKS, OBSERVER_QUEUE_LIMIT, ObserverQueues
 from cmux_core.plugin_host.record import FAULT_HISTORY, Plugin, PluginFault, PluginWorker, Status
 from cmux_core.plugin_host.registry import (
     CONTRIBUTION_HOOKS,
@@ -90,87 +87,12 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-trace_log = logging.getLogger(__name__ + ".trace")
-
-OBSERVER_HOOKS = ("cmux_on_report_agent", "cmux_on_report_metadata", "cmux_on_event")
-OBSERVER_QUEUE_LIMIT = 1000
-"""Observer calls one plugin may have waiting before new ones are dropped."""
 
 IMPORT_BUDGET = 10.0
 """Seconds a plugin's import may take before it is blocked, unless ``CMUX_PLUGIN_IMPORT_BUDGET``
 or the host's ``import_budget`` says otherwise."""
 
 _PLUGIN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-
-Publish = Callable[[PluginEvent], None]
-
-InProcessApi = Callable[[str, Mapping[str, Any], Any], Awaitable[dict[str, Any]]]
-"""``api(method, params, connection)``: answer one socket API call in-process, as the client
-of ``connection`` (None for the server itself); raises CmuxError when the call fails."""
-
-
-class _Client(Protocol):
-    @property
-    def client_id(self) -> str: ...
-
-
-class IncomingCall(Protocol):
-    """The request a plugin method answers, as the host needs to see it."""
-
-    @property
-    def connection(self) -> _Client | None: ...
-
-    @property
-    def request_id(self) -> Any: ...
-
-    @property
-    def method(self) -> str: ...
-
-
-@dataclass(frozen=True, slots=True)
-class PluginMethodCall:
-    """The :class:`~cmux_core.hookspecs.PluginCall` a plugin method handler receives."""
-
-    plugin_id: str
-    client_id: str | None
-    request_id: Any
-    method: str
-    _connection: Any
-    _api: InProcessApi | None
-    _loop: asyncio.AbstractEventLoop
-
-    async def request(self, method: str, params: Mapping[str, Any] | None = None
-                      ) -> dict[str, Any]:
-        if self._api is None:
-            raise CmuxError("not_supported", "this plugin host is not serving a socket API")
-        return await self._api(method, dict(params or {}), self._connection)
-
-    def request_blocking(self, method: str, params: Mapping[str, Any] | None = None, *,
-                         timeout: float = 30.0) -> dict[str, Any]:
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
-            raise RuntimeError("request_blocking called on the server loop; await request()")
-        future = asyncio.run_coroutine_threadsafe(self.request(method, params), self._loop)
-        return future.result(timeout)
-
-
-class _RawParams(hookspecs.Params):
-    """Params of a plugin method that declared no model: every key is kept."""
-
-    model_config = ConfigDict(extra="allow")
-
-
-@dataclass(frozen=True, slots=True)
-class HookOutcome:
-    """One plugin's answer to a hook call: ``value`` when ``ok``, else ``error``."""
-
-    plugin_id: str
-    ok: bool
-    value: Any = None
-    error: str | None = None
 
 
 # -- the host -------------------------------------------------------------------------------
@@ -200,12 +122,8 @@ class PluginHost:
                  watch_debounce_ms: int = 300) -> None:
         self.settings = settings
         self.methods = methods
-        self._publish = publish
         self._api = api
         self.socket_path = str(socket_path) if socket_path is not None else None
-        self.slow_after = slow_after
-        self.budget = budget
-        self.max_failures = max_failures
         self.import_budget = import_budget if import_budget is not None \
             else _import_budget_from_env()
         self.load_entry_points = entry_points
@@ -214,11 +132,6 @@ class PluginHost:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.allowlist = allowlist_from_env()
-        self.trace = os.environ.get("CMUX_TRACE_PLUGINS", "") not in ("", "0")
-        if self.trace and not trace_log.handlers and not logging.getLogger().handlers:
-            trace_log.addHandler(logging.StreamHandler(sys.stderr))
-        if self.trace:
-            trace_log.setLevel(logging.INFO)
         self._plugins: dict[str, Plugin] = {}
         self._by_module: dict[int, Plugin] = {}
         self._state = PluginState(settings.state_dir / STATE_FILE)
@@ -228,6 +141,11 @@ class PluginHost:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._watcher = SourceWatcher(self._apply_changes, debounce_ms=watch_debounce_ms)
         self._listeners: list[Callable[[str, set[str]], None]] = []
+        self._calls = PluginCaller(slow_after=slow_after, budget=budget,
+                                   max_failures=max_failures, publish=publish,
+                                   serving=lambda module: self._by_module.get(id(module)),
+                                   failing=self._on_failing)
+        self._observers = ObserverQueues(self._plugins, impls=self._impls, caller=self._calls)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -342,21 +260,7 @@ class PluginHost:
         against the plugin and raised as ``plugin_failed`` (``plugin_timeout`` past the
         budget); ``plugin_disabled`` when the plugin is no longer loaded.
         """
-        plugin = self.get(plugin_id)
-        if plugin.status != "loaded":
-            raise CmuxError("plugin_disabled", f"plugin {plugin_id} is {plugin.status}")
-        try:
-            return await self._execute(plugin, label, fn, args, kwargs)
-        except (CmuxError, Disconnected):
-            raise
-        except TimeoutError:
-            self._fault(plugin, label, f"timed out after {self.budget:g}s", count=False)
-            raise CmuxError("plugin_timeout", f"plugin {plugin_id}: {label} timed out",
-                            {"plugin_id": plugin_id}) from None
-        except Exception as exc:
-            self._fault(plugin, label, _describe(exc), exc=exc, count=False)
-            raise CmuxError("plugin_failed", f"plugin {plugin_id}: {label}: {_describe(exc)}",
-                            {"plugin_id": plugin_id}) from exc
+        return await self._calls.run(self.get(plugin_id), label, fn, args, kwargs)
 
     async def call_hook(self, hook: str, **kwargs: Any) -> list[HookOutcome]:
         """Call ``hook`` on every loaded plugin in pluggy order, each contained.
@@ -369,32 +273,22 @@ class PluginHost:
             plugin = self._by_module.get(id(impl.plugin))
             if plugin is None or plugin.status != "loaded" or plugin.module is not impl.plugin:
                 continue
-            ok, value = await self._invoke(plugin, hook, impl, kwargs)
+            ok, value = await self._calls.call_impl(plugin, hook, impl, kwargs)
             outcomes.append(HookOutcome(plugin.plugin_id, ok, value if ok else None,
                                         None if ok else value))
         return outcomes
 
     def on_event(self, kind: str, data: Mapping[str, Any]) -> None:
         """Queue ``cmux_on_event`` for every observer; returns at once and never raises."""
-        if kind == "plugin_error":
-            return
-        self._fan_out("cmux_on_event", {"kind": kind, "data": types.MappingProxyType(data)})
+        self._observers.on_event(kind, data)
 
     def notify_report_agent(self, pane_id: str, report: Mapping[str, Any]) -> None:
         """Queue ``cmux_on_report_agent`` with the accepted ``pane.report_agent`` params."""
-        self._fan_out("cmux_on_report_agent", {
-            "pane_id": pane_id, "source": str(report.get("source", "")),
-            "agent": str(report.get("agent", "")), "state": str(report.get("state", "")),
-            "message": report.get("message"), "report": types.MappingProxyType(dict(report)),
-        })
+        self._observers.notify_report_agent(pane_id, report)
 
     def notify_report_metadata(self, pane_id: str, report: Mapping[str, Any]) -> None:
         """Queue ``cmux_on_report_metadata`` with the accepted ``pane.report_metadata`` params."""
-        self._fan_out("cmux_on_report_metadata", {
-            "pane_id": pane_id, "source": str(report.get("source", "")),
-            "tokens": types.MappingProxyType(dict(report.get("tokens") or {})),
-            "report": types.MappingProxyType(dict(report)),
-        })
+        self._observers.notify_report_metadata(pane_id, report)
 
     # -- control (plugin.* methods) ---------------------------------------------------------
 
@@ -565,7 +459,7 @@ class PluginHost:
                              "(its thread was abandoned)", None)
             else:
                 worker.close()
-                self._reject(plugin, label, f"import failed: {_describe(exc)}", exc)
+                self._reject(plugin, label, f"import failed: {describe(exc)}", exc)
             return False
         if module is plugin.module:
             worker.close()
@@ -576,7 +470,7 @@ class PluginHost:
             self.pm.register(module, name=name)
         except Exception as exc:
             worker.close()
-            self._reject(plugin, label, _describe(exc), exc)
+            self._reject(plugin, label, describe(exc), exc)
             return False
         problem = self._check_impls(module)
         if problem:
@@ -610,15 +504,16 @@ class PluginHost:
         plugin.error = None
         plugin.failures = 0
         for method in staged.methods.values():
-            self.methods.add(method.name, method.params or _RawParams,
-                             self._method_handler(plugin, method), owner=plugin.plugin_id,
-                             doc=method.doc)
+            handler = method_handler(plugin, method, invoke=self.invoke, caller=self._calls,
+                                     api=self._api)
+            self.methods.add(method.name, method.params or RawParams, handler,
+                             owner=plugin.plugin_id, doc=method.doc)
         self._changed(plugin, old.changed_kinds(staged))
         log.info("plugin %s loaded from %s", plugin.plugin_id, plugin.source.origin,
                  extra={"cmux_plugin": plugin.plugin_id})
         if self._started:
             await self._startup(plugin)
-        self._emit(PluginLoaded(plugin, reloading))
+        self._calls.emit(PluginLoaded(plugin, reloading))
         return True
 
     def _check_impls(self, module: object) -> str | None:
@@ -641,8 +536,8 @@ class PluginHost:
         for hook in CONTRIBUTION_HOOKS:
             for impl in self._impls(module, hook):
                 registrar = Registrar(plugin.plugin_id, hook, staged, holder, self.methods)
-                ok, _ = await self._invoke(plugin, hook, impl, {"register": registrar.register},
-                                           worker=worker)
+                ok, _ = await self._calls.call_impl(
+                    plugin, hook, impl, {"register": registrar.register}, worker=worker)
                 registrar.closed = True
                 if ok:
                     staged.update(registrar.bucket)
@@ -668,11 +563,11 @@ class PluginHost:
         plugin.started = True
         state = self.settings.state_dir / "plugins" / plugin.plugin_id
         for impl in self._impls(plugin.module, "cmux_startup"):
-            await self._invoke(plugin, "cmux_startup", impl, {
+            await self._calls.call_impl(plugin, "cmux_startup", impl, {
                 "plugin_id": plugin.plugin_id, "state_dir": state,
                 "socket_path": self.socket_path})
         # Observer calls queued while it loaded come after its cmux_startup, in order.
-        self._kick(plugin, asyncio.get_running_loop())
+        self._observers.kick(plugin, asyncio.get_running_loop())
 
     async def _withdraw(self, plugin: Plugin, *, reason: str) -> None:
         """Shut the serving version down and take back everything it registered."""
@@ -684,16 +579,13 @@ class PluginHost:
             for impl in self._impls(module, "cmux_shutdown"):
                 if worker is not None and worker.stuck \
                         and not inspect.iscoroutinefunction(impl.function):
-                    self._warn(plugin, "cmux_shutdown not called: its thread is stuck in an "
-                                       "earlier call")
+                    self._calls.warn(plugin, "cmux_shutdown not called: its thread is stuck "
+                                             "in an earlier call")
                     continue
-                await self._invoke(plugin, "cmux_shutdown", impl,
-                                   {"plugin_id": plugin.plugin_id})
+                await self._calls.call_impl(plugin, "cmux_shutdown", impl,
+                                            {"plugin_id": plugin.plugin_id})
         plugin.started = False
-        if plugin.drain is not None and plugin.drain is not asyncio.current_task():
-            plugin.drain.cancel()
-        plugin.drain = None
-        plugin.inbox.clear()
+        self._observers.discard(plugin)
         if worker is not None:
             self._retire(plugin, worker)
             plugin.worker = None
@@ -712,8 +604,8 @@ class PluginHost:
         waiting for is abandoned (a daemon; Python cannot stop it), logged and counted."""
         if worker.stuck:
             plugin.abandoned_threads += 1
-            self._warn(plugin, f"abandoned a worker thread stuck in a call past its budget "
-                               f"({plugin.abandoned_threads} so far)")
+            self._calls.warn(plugin, f"abandoned a worker thread stuck in a call past its "
+                                     f"budget ({plugin.abandoned_threads} so far)")
         worker.close()
 
     async def _unload(self, plugin: Plugin, status: Status, *, reason: str,
@@ -724,13 +616,13 @@ class PluginHost:
         log.info("plugin %s unloaded (%s)", plugin.plugin_id, reason,
                  extra={"cmux_plugin": plugin.plugin_id})
         if publish:
-            self._emit(PluginUnloaded(plugin, reason))
+            self._calls.emit(PluginUnloaded(plugin, reason))
 
     def _reject(self, plugin: Plugin, label: str, message: str,
                 exc: BaseException | None) -> None:
         """A load or reload failed: block a first load, keep a serving version."""
         if plugin.status == "loaded":
-            self._fault(plugin, label, message, exc=exc, count=False)
+            self._calls.fault(plugin, label, message, exc=exc, count=False)
         else:
             self._block(plugin, label, message, exc=exc)
 
@@ -738,156 +630,23 @@ class PluginHost:
                exc: BaseException | None = None) -> None:
         plugin.status = "blocked"
         plugin.error = message
-        self._fault(plugin, label, message, exc=exc, count=False, blocked=True)
+        self._calls.fault(plugin, label, message, exc=exc, count=False, blocked=True)
+
+    def _on_failing(self, plugin: Plugin) -> None:
+        task = asyncio.get_running_loop().create_task(self._block_failing(plugin))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _block_failing(self, plugin: Plugin) -> None:
         async with self._lock:
-            if plugin.status != "loaded" or plugin.failures < self.max_failures:
+            if plugin.status != "loaded" or plugin.failures < self._calls.max_failures:
                 return
             message = f"blocked after {plugin.failures} consecutive failures"
             await self._unload(plugin, "blocked", reason="blocked")
             plugin.error = message
-            self._fault(plugin, "block", message, count=False, blocked=True)
+            self._calls.fault(plugin, "block", message, count=False, blocked=True)
 
-    # -- invocation -------------------------------------------------------------------------
-
-    async def _invoke(self, plugin: Plugin, hook: str, impl: pluggy.HookImpl,
-                      kwargs: Mapping[str, Any], *, worker: PluginWorker | None = None
-                      ) -> tuple[bool, Any]:
-        """Call one hookimpl contained: ``(True, result)`` or ``(False, error message)``."""
-        call_kwargs = {name: kwargs[name] for name in impl.argnames if name in kwargs}
-        try:
-            result = await self._execute(plugin, hook, impl.function, (), call_kwargs,
-                                         worker=worker)
-        except asyncio.CancelledError:
-            raise
-        except TimeoutError:
-            message = f"timed out after {self.budget:g}s"
-            if self._by_module.get(id(impl.plugin)) is plugin:
-                self._fault(plugin, hook, message)
-            return False, message
-        except Exception as exc:
-            message = _describe(exc)
-            # a version withdrawn while this call ran no longer counts against the plugin
-            if self._by_module.get(id(impl.plugin)) is plugin:
-                self._fault(plugin, hook, message, exc=exc)
-            return False, message
-        plugin.failures = 0
-        return True, result
-
-    async def _execute(self, plugin: Plugin, label: str, fn: Callable[..., Any],
-                       args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
-                       worker: PluginWorker | None = None) -> Any:
-        """Run ``fn`` under the budget: a coroutine on the loop, anything else on ``worker``
-        (default: the serving version's)."""
-        started = time.monotonic()
-        if self.trace:
-            trace_log.info("plugin %s: %s(%s)", plugin.plugin_id, label, ", ".join(kwargs),
-                           extra={"cmux_plugin": plugin.plugin_id, "cmux_hook": label})
-        outcome = "raised"
-        try:
-            if inspect.iscoroutinefunction(fn):
-                result = await asyncio.wait_for(fn(*args, **kwargs), self.budget)
-            else:
-                if worker is None:
-                    worker = plugin.worker
-                if worker is None:
-                    worker = plugin.worker = PluginWorker(f"cmux-plugin-{plugin.plugin_id}")
-                result = await asyncio.wait_for(
-                    worker.submit(functools.partial(fn, *args, **kwargs)), self.budget)
-                if inspect.isawaitable(result):
-                    left = max(0.001, self.budget - (time.monotonic() - started))
-                    result = await asyncio.wait_for(result, left)
-            outcome = "ok"
-            return result
-        finally:
-            elapsed = time.monotonic() - started
-            if self.trace:
-                trace_log.info("plugin %s: %s %s in %.1f ms", plugin.plugin_id, label, outcome,
-                               elapsed * 1000, extra={"cmux_plugin": plugin.plugin_id})
-            if elapsed > self.slow_after:
-                self._warn(plugin, f"{label} took {elapsed:.2f}s "
-                                   f"(warning at {self.slow_after:g}s, limit {self.budget:g}s)")
-
-    def _fan_out(self, hook: str, kwargs: dict[str, Any]) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        for plugin in self._plugins.values():
-            if plugin.status != "loaded" or hook not in plugin.hooks:
-                continue
-            if len(plugin.inbox) >= OBSERVER_QUEUE_LIMIT:
-                if not plugin.overflowing:
-                    plugin.overflowing = True
-                    self._warn(plugin, f"observer queue full ({OBSERVER_QUEUE_LIMIT}); "
-                                       "dropping calls until it drains")
-                continue
-            plugin.overflowing = False
-            plugin.inbox.append((hook, kwargs))
-            if plugin.started:  # else they wait for cmux_startup (see _startup)
-                self._kick(plugin, loop)
-
-    def _kick(self, plugin: Plugin, loop: asyncio.AbstractEventLoop) -> None:
-        if plugin.inbox and (plugin.drain is None or plugin.drain.done()):
-            plugin.drain = loop.create_task(self._drain(plugin))
-
-    async def _drain(self, plugin: Plugin) -> None:
-        module = plugin.module
-        while plugin.inbox and plugin.module is module and module is not None:
-            hook, kwargs = plugin.inbox.popleft()
-            for impl in self._impls(module, hook):
-                await self._invoke(plugin, hook, impl, kwargs)
-
-    def _method_handler(self, plugin: Plugin, method: PluginMethod
-                        ) -> Callable[[IncomingCall, Any], Awaitable[dict[str, Any]]]:
-        async def handle(call: IncomingCall, params: Any) -> dict[str, Any]:
-            arg = params if method.params is not None else dict(params.model_extra or {})
-            conn = call.connection
-            context = PluginMethodCall(
-                plugin.plugin_id, conn.client_id if conn is not None else None,
-                call.request_id, call.method, conn, self._api, asyncio.get_running_loop())
-            result = await self.invoke(plugin.plugin_id, method.name, method.handler, context,
-                                       arg)
-            if not isinstance(result, Mapping):
-                self._fault(plugin, method.name,
-                            f"returned {type(result).__name__}, not a dict", count=False)
-                raise InternalError(message=f"{method.name} returned no result object")
-            out = dict(result)
-            out.setdefault("type", "plugin_result")
-            return out
-
-        return handle
-
-    # -- faults, events, state --------------------------------------------------------------
-
-    def _fault(self, plugin: Plugin, hook: str, message: str, *, exc: BaseException | None = None,
-               count: bool = True, blocked: bool = False) -> None:
-        tb = "".join(traceback.format_exception(exc)) if exc is not None else ""
-        plugin.errors.append(PluginFault(hook, message, int(time.time() * 1000), tb))
-        log.warning("plugin %s: %s: %s", plugin.plugin_id, hook, message,
-                    exc_info=exc if exc is not None and not isinstance(exc, CmuxError) else None,
-                    extra={"cmux_plugin": plugin.plugin_id, "cmux_hook": hook})
-        self._emit(PluginError(plugin, hook, message, blocked))
-        if count:
-            plugin.failures += 1
-            if plugin.failures >= self.max_failures and plugin.status == "loaded":
-                task = asyncio.get_running_loop().create_task(self._block_failing(plugin))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-
-    def _warn(self, plugin: Plugin, message: str) -> None:
-        plugin.warnings.append(message)
-        log.warning("plugin %s: %s", plugin.plugin_id, message,
-                    extra={"cmux_plugin": plugin.plugin_id})
-
-    def _emit(self, event: PluginEvent) -> None:
-        if self._publish is None:
-            return
-        try:
-            self._publish(event)
-        except Exception:
-            log.exception("publishing %s failed", event.kind)
+    # -- registration changes ---------------------------------------------------------------
 
     def _changed(self, plugin: Plugin, kinds: set[str]) -> None:
         if not kinds:
@@ -954,12 +713,6 @@ def _import_budget_from_env() -> float:
                     "using %gs", raw, IMPORT_BUDGET)
         return IMPORT_BUDGET
     return value
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, SyntaxError):
-        return f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
-    return f"{type(exc).__name__}: {exc}"
 
 
 def _first_line(doc: object) -> str:
