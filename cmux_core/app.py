@@ -31,6 +31,8 @@ from cmux_core.config import Settings, session_file
 from cmux_core.detect.registry import ManifestRegistry
 from cmux_core.events import Event, EventHub
 from cmux_core.graphics.layers import GraphicsBook
+from cmux_core.graphics.program import ProgramGraphics
+from cmux_core.graphics.leases import FrameDirectory
 from cmux_core.graphics.sources import SourceRunner
 from cmux_core.model.events import PaneClosed
 from cmux_core.model.mux import Mux
@@ -90,6 +92,9 @@ class App:
                                method_names=self.methods.names)
         self.graphics = GraphicsBook()
         self.graphics_sources = SourceRunner(self.graphics, self.plugins)
+        self.program_graphics = ProgramGraphics(self.graphics)
+        if settings.kitty_graphics:
+            self.mux.terminal_listeners.append(self.program_graphics.terminal_started)
         self.services = Services(settings, self.info, self.events, self.mux, self.agents,
                                  self.detection, self.plugins, self.views,
                                  self.notifications, graphics=self.graphics,
@@ -109,6 +114,7 @@ class App:
             self.graphics_sources.plugin_unloaded(event.plugin.plugin_id)
         elif isinstance(event, PaneClosed):
             self.graphics.pane_closed(event.pane.key)
+            self.program_graphics.pane_closed(event.pane.key)
 
     def _fresh_session(self) -> None:
         if self.settings.empty:
@@ -142,6 +148,8 @@ class App:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.info.stopping.set)
         await self.server.bind()
+        if self.settings.kitty_graphics:
+            self.graphics.frames = FrameDirectory.create(self.socket_path)
         await self.plugins.load()
         await self.server.listen()
         self.keeper.restore(fresh=self._fresh_session)
@@ -165,6 +173,8 @@ class App:
         await self.detection.stop()
         self.server.drop_connections()
         await _reap(self.mux.close_all())
+        if self.graphics.frames is not None:
+            self.graphics.frames.remove()
         self.server.unlink()
 
 

@@ -319,13 +319,15 @@ class AttachClient:
 def start_graphics(sock: socket.socket, renderer: TerminalRenderer, in_fd: int,
                    out_fd: int) -> bytes:
     """When the terminal answers the kitty graphics query and its cell size is known, ask
-    the server for the pane's graphics layers (``attach.graphics``) and draw them; returns
-    bytes typed during the query, for the pane."""
+    the server for the pane's graphics layers (``attach.graphics``, with ``file_frames``
+    when the terminal also loaded the query image from a file) and draw them; returns bytes
+    typed during the query, for the pane."""
     found = probe(in_fd, out_fd)
     if found.graphics and found.cell is not None:
         renderer.kitty = KittyLayers(renderer.screen)
         sock.sendall(json.dumps({"id": GRAPHICS_REQUEST, "method": "attach.graphics", "params": {
-            "cell_width_px": found.cell[0], "cell_height_px": found.cell[1]}}).encode() + b"\n")
+            "cell_width_px": found.cell[0], "cell_height_px": found.cell[1],
+            "file_frames": found.files}}).encode() + b"\n")
     return found.typed
 
 

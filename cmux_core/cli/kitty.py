@@ -1,12 +1,15 @@
 """The kitty graphics protocol on the client side: asking the terminal, and drawing layers.
 
 :func:`probe` asks the terminal whether it draws kitty graphics (a one-pixel query image
-that is never stored) and for its cell size, with a primary device attributes request
-behind them: every terminal answers that one, so one that ignores the graphics query is
+that is never stored), whether it loads images from files (the same query with the pixel in
+a file, ``t=f``) and for its cell size, with a primary device attributes request behind
+them: every terminal answers that one, so one that ignores the graphics query is
 known at once instead of after the timeout. :class:`KittyLayers` turns the server's
 ``graphics`` and ``graphics_clear`` frames (see docs/graphics.md) into APC sequences: one
 image id per layer, each new image replacing the last, placed at the layer's cell over the
-pane with the cursor put back where it was, and every image deleted on :meth:`close`.
+pane with the cursor put back where it was, and every image deleted on :meth:`close`. A
+frame that comes as a ``path`` (one the server leased from a file) is sent as that path
+(``t=f``): the terminal reads the file.
 :func:`store`, :func:`place` and :func:`hide` are the same images in two steps, for a
 client that moves them around often (``cmux ui``): the data is sent once, each move is a
 few bytes. Responses are suppressed (``q=2``) so the terminal never types replies into the
@@ -21,6 +24,7 @@ import os
 import re
 import select
 import struct
+import tempfile
 import termios
 import time
 from collections.abc import Callable
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 QUERY = b"\x1b_Gi=31,s=1,v=1,a=q,t=d,f=24;AAAA\x1b\\"
+FILE_QUERY_ID = 32
 CELL_SIZE_QUERY = b"\x1b[16t"
 DEVICE_ATTRIBUTES = b"\x1b[c"
 PROBE_TIMEOUT_S = 0.5
@@ -37,6 +42,7 @@ FIRST_ID = 0x434D0001
 """Image ids this client uses count up from here, clear of small ids programs pick."""
 
 _GRAPHICS_REPLY = re.compile(rb"\x1b_Gi=31;([^\x1b]*)\x1b\\")
+_FILE_REPLY = re.compile(rb"\x1b_Gi=32;([^\x1b]*)\x1b\\")
 _CELL_REPLY = re.compile(rb"\x1b\[6;(\d+);(\d+)t")
 _DA_REPLY = re.compile(rb"\x1b\[\?[\d;]*c")
 _FORMATS = {"png": 100, "rgb": 24, "rgba": 32, "bgra": 32}
@@ -50,6 +56,8 @@ class Probe:
     graphics: bool
     cell: tuple[int, int] | None
     typed: bytes
+    files: bool = False
+    """Whether it loaded the query image from a file this client wrote (``t=f``)."""
 
 
 def window_cell_size(fd: int) -> tuple[int, int] | None:
@@ -66,9 +74,36 @@ def window_cell_size(fd: int) -> tuple[int, int] | None:
 
 def probe(in_fd: int, out_fd: int, timeout: float = PROBE_TIMEOUT_S) -> Probe:
     """Ask the terminal on ``out_fd`` (answering on ``in_fd``, in raw mode) whether it draws
-    kitty graphics and its cell size; waits for the device attributes reply or ``timeout``
-    seconds, whichever comes first."""
-    os.write(out_fd, QUERY + CELL_SIZE_QUERY + DEVICE_ATTRIBUTES)
+    kitty graphics, whether it loads them from files, and its cell size; waits for the
+    device attributes reply or ``timeout`` seconds, whichever comes first."""
+    with tempfile.NamedTemporaryFile(prefix="cmux-probe-", suffix=".rgb") as pixel:
+        pixel.write(b"\0\0\0")
+        pixel.flush()
+        data = _ask(in_fd, out_fd, QUERY + file_query(pixel.name) + CELL_SIZE_QUERY
+                    + DEVICE_ATTRIBUTES, timeout)
+    graphics = _GRAPHICS_REPLY.search(data)
+    supported = graphics is not None and graphics.group(1).startswith(b"OK")
+    from_file = _FILE_REPLY.search(data)
+    files = supported and from_file is not None and from_file.group(1).startswith(b"OK")
+    cell = window_cell_size(in_fd)
+    reply = _CELL_REPLY.search(data)
+    if cell is None and reply is not None and int(reply.group(1)) and int(reply.group(2)):
+        cell = int(reply.group(2)), int(reply.group(1))
+    typed = _DA_REPLY.sub(b"", _CELL_REPLY.sub(b"", _FILE_REPLY.sub(
+        b"", _GRAPHICS_REPLY.sub(b"", data))))
+    return Probe(supported, cell, typed, files)
+
+
+def file_query(path: str) -> bytes:
+    """The kitty graphics query for a one-pixel rgb image in the file at ``path``."""
+    return _apc(f"i={FILE_QUERY_ID},s=1,v=1,a=q,t=f,f=24",
+                base64.standard_b64encode(path.encode()))
+
+
+def _ask(in_fd: int, out_fd: int, queries: bytes, timeout: float) -> bytes:
+    """Write ``queries``; return what the terminal sends back until its device attributes
+    reply or ``timeout``."""
+    os.write(out_fd, queries)
     data = b""
     deadline = time.monotonic() + timeout
     while not _DA_REPLY.search(data):
@@ -82,14 +117,7 @@ def probe(in_fd: int, out_fd: int, timeout: float = PROBE_TIMEOUT_S) -> Probe:
         if not chunk:
             break
         data += chunk
-    graphics = _GRAPHICS_REPLY.search(data)
-    supported = graphics is not None and graphics.group(1).startswith(b"OK")
-    cell = window_cell_size(in_fd)
-    reply = _CELL_REPLY.search(data)
-    if cell is None and reply is not None and int(reply.group(1)) and int(reply.group(2)):
-        cell = int(reply.group(2)), int(reply.group(1))
-    typed = _DA_REPLY.sub(b"", _CELL_REPLY.sub(b"", _GRAPHICS_REPLY.sub(b"", data)))
-    return Probe(supported, cell, typed)
+    return data
 
 
 def _apc(control: str, payload: bytes = b"") -> bytes:
@@ -114,9 +142,13 @@ def transmit(image_id: int, header: dict[str, Any], data: bytes) -> bytes:
 
 def _image(control: str, header: dict[str, Any], data: bytes) -> bytes:
     """``data`` (of ``header``'s format and size) sent in chunks, the first one carrying
-    ``control`` plus the format keys; bgra is sent as rgba (kitty has no bgra)."""
+    ``control`` plus the format keys; bgra is sent as rgba (kitty has no bgra). A header
+    with a ``path`` (a leased rgba frame, no data) is sent as that file (``t=f``)."""
     fmt = str(header.get("format"))
-    if fmt == "bgra":
+    if header.get("path"):
+        control += f",t=f,S={int(header.get('bytes', 0))}"
+        data = str(header["path"]).encode()
+    elif fmt == "bgra":
         swapped = bytearray(data)
         swapped[0::4], swapped[2::4] = data[2::4], data[0::4]
         data = bytes(swapped)
@@ -164,6 +196,40 @@ def place(image_id: int, where: Placement) -> bytes:
         control += f",x={x},y={y},w={w},h={h}"
     return (b"\x1b7" + f"\x1b[{where.row + 1};{where.col + 1}H".encode()
             + _apc(control) + b"\x1b8")
+
+
+def fit(header: dict[str, Any], cell: tuple[int, int], area: tuple[int, int, int, int]
+        ) -> Placement | None:
+    """Where a ``graphics`` frame's image shows inside ``area`` (screen column, row, width
+    and height in cells, the pane's top-left cell first): at its placement relative to the
+    area, the part outside the area cropped away; None when none of it is inside. ``cell``
+    is the terminal's cell size in pixels."""
+    width, height = int(header["image_width"]), int(header["image_height"])
+    place = header.get("placement") or {}
+    col, row = int(place.get("viewport_col", 0)), int(place.get("viewport_row", 0))
+    grid_cols, grid_rows = int(place.get("grid_cols", 0)), int(place.get("grid_rows", 0))
+    cell_w, cell_h = cell
+    # The cells the image covers (the terminal keeps the aspect for a missing one).
+    cols = grid_cols or (-(-grid_rows * cell_h * width // (height * cell_w)) if grid_rows
+                         else -(-width // cell_w))
+    rows = grid_rows or (-(-grid_cols * cell_w * height // (width * cell_h)) if grid_cols
+                         else -(-height // cell_h))
+    left, top, area_w, area_h = area
+    c0, c1 = max(0, -col), min(cols, area_w - col)
+    r0, r1 = max(0, -row), min(rows, area_h - row)
+    if c1 <= c0 or r1 <= r0:
+        return None
+    at_row, at_col = top + row + r0, left + col + c0
+    if (c0, r0, c1, r1) == (0, 0, cols, rows):
+        return Placement(at_row, at_col, grid_cols, grid_rows)
+    if grid_cols or grid_rows:  # scaled: the same share of the pixels as of the cells
+        x, y = c0 * width // cols, r0 * height // rows
+        w, h = c1 * width // cols - x, r1 * height // rows - y
+        return Placement(at_row, at_col, c1 - c0, r1 - r0,
+                         (x, y, max(1, w), max(1, h)))
+    x, y = c0 * cell_w, r0 * cell_h
+    return Placement(at_row, at_col, 0, 0,
+                     (x, y, min(width, c1 * cell_w) - x, min(height, r1 * cell_h) - y))
 
 
 def hide(image_id: int) -> bytes:

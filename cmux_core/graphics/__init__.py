@@ -2,6 +2,7 @@
 
 :mod:`~cmux_core.graphics.layers` keeps every pane's layers (by ``layer_id``) and enforces
 the limits; :mod:`~cmux_core.graphics.sources` pulls frames from plugins' graphics sources
-into layers. Nothing here draws: attached clients are told of changes through the book's
-listeners and draw the layers themselves.
+into layers; :mod:`~cmux_core.graphics.leases` holds frames leased from files in the
+server's frame directory. Nothing here draws: attached clients are told of changes
+through the book's listeners and draw the layers themselves.
 """

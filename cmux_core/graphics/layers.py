@@ -11,6 +11,10 @@ Limits: :data:`MAX_LAYERS_PER_PANE` layers per pane, :data:`MAX_LAYERS` in the s
 :data:`SET_MAX_BYTES` per inline image, :data:`STREAM_MAX_BYTES` per streamed frame, and
 :data:`BUDGET_BYTES` of image data across all layers. A call that would break one changes
 nothing.
+
+A frame leased from a file (see :mod:`~cmux_core.graphics.leases`) holds no bytes: its
+:class:`Image` carries the :class:`~cmux_core.graphics.leases.Lease` instead and counts
+nothing against the budget.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cmux_core.errors import CmuxError
+from cmux_core.graphics.leases import FrameDirectory, Lease
 from cmux_core.model.tree import Pane
 
 log = logging.getLogger(__name__)
@@ -70,6 +75,8 @@ class Image:
     width: int
     height: int
     data: bytes
+    lease: Lease | None = None
+    """Set (and ``data`` empty) for a frame held as a file."""
 
 
 def check_image(image: Image, limit: int) -> Image:
@@ -140,7 +147,17 @@ class GraphicsBook:
         self.cell_sizes: dict[str, tuple[str, int, int]] = {}
         """Attached clients that draw graphics: connection id -> (pane key, cell width,
         cell height in pixels)."""
+        self.file_readers: dict[str, str] = {}
+        """Those of them whose terminal reads image files itself: connection id -> pane
+        key."""
+        self.frames: FrameDirectory | None = None
+        """The directory frames are leased from; None: no direct delivery."""
         self._bytes = 0
+
+    def direct_available(self, pane_key: str) -> bool:
+        """Whether frames for ``pane_key`` may be leased: the server has a frame directory
+        and a client drawing that pane reads image files itself."""
+        return self.frames is not None and pane_key in self.file_readers.values()
 
     def cell_size(self, pane_key: str) -> tuple[int, int] | None:
         """The cell size of the latest client drawing ``pane_key``, else of any client
@@ -175,7 +192,8 @@ class GraphicsBook:
         with ``stream_closed`` when the layer has no live owner and ``stream_conflict`` when
         another holds it. Raises the image's and the limits' errors; changes nothing then.
         """
-        check_image(image, limit)
+        if image.lease is None:
+            check_image(image, limit)
         layer = self._usable(pane, layer_id)
         if owner is not None:
             if layer is None or layer.owner is None:

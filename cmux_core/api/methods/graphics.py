@@ -6,7 +6,9 @@ limits live in :mod:`cmux_core.graphics.layers`. An attached client (``pane.atta
 calls ``attach.graphics`` with its cell size in pixels gets ``graphics`` frames (a layer's
 image) and ``graphics_clear`` frames (a layer gone) on its connection; it gets only the
 latest image of each layer once it has taken what was sent before, so a slow client skips
-frames instead of queueing them.
+frames instead of queueing them. A client whose terminal reads image files itself says so
+(``file_frames``); frames leased from files (:mod:`cmux_core.graphics.leases`) reach it as
+a path instead of bytes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import logging
 import os
 from typing import Any, Literal
 
@@ -37,8 +40,11 @@ from cmux_core.graphics.layers import (
     Placement,
     check_layer_id,
 )
+from cmux_core.graphics.leases import read_lease
 from cmux_core.hookspecs import Params
 from cmux_core.model.tree import Pane
+
+log = logging.getLogger(__name__)
 
 methods = MethodTable()
 
@@ -134,18 +140,24 @@ def pane_visible(call: Call, pane: Pane) -> bool:
 async def graphics_info(call: Call, p: PaneParams) -> Result:
     """The cell size in pixels of a client attached to the pane that draws graphics
     (``cell_size_unavailable`` when none is), whether the pane is visible, and the
-    limits. Frames from files are copied into the layer, never leased: the file-frame
-    fields say no direct delivery."""
+    limits. While a client drawing the pane reads image files itself, the file-frame
+    fields name the directory frames are leased from (``direct-kitty`` delivery); else
+    they say there is none. No damage rectangles are taken, so ``file_frame_damage`` is
+    false."""
     book = _enabled(call)
     pane = call.ctx.mux.pane(p.pane_id)
     cell = book.cell_size(pane.key)
     if cell is None:
         raise CmuxError("cell_size_unavailable", f"no client that draws graphics is attached "
                         f"to pane {pane.id}, so its cell size is unknown")
+    direct = book.frames if book.direct_available(pane.key) else None
     return {"type": "pane_graphics_info", "cell_width_px": cell[0], "cell_height_px": cell[1],
-            "pane_visible": pane_visible(call, pane), "file_frame_directory": None,
-            "file_frame_formats": [], "file_frame_max_bytes": None,
-            "file_frame_damage": False, "file_frame_transport": None,
+            "pane_visible": pane_visible(call, pane),
+            "file_frame_directory": str(direct.path) if direct else None,
+            "file_frame_formats": ["rgba", "bgra"] if direct else [],
+            "file_frame_max_bytes": STREAM_MAX_BYTES if direct else None,
+            "file_frame_damage": False,
+            "file_frame_transport": "direct-kitty" if direct else None,
             "max_layers_per_pane": MAX_LAYERS_PER_PANE, "pixel_mouse": False}
 
 
@@ -154,6 +166,8 @@ def layer_row(layer: Layer) -> dict[str, object]:
     return {"layer_id": layer.layer_id, "format": image.format if image else None,
             "image_width": image.width if image else None,
             "image_height": image.height if image else None, "bytes": layer.size,
+            "lease": ({"path": image.lease.path, "bytes": image.lease.size}
+                      if image and image.lease else None),
             "placement": layer.placement.to_dict(), "owner": layer.owner,
             "source": layer.source, "live": layer.live, "frames": layer.frames,
             "revision": layer.revision}
@@ -161,8 +175,9 @@ def layer_row(layer: Layer) -> dict[str, object]:
 
 @methods.method("pane.graphics.layers", PaneParams)
 async def graphics_layers(call: Call, p: PaneParams) -> Result:
-    """The pane's layers: id, image format and size, placement, owner (a stream's owner or
-    ``source:<plugin>/<name>``), frames shown and revision."""
+    """The pane's layers: id, image format and size, bytes held, the file of a leased
+    frame, placement, owner (a stream's owner or ``source:<plugin>/<name>``), frames shown
+    and revision."""
     book = _enabled(call)
     pane = call.ctx.mux.pane(p.pane_id)
     layers = sorted(book.layers(pane.key), key=lambda layer: layer.layer_id)
@@ -340,8 +355,11 @@ def _read_frame_file(path: str, expected: int) -> bytes:
 @methods.method("pane.graphics.stream.direct", DirectParams)
 async def stream_direct(call: Call, p: DirectParams) -> Result:
     """One frame of an open stream read from a file of raw rgba or bgra pixels (exactly
-    width x height x 4 bytes, at most 16 MiB). The bytes are copied into the layer and
-    count against the 64 MiB budget; the reply echoes ``sequence`` and ``revision``."""
+    width x height x 4 bytes, at most 16 MiB); the reply echoes ``sequence`` and
+    ``revision``. On the ``primary`` layer while direct delivery is available (see
+    ``pane.graphics.info``) the frame is leased: the file must be a regular file in the
+    frame directory, and the layer keeps its path, not its bytes, outside the 64 MiB
+    budget. Otherwise the bytes are copied into the layer and count against the budget."""
     book = _enabled(call)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     owner = _owner(call, p.owner)
@@ -354,9 +372,14 @@ async def stream_direct(call: Call, p: DirectParams) -> Result:
     expected = p.image_width * p.image_height * BYTES_PER_PIXEL[p.format]
     if expected > STREAM_MAX_BYTES:
         raise CmuxError("invalid_image", "image dimensions are too large")
-    data = await asyncio.to_thread(_read_frame_file, p.path, expected)
-    book.set(pane, layer_id, Image(p.format, p.image_width, p.image_height, data),
-             _placement(p.placement), limit=STREAM_MAX_BYTES, owner=owner)
+    if layer_id == DEFAULT_LAYER and book.frames and book.direct_available(pane.key):
+        image = Image(p.format, p.image_width, p.image_height, b"",
+                      book.frames.lease(p.path, expected))
+    else:
+        data = await asyncio.to_thread(_read_frame_file, p.path, expected)
+        image = Image(p.format, p.image_width, p.image_height, data)
+    book.set(pane, layer_id, image, _placement(p.placement), limit=STREAM_MAX_BYTES,
+             owner=owner)
     return {"type": "pane_graphics_frame_ack", "sequence": p.sequence, "revision": p.revision}
 
 
@@ -430,6 +453,10 @@ class Viewer:
         if pane_key == self.session.pane.key:
             self.wake.set()
 
+    def reads_files(self) -> bool:
+        """Whether this client's terminal loads leased frames from their files itself."""
+        return self.peer.client_id in self.book.file_readers
+
     def attached(self) -> bool:
         return (self.lookup(self.peer.client_id) is self.session
                 and self.session.ending is None)
@@ -450,11 +477,22 @@ class Viewer:
                     if image is None or self.sent.get(layer_id) == layer.revision:
                         continue
                     self.sent[layer_id] = layer.revision
-                    self.peer.send(frame(
-                        "graphics", image.data, pane_id=pane.id, layer_id=layer_id,
-                        format=image.format, image_width=image.width,
-                        image_height=image.height, placement=layer.placement.to_dict(),
-                        revision=layer.revision))
+                    fields: dict[str, object] = {
+                        "pane_id": pane.id, "layer_id": layer_id, "format": image.format,
+                        "image_width": image.width, "image_height": image.height,
+                        "placement": layer.placement.to_dict(), "revision": layer.revision}
+                    data = image.data
+                    if image.lease is not None:
+                        if image.format == "rgba" and self.reads_files():
+                            fields.update(path=image.lease.path, bytes=image.lease.size)
+                        else:
+                            found = await asyncio.to_thread(read_lease, image.lease)
+                            if found is None:
+                                log.info("leased frame %s is gone or changed; not sent",
+                                         image.lease.path)
+                                continue
+                            data = found
+                    self.peer.send(frame("graphics", data, **fields))
                 # Only what the client has taken is followed by more: later frames replace
                 # the ones a slow client could not take yet.
                 await self.peer.drain()
@@ -465,6 +503,7 @@ class Viewer:
             with contextlib.suppress(ValueError):
                 self.book.listeners.remove(self.on_change)
             self.book.cell_sizes.pop(self.peer.client_id, None)
+            self.book.file_readers.pop(self.peer.client_id, None)
 
 
 class AttachLookup:
@@ -478,6 +517,7 @@ class AttachLookup:
 class AttachGraphicsParams(Params):
     cell_width_px: int = Field(ge=1, le=1000)
     cell_height_px: int = Field(ge=1, le=1000)
+    file_frames: bool = False
 
 
 @methods.method("attach.graphics", AttachGraphicsParams)
@@ -485,7 +525,9 @@ async def attach_graphics(call: Call, p: AttachGraphicsParams) -> Result:
     """This attached client draws graphics and its cells are ``cell_width_px`` x
     ``cell_height_px`` pixels: from now on the pane's layers come as ``graphics`` frames
     (header with ``layer_id``, ``format``, ``image_width``, ``image_height``,
-    ``placement``, ``revision``, then the image bytes) and ``graphics_clear`` frames."""
+    ``placement``, ``revision``, then the image bytes) and ``graphics_clear`` frames.
+    With ``file_frames`` true (its terminal loads images from files) a leased rgba frame
+    comes with ``path`` and ``bytes`` instead of the image bytes."""
     book = _enabled(call)
     if call.connection is None:
         raise CmuxError("invalid_request", "attach.graphics needs a client connection")
@@ -496,6 +538,10 @@ async def attach_graphics(call: Call, p: AttachGraphicsParams) -> Result:
                         "a pane (call pane.attach first)")
     first = peer.client_id not in book.cell_sizes
     book.cell_sizes[peer.client_id] = (session.pane.key, p.cell_width_px, p.cell_height_px)
+    if p.file_frames:
+        book.file_readers[peer.client_id] = session.pane.key
+    else:
+        book.file_readers.pop(peer.client_id, None)
     if first:
         peer.run_task(Viewer(book, session, peer, AttachLookup(call)).run())
     return {"type": "ok"}
