@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import shutil
-import sys
 import textwrap
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -21,6 +19,15 @@ from typing import Any
 
 import pytest
 from conftest import Api
+from fake_agent import (
+    manifest_server,
+    pane_agent,
+    screens_program,
+    start_in_shell,
+    wait_agent,
+    write_agent,
+    write_manifests,
+)
 
 from cmux_core.agents.authority import SHARED_CONFIRM_S, SourceDeclaration
 from cmux_core.agents.tracker import AgentTracker, ScreenReport, SessionRef
@@ -29,7 +36,7 @@ from cmux_core.config import Settings
 from cmux_core.events import EventHub
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane
-from cmux_core.testing import ServerProcess, async_wait_until, start_server, wait_until
+from cmux_core.testing import ServerProcess, async_wait_until
 
 KNOWN = {"claude": "claude", "toybot": "toybot", "opencode": "opencode"}
 
@@ -37,6 +44,10 @@ IDLE = ScreenReport("idle", visible_idle=True, matched_rule="idle_prompt")
 WORKING = ScreenReport("working", visible_working=True, matched_rule="spinner")
 DIALOG = ScreenReport("blocked", visible_blocker=True, matched_rule="permission")
 NO_RULE = ScreenReport("idle")  # the known-agent fallback: no rule matched
+
+PAST_CONFIRM_S = SHARED_CONFIRM_S + 0.2
+"""How long an in-process test watches for a yield that must not come: the confirmation
+window, and slack for the tracker's timer to have run had it been set."""
 
 
 def screen(report: ScreenReport) -> ScreenReport:
@@ -88,7 +99,7 @@ def test_reported_working_is_taken_at_once_and_yields_to_an_idle_screen() -> Non
         # matching idle) after it wins at once.
         t.report_agent(pane, source="acme:toybot", agent="toybot", state="working")
         t.publish_screen(pane, screen(WORKING))
-        await asyncio.sleep(SHARED_CONFIRM_S + 0.1)
+        await asyncio.sleep(PAST_CONFIRM_S)  # a window in which nothing may change
         assert t.status(pane) == "working"
         t.publish_screen(pane, ScreenReport("idle", matched_rule="interrupted"))
         assert t.status(pane) == "idle"
@@ -100,7 +111,7 @@ def test_a_screen_without_rule_evidence_never_overrides_working() -> None:
         t.set_detected(pane, "toybot")
         t.publish_screen(pane, screen(NO_RULE))
         t.report_agent(pane, source="acme:toybot", agent="toybot", state="working")
-        await asyncio.sleep(SHARED_CONFIRM_S + 0.2)
+        await asyncio.sleep(PAST_CONFIRM_S)  # a window in which nothing may change
         assert t.status(pane) == "working"
     run(body)
 
@@ -228,25 +239,12 @@ def test_clear_authority_follows_seed_004() -> None:
 
 # -- through a real server ---------------------------------------------------------------------
 
-AGENT_SCRIPT = textwrap.dedent("""\
-    import sys
-    SCREENS = {
-        "i": "TOYBOT ready\\n> type here",
-        "w": "TOYBOT thinking... (esc to interrupt)",
-        "b": "TOYBOT wants to run ls\\nAllow this command? [y/n]",
-        "x": "TOYBOT some output no rule knows",
-    }
-    def show(key):
-        sys.stdout.write("\\x1b[2J\\x1b[H" + SCREENS[key] + "\\n")
-        sys.stdout.flush()
-    show("i")
-    for line in sys.stdin:
-        key = line.strip()
-        if key == "q":
-            break
-        if key in SCREENS:
-            show(key)
-""")
+AGENT_SCRIPT = screens_program({
+    "i": "TOYBOT ready\n> type here",
+    "w": "TOYBOT thinking... (esc to interrupt)",
+    "b": "TOYBOT wants to run ls\nAllow this command? [y/n]",
+    "x": "TOYBOT some output no rule knows",
+})
 
 MANIFEST = textwrap.dedent("""\
     id = "toybot"
@@ -290,28 +288,19 @@ def shared_server(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path]]:
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "acme.py").write_text(PLUGIN)
-    manifests = tmp_path / "manifests"
-    manifests.mkdir()
-    (manifests / "toybot.toml").write_text(MANIFEST)
-    script = tmp_path / "toybot_agent.py"
-    script.write_text(AGENT_SCRIPT)
-    server = start_server(["--plugins-dir", str(plugins), "--manifests-dir", str(manifests)])
-    try:
+    script = write_agent(tmp_path, "toybot_agent", AGENT_SCRIPT)
+    with manifest_server(write_manifests(tmp_path, {"toybot": MANIFEST}),
+                         "--plugins-dir", str(plugins)) as server:
         yield server, script
-    finally:
-        server.stop()
-        shutil.rmtree(server.home, ignore_errors=True)
 
 
 def status(api: Api, pane_id: str) -> str:
-    return str(api("pane.get", {"pane_id": pane_id})["pane"]["agent_status"])
+    return pane_agent(api, pane_id)[1]
 
 
 def wait_status(api: Api, pane_id: str, want: str, timeout: float = 15.0) -> float:
-    started = time.monotonic()
-    wait_until(lambda: status(api, pane_id) == want, timeout=timeout,
-               message=f"{pane_id} to be {want} (now {status(api, pane_id)})")
-    return time.monotonic() - started
+    """Seconds until the pane shows toybot ``want``."""
+    return wait_agent(api, pane_id, "toybot", want, timeout)
 
 
 def hook(api: Api, pane_id: str, state: str, **extra: Any) -> None:
@@ -327,11 +316,8 @@ def test_shared_authority_in_a_real_server(shared_server: tuple[ServerProcess, P
     server, script = shared_server
     api = Api(server)
     try:
-        pane = api.focused_pane()
-        api("pane.send_text", {"pane_id": pane, "text": f"{sys.executable} {script}\n"})
-        wait_until(lambda: api("pane.get", {"pane_id": pane})["pane"].get("agent") == "toybot",
-                   timeout=20, message="toybot identified")
-        wait_status(api, pane, "idle")
+        pane = start_in_shell(api, script)
+        wait_status(api, pane, "idle", timeout=30)
 
         # A hook's working shows at once; with the idle prompt still on screen it yields.
         hook(api, pane, "working")
@@ -341,6 +327,8 @@ def test_shared_authority_in_a_real_server(shared_server: tuple[ServerProcess, P
         # The screen agrees: working stays.
         hook(api, pane, "working")
         show(api, pane, "w")
+        # A window in which it must not yield: the confirmation, and slack for a loaded
+        # server's detection to have run.
         time.sleep(SHARED_CONFIRM_S + 0.5)
         assert status(api, pane) == "working"
         # A subagent finishing says nothing about the main agent.
