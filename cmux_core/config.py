@@ -137,6 +137,11 @@ class Settings:
     """Pane graphics (``pane.graphics.*``): ``[experimental] kitty_graphics = true``, or
     ``CMUX_EXPERIMENTAL_KITTY_GRAPHICS=1`` in the server's environment; off, they answer
     ``feature_disabled``."""
+    focus_on_create: bool = field(
+        default_factory=lambda: os.environ.get("CMUX_FOCUS_ON_CREATE") == "1")
+    """cmux-family creating calls (``workspace.create``, ``surface.split``, ...) take focus
+    unless the request says ``"focus": false``, as older cmux builds did: ``[cmux]
+    focus_on_create = true``, or ``CMUX_FOCUS_ON_CREATE=1`` in the server's environment."""
 
     @classmethod
     def load(cls, path: Path | None = None) -> Settings:
@@ -157,7 +162,7 @@ class Settings:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from None
         for key in data:
-            if key not in ("server", "experimental"):
+            if key not in ("server", "experimental", "cmux"):
                 kind = "table" if isinstance(data[key], dict) else "key"
                 log.warning("%s: unknown %s %r ignored (settings go in [server])", path,
                             kind, key)
@@ -173,6 +178,18 @@ class Settings:
                 raise ConfigError(f"{path}: [experimental] kitty_graphics must be true or "
                                   f"false, not {experimental['kitty_graphics']!r}")
             settings.kitty_graphics = settings.kitty_graphics or experimental["kitty_graphics"]
+        cmux = data.get("cmux", {})
+        if not isinstance(cmux, dict):
+            raise ConfigError(f"{path}: 'cmux' must be a table, [cmux]")
+        for key in cmux:
+            if key != "focus_on_create":
+                log.warning("%s: unknown key %r in [cmux] ignored (known: focus_on_create)",
+                            path, key)
+        if "focus_on_create" in cmux:
+            if not isinstance(cmux["focus_on_create"], bool):
+                raise ConfigError(f"{path}: [cmux] focus_on_create must be true or false, "
+                                  f"not {cmux['focus_on_create']!r}")
+            settings.focus_on_create = settings.focus_on_create or cmux["focus_on_create"]
         server = data.get("server", {})
         if not isinstance(server, dict):
             raise ConfigError(f"{path}: 'server' must be a table, [server]")

@@ -430,10 +430,9 @@ def _drop_workspace(mux: Mux, ws: Workspace) -> None:
     if window.previous is ws:
         window.previous = None
     if window.selected is ws:
-        window.selected = window.previous
-        window.previous = None
-        if window.selected is None and window.workspaces:
-            window.selected = window.workspaces[min(index, len(window.workspaces) - 1)]
+        # The neighbour that takes its place, else the one before it.
+        window.selected = (window.workspaces[min(index, len(window.workspaces) - 1)]
+                           if window.workspaces else None)
 
 
 # -- pane.move -----------------------------------------------------------------------

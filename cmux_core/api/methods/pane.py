@@ -33,6 +33,7 @@ from cmux_core.api.methods.surface import (
 from cmux_core.api.methods.workspace import (
     ExecString,
     command_argv,
+    creation_focus,
     resolve_cwd,
     trimmed,
     workspace_keys,
@@ -564,16 +565,18 @@ async def pane_last(call: Call, p: Routing) -> Result:
 
 class PaneBreakParams(Routing):
     title: str | None = None
-    focus: bool = False
+    focus: bool | None = None
 
 
 @methods.method("pane.break", PaneBreakParams)
 async def pane_break(call: Call, p: PaneBreakParams) -> Result:
     """Move a surface (``surface_id``, else ``pane_id``'s selected one, else the focused
-    one) into a new workspace at the end of its window; selected only with ``focus``."""
+    one) into a new workspace at the end of its window; selected only with ``focus`` (or
+    ``[cmux] focus_on_create``)."""
     mux = call.ctx.mux
     surface = surface_of(mux, p)
-    pane = surfaces.break_out(mux, surface, title=trimmed(p.title), focus=p.focus)
+    pane = surfaces.break_out(mux, surface, title=trimmed(p.title),
+                              focus=creation_focus(call, p.focus))
     return {"type": "pane", **surface_keys(pane.surface)}
 
 

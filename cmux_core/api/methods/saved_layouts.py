@@ -29,6 +29,7 @@ from cmux_core.api.methods.workspace import (
     Routing,
     create_from_layout,
     created_result,
+    creation_focus,
     resolve_cwd,
     route_workspace,
     trimmed,
@@ -175,7 +176,7 @@ class OpenParams(NameParams):
     window_id: str | None = None
     title: str | None = None
     cwd: str | None = None
-    focus: bool = False
+    focus: bool | None = None
 
 
 @methods.method("layout.open", OpenParams)
@@ -189,7 +190,8 @@ async def layout_open(call: Call, p: OpenParams) -> Result:
     title = trimmed(p.title) or doc["workspace"].get("title")
     ws = create_from_layout(mux, doc["workspace"]["layout"], window=window,
                             cwd=resolve_cwd(p.cwd, "cwd"),
-                            label=title if isinstance(title, str) else None, focus=p.focus)
+                            label=title if isinstance(title, str) else None,
+                            focus=creation_focus(call, p.focus))
     return {**created_result(mux, call.ctx.agents, ws), "name": name}
 
 

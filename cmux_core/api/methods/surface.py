@@ -29,6 +29,7 @@ from cmux_core.api.methods.routing import (
 from cmux_core.api.methods.workspace import (
     ExecString,
     command_argv,
+    creation_focus,
     resolve_cwd,
     trimmed,
     workspace_keys,
@@ -222,7 +223,7 @@ class NewTerminalParams(Routing):
     initial_input: str | None = None
     startup_environment: dict[str, str] | None = None
     initial_env: dict[str, str] | None = None
-    focus: bool = False
+    focus: bool | None = None
 
 
 def terminal_spec(mux: Mux, p: NewTerminalParams, near: Pane
@@ -256,7 +257,7 @@ async def split_here(call: Call, p: SurfaceSplitParams) -> Result:
     try:
         pane = surfaces.split(mux, source.pane, direction,
                               ratio=p.initial_divider_position, cwd=cwd, command=command,
-                              env=env, focus=p.focus)
+                              env=env, focus=creation_focus(call, p.focus))
     except CmuxError as exc:
         raise spawn_error(exc, "surface_create_failed") from None
     if p.initial_input:
@@ -274,13 +275,14 @@ async def surface_split(call: Call, p: SurfaceSplitParams) -> Result:
 @methods.method("surface.create", NewTerminalParams)
 async def surface_create(call: Call, p: NewTerminalParams) -> Result:
     """A new terminal surface (a new tab) in ``pane_id`` (default: the focused pane of
-    the workspace the call means); selected and focused only with ``focus``."""
+    the workspace the call means); selected and focused only with ``focus`` (or ``[cmux]
+    focus_on_create``)."""
     mux = call.ctx.mux
     pane = pane_of(mux, p)
     cwd, command, env = terminal_spec(mux, p, pane)
     try:
         surface = surfaces.add_surface(mux, pane, cwd=cwd, command=command, env=env,
-                                       focus=p.focus)
+                                       focus=creation_focus(call, p.focus))
     except CmuxError as exc:
         raise spawn_error(exc, "surface_create_failed") from None
     if p.initial_input:
@@ -509,7 +511,7 @@ GUI_ACTIONS = ("new_browser_right", "reload")
 class TabActionParams(Routing):
     action: str
     title: str | None = None
-    focus: bool = False
+    focus: bool | None = None
 
 
 async def tab_action(call: Call, p: TabActionParams) -> Result:
@@ -547,13 +549,15 @@ async def tab_action(call: Call, p: TabActionParams) -> Result:
         command = surface.command if action == "duplicate" else None
         cwd = mux.pane_cwd(pane) or pane.tab.workspace.cwd
         try:
-            new = surfaces.add_surface(mux, pane, cwd=cwd, command=command, focus=p.focus,
+            new = surfaces.add_surface(mux, pane, cwd=cwd, command=command,
+                                       focus=creation_focus(call, p.focus),
                                        index=pane.surfaces.index(surface) + 1)
         except CmuxError as exc:
             raise spawn_error(exc, "surface_create_failed") from None
         out.update({"created_surface_id": new.uuid, "created_surface_ref": new.ref})
     elif action == "move_to_new_workspace":
-        moved_to = surfaces.break_out(mux, surface, title=trimmed(p.title), focus=p.focus)
+        moved_to = surfaces.break_out(mux, surface, title=trimmed(p.title),
+                                      focus=creation_focus(call, p.focus))
         ws = moved_to.tab.workspace
         out.update({"created_workspace_id": ws.uuid, "created_workspace_ref": ws.ref})
     out.update({**surface_keys(surface), **tab_keys(surface), "title": surface_title(surface),

@@ -12,7 +12,7 @@ from typing import Any
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.system import window_row
-from cmux_core.api.methods.workspace import resolve_cwd
+from cmux_core.api.methods.workspace import creation_focus, resolve_cwd
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model import windows
@@ -67,18 +67,19 @@ async def window_current(call: Call, p: CurrentParams) -> Result:
 
 
 class CreateParams(Params):
-    focus: bool = False
+    focus: bool | None = None
     cwd: str | None = None
     working_directory: str | None = None
 
 
 @methods.method("window.create", CreateParams)
 async def window_create(call: Call, p: CreateParams) -> Result:
-    """A new window with one workspace holding one terminal; active only with ``focus``."""
+    """A new window with one workspace holding one terminal; active only with ``focus``
+    (or ``[cmux] focus_on_create``)."""
     mux = call.ctx.mux
     cwd = resolve_cwd(p.cwd, "cwd") or resolve_cwd(p.working_directory, "working_directory")
     try:
-        window = windows.create_window(mux, cwd=cwd, focus=p.focus)
+        window = windows.create_window(mux, cwd=cwd, focus=creation_focus(call, p.focus))
     except CmuxError as exc:
         raise spawn_error(exc, "window_create_failed") from None
     ws = window.workspaces[0]

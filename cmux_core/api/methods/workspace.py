@@ -112,6 +112,12 @@ def trimmed(value: str | None) -> str | None:
     return value.strip() or None if value is not None else None
 
 
+def creation_focus(call: Call, focus: bool | None) -> bool:
+    """Whether a cmux-family creating call takes focus: what the request says, else the
+    server's ``[cmux] focus_on_create`` setting (off: cmux's current policy)."""
+    return call.ctx.settings.focus_on_create if focus is None else focus
+
+
 # -- workspaces --------------------------------------------------------------------
 
 
@@ -125,7 +131,7 @@ class WorkspaceCreateParams(Params):
     label: str | None = None
     title: str | None = None
     name: str | None = None
-    focus: bool = False
+    focus: bool | None = None
     env: dict[str, str] | None = None
     workspace_env: dict[str, str] | None = None
     initial_env: dict[str, str] | None = None
@@ -141,8 +147,9 @@ class WorkspaceCreateParams(Params):
 async def workspace_create(call: Call, p: WorkspaceCreateParams) -> Result:
     """Create a workspace with one tab and one pane, or laid out as cmux's ``layout``
     tree (then ``command``, ``initial_command`` and ``initial_env`` are ignored); focus
-    only with ``focus``."""
+    only with ``focus`` (or ``[cmux] focus_on_create``)."""
     mux = call.ctx.mux
+    focus = creation_focus(call, p.focus)
     cwd = resolve_cwd(p.cwd, "cwd")
     wd = resolve_cwd(p.working_directory, "working_directory")
     if cwd and wd and cwd != wd:
@@ -152,7 +159,7 @@ async def workspace_create(call: Call, p: WorkspaceCreateParams) -> Result:
         window = mux.window(p.window_id) if p.window_id else None
         ws = create_from_layout(mux, p.layout, window=window, cwd=cwd or wd,
                                 label=trimmed(p.label or p.title or p.name), env=env,
-                                description=p.description or "", focus=p.focus)
+                                description=p.description or "", focus=focus)
         focused = mux.focused_pane_of(ws)
         if p.initial_input and focused is not None:
             focused.terminal.write(p.initial_input.encode())
@@ -164,7 +171,7 @@ async def workspace_create(call: Call, p: WorkspaceCreateParams) -> Result:
     try:
         ws, _tab, pane = mux.create_workspace(
             cwd=cwd or wd, label=trimmed(p.label or p.title or p.name), env=env,
-            pane_env=pane_env, command=command, focus=p.focus, window=window)
+            pane_env=pane_env, command=command, focus=focus, window=window)
     except CmuxError as exc:
         raise spawn_error(exc, "workspace_create_failed") from None
     if p.description:
@@ -203,12 +210,13 @@ class WorkspaceListParams(Params):
 
 @methods.method("workspace.list", WorkspaceListParams)
 async def workspace_list(call: Call, p: WorkspaceListParams) -> Result:
-    """Every workspace in display order (one window unless ``window_id`` picks another)."""
+    """The workspaces of one window in display order: ``window_id``'s, else the active
+    window's, as cmux routes a call without a window (with one window, every workspace)."""
     mux = call.ctx.mux
-    rows = [workspace_row(mux, call.ctx.agents, ws) for ws in mux.workspaces()
-            if p.window_id is None or ws.window is mux.window(p.window_id)]
-    result: dict[str, Any] = {"type": "workspace_list", "workspaces": rows}
     window = mux.window(p.window_id) if p.window_id else mux.active_window
+    rows = [workspace_row(mux, call.ctx.agents, ws) for ws in mux.workspaces()
+            if ws.window is window]
+    result: dict[str, Any] = {"type": "workspace_list", "workspaces": rows}
     if window is not None:
         result.update({"window_id": window.uuid, "window_ref": window.ref})
     return result
