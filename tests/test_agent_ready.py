@@ -12,8 +12,6 @@ it keeps loading.
 from __future__ import annotations
 
 import json
-import shutil
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,10 +19,11 @@ from typing import Any
 
 import pytest
 from conftest import Api
+from fake_agent import agent_argv, manifest_server, write_agent, write_manifests
 
 from cmux_core.agents.scheduler import STARTUP_GRACE_S
 from cmux_core.agents.tracker import LAUNCH_SETTLE_S
-from cmux_core.testing import ServerProcess, start_server, wait_until
+from cmux_core.testing import ServerProcess, wait_until
 
 AGENT_SCRIPT = textwrap.dedent("""\
     import sys, termios, time
@@ -69,25 +68,14 @@ READY_WAIT_S = 20.0
 @pytest.fixture
 def cmux_server(tmp_path: Path) -> Iterator[ServerProcess]:
     """The server behind ``api``, with the slowbot manifest."""
-    manifests = tmp_path / "manifests"
-    manifests.mkdir()
-    (manifests / "slowbot.toml").write_text(MANIFEST)
-    proc = start_server(["--manifests-dir", str(manifests)])
-    try:
+    with manifest_server(write_manifests(tmp_path, {"slowbot": MANIFEST})) as proc:
         yield proc
-    finally:
-        proc.stop()
-        shutil.rmtree(proc.home, ignore_errors=True)
 
 
 @pytest.fixture
 def slowbot(tmp_path: Path) -> Any:
-    script = tmp_path / "slowbot_agent.py"
-    script.write_text(AGENT_SCRIPT)
-
-    def argv(mode: str) -> list[str]:
-        return [sys.executable, "-u", str(script), mode]
-    return argv
+    script = write_agent(tmp_path, "slowbot_agent", AGENT_SCRIPT)
+    return lambda mode: agent_argv(script, mode)
 
 
 def agent(api: Api, target: str) -> dict[str, Any]:
