@@ -9,8 +9,6 @@ moment later, any other line is noted and the prompt shown again.
 from __future__ import annotations
 
 import argparse
-import shutil
-import sys
 import textwrap
 import time
 from collections.abc import Iterator
@@ -18,11 +16,12 @@ from pathlib import Path
 
 import pytest
 from conftest import Api
+from fake_agent import agent_argv, manifest_server, wait_agent, write_agent, write_manifests
 
 from cmux_core.api.methods.agent import PROMPT_ENTER_DELAY_S, PROMPT_TAKEN_LIMIT_S
 from cmux_core.cli.agent import add_agent_commands
 from cmux_core.cli.common import add_common
-from cmux_core.testing import ServerProcess, start_server, wait_until
+from cmux_core.testing import ServerProcess
 
 AGENT_SCRIPT = textwrap.dedent("""\
     import sys, time
@@ -61,28 +60,19 @@ MANIFEST = textwrap.dedent("""\
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    manifests = tmp_path / "manifests"
-    manifests.mkdir()
-    (manifests / "promptbot.toml").write_text(MANIFEST)
-    proc = start_server(["--manifests-dir", str(manifests)])
-    try:
+    with manifest_server(write_manifests(tmp_path, {"promptbot": MANIFEST})) as proc:
         yield proc
-    finally:
-        proc.stop()
-        shutil.rmtree(proc.home, ignore_errors=True)
 
 
 @pytest.fixture
 def bot(server: ServerProcess, tmp_path: Path) -> Iterator[tuple[Api, str]]:
     """An idle promptbot named ``bot`` and a connection to its server."""
-    script = tmp_path / "promptbot_agent.py"
-    script.write_text(AGENT_SCRIPT)
+    script = write_agent(tmp_path, "promptbot_agent", AGENT_SCRIPT)
     api = Api(server)
     try:
-        pane = api("agent.start", {"name": "bot", "argv": [sys.executable, "-u", str(script)]}
+        pane = api("agent.start", {"name": "bot", "argv": agent_argv(script)}
                    )["agent"]["pane_id"]
-        wait_until(lambda: api("agent.get", {"target": "bot"})["agent"]["agent_status"]
-                   == "idle", timeout=20, message="promptbot to be idle")
+        wait_agent(api, pane, "promptbot", "idle", timeout=20)
         yield api, pane
     finally:
         api.close()
