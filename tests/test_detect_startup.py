@@ -9,7 +9,6 @@ before anything is drawn.
 
 from __future__ import annotations
 
-import shutil
 import sys
 import textwrap
 import time
@@ -19,9 +18,10 @@ from typing import Any
 
 import pytest
 from conftest import Api
+from fake_agent import manifest_server, write_manifests
 
 from cmux_core.agents.scheduler import STARTUP_GRACE_S
-from cmux_core.testing import ServerProcess, start_server
+from cmux_core.testing import ServerProcess
 
 MANIFEST = textwrap.dedent("""\
     id = "slowdraw"
@@ -67,15 +67,8 @@ def agent_program(*phases: tuple[float, str]) -> list[str]:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    manifests = tmp_path / "manifests"
-    manifests.mkdir()
-    (manifests / "slowdraw.toml").write_text(MANIFEST)
-    proc = start_server(["--manifests-dir", str(manifests)])
-    try:
+    with manifest_server(write_manifests(tmp_path, {"slowdraw": MANIFEST})) as proc:
         yield proc
-    finally:
-        proc.stop()
-        shutil.rmtree(proc.home, ignore_errors=True)
 
 
 def status_events(server: ServerProcess) -> Api:
