@@ -85,7 +85,8 @@ class App:
         self.keeper = SessionKeeper(
             settings.state_file or session_file(socket_path, settings.state_dir), self.mux,
             self.agents, self.views, self.plugins, self.events, resume_for=self._resume_argv,
-            restore=settings.restore, text_lines=settings.restore_text_lines)
+            restore=settings.restore, text_lines=settings.restore_text_lines,
+            notifications=self.notifications)
         self.loop_monitor = LoopMonitor()
         self.info = ServerInfo(__version__, socket_path, session,
                                loop_lag=self.loop_monitor.summary,

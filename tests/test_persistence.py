@@ -173,7 +173,7 @@ def test_a_stopped_server_comes_back_as_it_was(place: Place) -> None:
     assert first.stop() == 0
     mode = stat.S_IMODE(os.stat(place.file).st_mode)
     assert mode == 0o600, oct(mode)
-    assert place.saved()["version"] == 1
+    assert place.saved()["version"] == 2
     assert '"text"' not in place.file.read_text(), "text is saved only when asked"
 
     second = place.start()

@@ -81,11 +81,11 @@ def test_an_inconsistent_file_is_corrupt(change: str) -> None:
 
 def test_a_newer_version_is_a_future_file() -> None:
     data = copy.deepcopy(session())
-    data["version"] = 2
+    data["version"] = 3
     with pytest.raises(StateFileError) as caught:
         parse(orjson.dumps(data))
     assert caught.value.future
-    assert "version 2" in caught.value.message
+    assert "version 3" in caught.value.message
 
 
 def test_writes_are_atomic_private_and_leave_nothing_behind(tmp_path: Path) -> None:
@@ -133,3 +133,22 @@ def test_restore_text_lines_must_be_a_line_count(tmp_path: Path, value: str) -> 
         Settings.load(path)
     path.write_text("[server]\nrestore_text_lines = 200\n")
     assert Settings.load(path).restore_text_lines == 200
+
+
+def test_a_version_1_file_loads_as_version_2_holding_none_of_its_additions() -> None:
+    data = session()
+    assert data["version"] == 1
+    state = parse(orjson.dumps(data))
+    assert state.version == 2
+    pane = state.windows[0].workspaces[0].tabs[0].root.first  # type: ignore[union-attr]
+    assert (pane.aliases, pane.tokens, pane.surfaces[0].unread) == ([], {}, False)
+    assert (state.notifications, state.refs, state.next_workspace_number) == ([], {}, None)
+    assert orjson.loads(dump(state))["version"] == 2
+
+
+def test_version_0_is_corrupt() -> None:
+    data = session()
+    data["version"] = 0
+    with pytest.raises(StateFileError) as caught:
+        parse(orjson.dumps(data))
+    assert not caught.value.future

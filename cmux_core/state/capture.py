@@ -4,27 +4,34 @@ Each of a pane's surfaces is recorded with where its program works now (for the 
 pane shows, an OSC 7 report first; then ``/proc/<pid>/cwd``; else where it was launched),
 the argv and env it was launched with (none for the default shell). An agent's session is
 recorded only while that agent is the pane's agent (so one that has exited is not
-resumed), or while a restored session has not yet been seen to end (``carried``). Runs on
-the loop; the only I/O is a ``/proc`` read per surface.
+resumed), or while a restored session has not yet been seen to end (``carried``).
+
+Metadata tokens of panes and workspaces are recorded with their expiry as a UTC time,
+except :data:`LIVE_TOKENS`; notifications with the UUIDs of their workspace and surface.
+Runs on the loop; the only I/O is a ``/proc`` read per surface.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from cmux_core import ids
+from cmux_core.agents.metadata import MetadataStore
 from cmux_core.agents.tracker import AgentTracker, SessionRef
 from cmux_core.agents.views import AgentView
 from cmux_core.model import layout
 from cmux_core.model.arrange import current_cwd
 from cmux_core.model.mux import Mux
+from cmux_core.model.notifications import NotificationBook
 from cmux_core.model.tree import Pane, Surface, Tab, Window, Workspace
 from cmux_core.state.schema import (
     MAX_TEXT_CHARS,
     VERSION,
     Node,
+    NotificationState,
     PaneAgentState,
     PaneState,
     SessionRefState,
@@ -32,6 +39,7 @@ from cmux_core.state.schema import (
     SplitState,
     SurfaceState,
     TabState,
+    TokenState,
     ViewState,
     WindowState,
     WorkspaceState,
@@ -41,25 +49,59 @@ from cmux_core.terminal import procfs
 ResumeFor = Callable[[SessionRef], "list[str] | None"]
 """The command that resumes a session (from its agent's manifest), or None."""
 
+LIVE_TOKENS = frozenset({"tool", "tool_input"})
+"""Pane tokens that are not saved: the agent integrations' hooks set them to the tool the
+agent runs now and clear them when it ends, and an agent comes back resumed at its
+prompt, running no tool."""
+
 
 def capture(mux: Mux, tracker: AgentTracker, views: Mapping[str, AgentView], *,
             resume_for: ResumeFor, carried: Collection[str] = (),
-            text_lines: int = 0) -> SessionState:
-    """The whole session: every window, workspace, tab and pane, and the named views.
+            text_lines: int = 0, notifications: NotificationBook | None = None
+            ) -> SessionState:
+    """The whole session: every window, workspace, tab and pane, the named views and the
+    ``notifications``.
 
     ``carried`` holds the keys of restored panes whose session is kept until their agent
     is seen (see the module docstring). With ``text_lines``, each terminal's last lines
     of text are recorded too (at most :data:`~cmux_core.state.schema.MAX_TEXT_CHARS`).
     """
-    walk = _Walk(mux, tracker, resume_for, carried, text_lines)
+    walk = _Walk(mux, tracker, resume_for, carried, text_lines, _clock())
     windows = [walk.window(w) for w in mux.windows]
     active = mux.windows.index(mux.active_window) if mux.active_window in mux.windows \
         else None
     saved = [ViewState(client_id=client, source=view.source, label=view.label,
                        filter=view.spec.get("filter"), sort=view.spec.get("sort"))
              for client, view in sorted(views.items())]
+    notes = [NotificationState(id=n.id, workspace=n.workspace.uuid,
+                               surface=n.surface.uuid if n.surface is not None else None,
+                               title=n.title, subtitle=n.subtitle, body=n.body,
+                               created_at=n.created_at, is_read=n.is_read, source=n.source)
+             for n in (notifications.live() if notifications is not None else ())]
     return SessionState(version=VERSION, saved_at=datetime.now(UTC).isoformat(),
-                        windows=windows, active_window=active, views=saved)
+                        windows=windows, active_window=active, views=saved,
+                        next_workspace_number=mux.next_workspace_number,
+                        refs=mux.refs.last(), notifications=notes)
+
+
+def _clock() -> tuple[float, float]:
+    """``time.monotonic()`` (the tokens' deadlines) and ``time.time()`` at one moment."""
+    return time.monotonic(), time.time()
+
+
+def _tokens(store: MetadataStore | None, clock: tuple[float, float],
+            skip: Collection[str] = ()) -> dict[str, TokenState]:
+    """The unexpired tokens of ``store`` but ``skip``, each deadline as a UTC time."""
+    if store is None:
+        return {}
+    now, wall = clock
+    out = {}
+    for key, token in sorted(store.tokens.items()):
+        if key in skip or (token.deadline is not None and token.deadline <= now):
+            continue
+        expires = wall + (token.deadline - now) if token.deadline is not None else None
+        out[key] = TokenState(value=token.value, expires_at=expires)
+    return out
 
 
 def _number(ws: Workspace | None) -> int | None:
@@ -75,6 +117,7 @@ class _Walk:
     resume_for: ResumeFor
     carried: Collection[str]
     text_lines: int
+    clock: tuple[float, float]
 
     def window(self, window: Window) -> WindowState:
         return WindowState(
@@ -90,7 +133,8 @@ class _Walk:
             label=ws.label, description=ws.description, pinned=ws.pinned, color=ws.color,
             tabs=[self.tab(tab) for tab in ws.tabs],
             active_tab=ws.active_tab.number if ws.active_tab is not None else None,
-            next_tab_number=ws.next_tab_number, next_pane_number=ws.next_pane_number)
+            next_tab_number=ws.next_tab_number, next_pane_number=ws.next_pane_number,
+            tokens=_tokens(self.tracker.workspace_metadata.get(ws.id), self.clock))
 
     def tab(self, tab: Tab) -> TabState:
         def node(tree: layout.Node) -> Node:
@@ -106,11 +150,15 @@ class _Walk:
                         zoomed=tab.zoomed, label=tab.label)
 
     def pane(self, pane: Pane) -> PaneState:
+        rec = self.tracker.records.get(pane.key)
         return PaneState(
             type="pane", key=pane.key, number=pane.number, ref=pane.ref,
             surfaces=[self.surface(pane, surface) for surface in pane.surfaces],
             selected=pane.surfaces.index(pane.surface), label=pane.label,
-            agent=self.agent(pane))
+            agent=self.agent(pane),
+            aliases=sorted(a for a, key in self.mux.aliases.items() if key == pane.key),
+            tokens=_tokens(rec.metadata if rec is not None else None, self.clock,
+                           LIVE_TOKENS))
 
     def surface(self, pane: Pane, surface: Surface) -> SurfaceState:
         term = surface.terminal
@@ -126,7 +174,8 @@ class _Walk:
             uuid=surface.uuid, ref=surface.ref, cwd=cwd or surface.launch_cwd,
             command=list(surface.command) if surface.command else None,
             env=dict(surface.env) if surface.env else None, title=surface.title,
-            pinned=surface.pinned, text=text)
+            terminal_title=term.emulator.title or None, pinned=surface.pinned,
+            unread=surface.unread, text=text)
 
     def agent(self, pane: Pane) -> PaneAgentState | None:
         tracker = self.tracker

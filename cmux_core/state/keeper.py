@@ -39,6 +39,7 @@ from cmux_core.agents.views import AgentView, AgentViewChanged, ViewBook, ViewPl
 from cmux_core.events import Event, EventHub
 from cmux_core.model.events import PaneClosed, PaneExited
 from cmux_core.model.mux import Mux
+from cmux_core.model.notifications import NotificationBook
 from cmux_core.model.tree import Pane
 from cmux_core.state import store
 from cmux_core.state.capture import ResumeFor, capture
@@ -58,14 +59,17 @@ class SessionKeeper:
 
     ``resume_for`` gives the command that resumes an agent session (the composition root
     reads it from the agent's manifest). ``text_lines``: how many lines of each terminal's
-    text the save at stop records (0: none). Call :meth:`restore` once, into the empty mux,
-    then :meth:`start`; :meth:`stop` saves for the last time. All on the loop.
+    text the save at stop records (0: none). ``notifications``: the book whose
+    notifications are saved and restored too. Call :meth:`restore` once, into the empty
+    mux, then :meth:`start`; :meth:`stop` saves for the last time. All on the loop.
     """
 
     def __init__(self, path: Path, mux: Mux, tracker: AgentTracker, views: ViewBook,
                  plugins: ViewPlugins, events: EventHub, *, resume_for: ResumeFor,
-                 restore: bool = True, text_lines: int = 0) -> None:
+                 restore: bool = True, text_lines: int = 0,
+                 notifications: NotificationBook | None = None) -> None:
         self.path = path
+        self.notifications = notifications
         self.text_lines = text_lines
         self.mux = mux
         self.tracker = tracker
@@ -126,7 +130,8 @@ class SessionKeeper:
             state = store.read(self.path)
             if state is None:
                 return False
-            done = restore(state, self.mux, self.tracker, self.views, self.plugins)
+            done = restore(state, self.mux, self.tracker, self.views, self.plugins,
+                           self.notifications)
         except StateFileError as exc:
             self._set_aside(exc.message, exc.future)
             return False
@@ -254,7 +259,8 @@ class SessionKeeper:
 
     def _capture(self, text_lines: int = 0) -> SessionState:
         return capture(self.mux, self.tracker, self._named, resume_for=self.resume_for,
-                       carried=self._carried, text_lines=text_lines)
+                       carried=self._carried, text_lines=text_lines,
+                       notifications=self.notifications)
 
     @staticmethod
     def _key(state: SessionState) -> bytes:

@@ -13,6 +13,12 @@ A resume command that cannot start falls back to the pane's own command, and a c
 that cannot start to the shell. An agent that was the pane's own program and had no
 session to resume starts afresh under its name.
 
+A moved pane's old ids name it again, unless another pane now has one of them; the id
+counters continue where the saved server left them. Each surface gets back its unread flag
+and the title its program had set (the new program may set another); metadata tokens come
+back with the time they had left (an expired one does not), reported as source
+:data:`TOKEN_SOURCE`; notifications come back when their workspace (and surface) did.
+
 Named clients' agent views are set again; one whose plugin is gone is skipped with a log
 line. Events are published as for new objects (workspace, tab, pane created, layout
 updated), after the whole session is in place.
@@ -24,16 +30,19 @@ import logging
 import os
 import re
 import shlex
+import time
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmux_core import ids
-from cmux_core.agents.tracker import AgentTracker, SessionRef
+from cmux_core.agents.tracker import AgentTracker, MetadataPatch, SessionRef
 from cmux_core.agents.views import AgentView, ViewBook, ViewPlugins, check_plugins, parse_view
 from cmux_core.errors import CmuxError
 from cmux_core.model import layout
 from cmux_core.model.events import LayoutUpdated, PaneCreated, TabCreated, WorkspaceCreated
 from cmux_core.model.mux import Mux
+from cmux_core.model.notifications import Notification, NotificationBook
 from cmux_core.model.tree import Pane, Surface, Tab, Window, Workspace
 from cmux_core.state.schema import (
     PaneAgentState,
@@ -41,6 +50,7 @@ from cmux_core.state.schema import (
     SessionState,
     SplitState,
     TabState,
+    TokenState,
     WorkspaceState,
     leaves,
 )
@@ -49,6 +59,9 @@ log = logging.getLogger(__name__)
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 """What is dropped from restored text: controls other than tab and newline."""
+
+TOKEN_SOURCE = "cmux:session"
+"""The metadata source restored tokens are reported as."""
 
 
 @dataclass(slots=True)
@@ -63,6 +76,8 @@ class Restored:
     """The agents of panes that run them again (resumed or not), given back to the tracker
     once the panes are announced."""
     views: dict[str, AgentView] = field(default_factory=dict)
+    aliases: list[tuple[str, Pane]] = field(default_factory=list)
+    tokens: list[tuple[Pane | Workspace, dict[str, TokenState]]] = field(default_factory=list)
 
 
 class RestoreFailed(Exception):
@@ -70,8 +85,10 @@ class RestoreFailed(Exception):
 
 
 def restore(state: SessionState, mux: Mux, tracker: AgentTracker, book: ViewBook,
-            plugins: ViewPlugins) -> Restored:
-    """Build ``state`` into ``mux`` (which must hold no window) and set its views.
+            plugins: ViewPlugins, notifications: NotificationBook | None = None
+            ) -> Restored:
+    """Build ``state`` into ``mux`` (which must hold no window) and set its views and
+    ``notifications``.
 
     Raises :class:`RestoreFailed` after closing whatever it had started.
     """
@@ -99,6 +116,13 @@ def restore(state: SessionState, mux: Mux, tracker: AgentTracker, book: ViewBook
         saved = state.windows[index] if index is not None else None
         mux.active_window = next((w for w in mux.windows if saved and w.uuid == saved.uuid),
                                  mux.windows[0])
+    mux.reserve_workspace_numbers(state.next_workspace_number or 1)
+    for kind, number in state.refs.items():
+        mux.refs.reserve(kind, number)
+    for alias, pane in done.aliases:
+        # A pane that has the id now keeps it (only a file written by hand can say so).
+        if mux.find_pane(alias) is None:
+            mux.aliases[alias] = pane.key
     for ws, tabs in built:
         mux.events.publish(WorkspaceCreated(ws))
         for tab, panes in tabs:
@@ -113,6 +137,10 @@ def restore(state: SessionState, mux: Mux, tracker: AgentTracker, book: ViewBook
                                                       session.kind, session.value)
         if agent.name:
             tracker.set_name(pane, agent.name)
+    for owner, tokens in done.tokens:
+        _report_tokens(tracker, owner, tokens)
+    if notifications is not None:
+        _notifications(state, mux, notifications)
     for saved_view in state.views:
         try:
             view = parse_view(saved_view.source, saved_view.label, saved_view.filter,
@@ -125,6 +153,39 @@ def restore(state: SessionState, mux: Mux, tracker: AgentTracker, book: ViewBook
         book.set(saved_view.client_id, view)
         done.views[saved_view.client_id] = view
     return done
+
+
+def _report_tokens(tracker: AgentTracker, owner: Pane | Workspace,
+                   tokens: dict[str, TokenState]) -> None:
+    """Report the saved tokens of a pane or workspace, those that expire with the time they
+    have left (one report per expiry time)."""
+    now = time.time()
+    by_expiry: dict[float | None, dict[str, str | None]] = defaultdict(dict)
+    for key, token in tokens.items():
+        if token.expires_at is None or token.expires_at > now:
+            by_expiry[token.expires_at][key] = token.value
+    for expires, values in by_expiry.items():
+        ttl = expires - now if expires is not None else None
+        try:
+            if isinstance(owner, Pane):
+                tracker.report_metadata(owner, MetadataPatch(TOKEN_SOURCE, tokens=values,
+                                                             ttl_s=ttl))
+            else:
+                tracker.report_workspace_metadata(owner, TOKEN_SOURCE, values, ttl_s=ttl)
+        except CmuxError as exc:
+            log.warning("tokens of %s not restored: %s", owner.id, exc.message)
+
+
+def _notifications(state: SessionState, mux: Mux, book: NotificationBook) -> None:
+    """Give back the notifications whose workspace (and surface) came back."""
+    for saved in state.notifications:
+        ws = mux.find_workspace(saved.workspace)
+        surface = mux.find_surface(saved.surface) if saved.surface is not None else None
+        if ws is None or (saved.surface is not None and surface is None):
+            continue
+        book.items.append(Notification(saved.id, ws, surface, saved.title, saved.subtitle,
+                                       saved.body, saved.created_at, saved.is_read,
+                                       saved.source))
 
 
 def _undo(mux: Mux) -> None:
@@ -158,6 +219,8 @@ def _workspace(mux: Mux, window: Window, saved: WorkspaceState, done: Restored
     ws.next_pane_number = saved.next_pane_number
     mux.adopt(ws, ws.uuid, ws.ref)
     window.workspaces.append(ws)
+    if saved.tokens:
+        done.tokens.append((ws, dict(saved.tokens)))
     tabs = [_tab(mux, ws, saved_tab, done) for saved_tab in saved.tabs]
     ws.next_pane_number = max(ws.next_pane_number,
                               *(pane.number + 1 for _, panes in tabs for pane in panes))
@@ -225,6 +288,9 @@ def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Res
                 continue
             started.title = surface.title
             started.pinned = surface.pinned
+            started.unread = surface.unread
+            if surface.terminal_title:
+                _set_title(started, surface.terminal_title)
             if surface.text:
                 _show(started, surface.text)
             if i == index and resume is not None and (typed or argv is not None):
@@ -241,6 +307,9 @@ def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Res
     mux.adopt(pane, pane.key, pane.ref)
     pane.label = saved.label or None
     done.panes += 1
+    done.aliases.extend((alias, pane) for alias in saved.aliases)
+    if saved.tokens:
+        done.tokens.append((pane, dict(saved.tokens)))
     if agent is not None and (resumed or rerun):
         done.agents.append((pane, agent, resumed))
     if resumed:
@@ -253,6 +322,13 @@ def _show(surface: Surface, text: str) -> None:
     its program prints; control characters are dropped, so it is only ever text."""
     clean = _CONTROL.sub("", text).replace("\n", "\r\n")
     surface.terminal.emulator.feed(clean.encode("utf-8", "replace") + b"\r\n")
+
+
+def _set_title(surface: Surface, title: str) -> None:
+    """Give the new terminal the title its program had set, as an OSC 2 sequence fed to
+    its screen before anything its program prints (control characters dropped)."""
+    clean = _CONTROL.sub("", title).replace("\n", "").replace("\t", " ")
+    surface.terminal.emulator.feed(b"\x1b]2;" + clean.encode("utf-8", "replace") + b"\x07")
 
 
 def _type(surface: Surface, argv: list[str]) -> None:

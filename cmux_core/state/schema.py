@@ -4,9 +4,16 @@ One JSON object: ``version``, ``saved_at`` (UTC, informational), the ``windows``
 their ``workspaces``, each workspace's ``tabs`` with the split tree (``root``) whose
 leaves are the panes, and the named clients' agent ``views``. Objects are recorded under
 their public numbers, UUIDs and short refs, so a restore gives them back the same
-handles. Unknown keys are ignored (a later version 1 writer may add optional ones); a file
-whose ``version`` is higher than :data:`VERSION` is a *future* file, any other problem
-makes it *corrupt*: :func:`parse` raises :class:`StateFileError` saying which.
+handles. Unknown keys are ignored; a file whose ``version`` is higher than :data:`VERSION`
+is a *future* file, any other problem makes it *corrupt*: :func:`parse` raises
+:class:`StateFileError` saying which.
+
+Versions: 1 held the layout, terminals, agent sessions and views. 2 adds what a server
+would otherwise drop on its next save, which is why it is a new version (a version 1
+server sets such a file aside instead of saving over it): the old ids of moved panes
+(``aliases``), the id counters, metadata tokens of panes and workspaces, notifications,
+surfaces' unread flags and the titles their programs set. A version 1 file is read as a
+version 2 file that holds none of these.
 """
 
 from __future__ import annotations
@@ -17,8 +24,8 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-VERSION: Literal[1] = 1
-"""The version this server writes and the highest it reads."""
+VERSION: Literal[2] = 2
+"""The version this server writes and the highest it reads (1 and 2 are read)."""
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 """A larger file is not read (it is set aside as corrupt)."""
@@ -28,6 +35,7 @@ MAX_TEXT_CHARS = 256 * 1024
 
 _UUID = r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
 _NUMBER = r"[1-9][0-9]{0,17}"
+_PANE_ID = r"^w[0-9A-Z]{1,13}:p[0-9A-Z]{1,13}$"
 
 Uuid = Annotated[str, Field(pattern=_UUID)]
 Number = Annotated[int, Field(ge=1, le=10**18)]
@@ -70,6 +78,13 @@ class PaneAgentState(_Model):
     in_shell: bool = False
 
 
+class TokenState(_Model):
+    """A metadata token; ``expires_at`` is a UTC time stamp (seconds), None for never."""
+
+    value: str
+    expires_at: float | None = None
+
+
 class SurfaceState(_Model):
     """One terminal of a pane: where it works, what it was launched with."""
 
@@ -81,7 +96,11 @@ class SurfaceState(_Model):
     env: dict[str, str] | None = None
     """The env its creator asked for, besides the workspace's."""
     title: str | None = None
+    """The name a client gave it (it wins over the program's title)."""
+    terminal_title: str | None = None
+    """The title its program set (OSC 0/2)."""
     pinned: bool = False
+    unread: bool = False
     text: Annotated[str, Field(max_length=MAX_TEXT_CHARS)] | None = None
     """Its last lines of text when the server stopped (only with ``restore_text_lines``)."""
 
@@ -98,6 +117,9 @@ class PaneState(_Model):
     """Index in ``surfaces`` of the one the pane shows."""
     label: str | None = None
     agent: PaneAgentState | None = None
+    aliases: list[Annotated[str, Field(pattern=_PANE_ID)]] = Field(default_factory=list)
+    """Public ids it had in other workspaces before it was moved here (they still name it)."""
+    tokens: dict[str, TokenState] = Field(default_factory=dict)
 
     @field_validator("selected")
     @classmethod
@@ -153,6 +175,7 @@ class WorkspaceState(_Model):
     """The active tab's number."""
     next_tab_number: Number = 1
     next_pane_number: Number = 1
+    tokens: dict[str, TokenState] = Field(default_factory=dict)
 
 
 class WindowState(_Model):
@@ -174,13 +197,35 @@ class ViewState(_Model):
     sort: Any = None
 
 
+class NotificationState(_Model):
+    """A notification (``model.notifications.Notification``), naming its workspace and
+    surface by UUID; ``created_at`` is a UTC time stamp (seconds)."""
+
+    id: Uuid
+    workspace: Uuid
+    surface: Uuid | None = None
+    title: str = ""
+    subtitle: str = ""
+    body: str = ""
+    created_at: float = 0.0
+    is_read: bool = False
+    source: str = "api"
+    """``api`` (notification.create*) or ``terminal`` (an escape sequence)."""
+
+
 class SessionState(_Model):
-    version: Literal[1]
+    version: Literal[2]
     saved_at: str = ""
     windows: list[WindowState]
     active_window: int | None = None
     """Index of the active window in ``windows``."""
     views: list[ViewState] = Field(default_factory=list)
+    next_workspace_number: Number | None = None
+    """The number the next new workspace gets (closed ones are not handed out again)."""
+    refs: dict[Literal["window", "workspace", "pane", "surface", "workspace_group"],
+               Annotated[int, Field(ge=0, le=10**18)]] = Field(default_factory=dict)
+    """The last short ref handed out of each kind."""
+    notifications: list[NotificationState] = Field(default_factory=list)
 
 
 def leaves(node: PaneState | SplitState) -> list[PaneState]:
@@ -206,6 +251,10 @@ def parse(data: bytes) -> SessionState:
     if version > VERSION:
         raise StateFileError(f"written in version {version}; this server reads up to "
                              f"version {VERSION}", future=True)
+    if version < 1:
+        raise StateFileError(f"version {version} does not exist")
+    if version == 1:
+        raw["version"] = VERSION  # version 2 only added keys, each with its default
     try:
         state = SessionState.model_validate(raw)
     except ValidationError as exc:
