@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
@@ -198,9 +199,13 @@ def test_a_reload_whose_import_outlasts_the_budget_keeps_the_old_version(tmp_pat
         path.write_text(f"import pathlib, time\ntime.sleep(2)\npathlib.Path({str(failed)!r})"
                         ".touch()\nraise RuntimeError('late')\n" + path.read_text())
         started = time.monotonic()
+        threads = set(threading.enumerate())
         reloaded, ticks = await ticking(lambda: host.reload("live"))
         assert reloaded is False
         assert time.monotonic() - started < 1.5
+        # The import runs on a worker thread of its own, named after the plugin.
+        [importing] = [t for t in threading.enumerate()
+                       if t not in threads and t.name == "cmux-plugin-live"]
         assert ticks >= 20  # the loop ran while the import slept
         live = host.get("live")
         assert live.status == "loaded" and live.module is serving
@@ -212,8 +217,9 @@ def test_a_reload_whose_import_outlasts_the_budget_keeps_the_old_version(tmp_pat
         path.write_text(textwrap.dedent(LIVE.format(version=2, hangs=False)).lstrip())
         assert await host.reload("live") is True
         newer = host.get("live").module
-        await async_wait_until(failed.exists, message="abandoned import ended")
-        await asyncio.sleep(0.1)
+        await async_wait_until(failed.exists, message="abandoned import failed")
+        await async_wait_until(lambda: not importing.is_alive(),
+                               message="the abandoned import's thread to end")
         assert sys.modules["_cmux_plugin_live"] is newer
         assert await plugin_version(host) == 2
         await host.stop()
