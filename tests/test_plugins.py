@@ -314,6 +314,7 @@ def test_observer_calls_queued_while_loading_come_after_cmux_startup(tmp_path: P
         await host.load()
         host.on_event("workspace_created", {"type": "workspace_created"})
         host.on_event("pane_created", {"type": "pane_created"})
+        # A window in which no call may arrive: the plugin's worker would have run them.
         await asyncio.sleep(0.2)
         calls = module_of(host, "order").CALLS
         assert calls == []
