@@ -366,3 +366,13 @@ def test_cmux_attach_has_the_terminal_load_leased_frames_from_their_files(
                                for k, _ in term.apcs()))
     finally:
         term.close()
+
+
+def test_the_bench_measures_leased_and_copied_file_frames(server: ServerProcess) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ is not installed
+    from bench.graphics import direct_vs_inline
+
+    got = direct_vs_inline(server, 0.5)
+    assert got["direct"]["leased"] == 1.0 and got["inline"]["leased"] == 0.0
+    assert got["direct"]["acked_fps"] > 0 and got["inline"]["acked_fps"] > 0
+    assert got["direct"]["client_mb_s"] == 0 and got["inline"]["client_mb_s"] > 0
