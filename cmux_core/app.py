@@ -31,8 +31,8 @@ from cmux_core.config import Settings, session_file
 from cmux_core.detect.registry import ManifestRegistry
 from cmux_core.events import Event, EventHub
 from cmux_core.graphics.layers import GraphicsBook
-from cmux_core.graphics.program import ProgramGraphics
 from cmux_core.graphics.leases import FrameDirectory
+from cmux_core.graphics.program import ProgramGraphics
 from cmux_core.graphics.sources import SourceRunner
 from cmux_core.model.events import PaneClosed
 from cmux_core.model.mux import Mux

@@ -83,6 +83,8 @@ class Mux:
         self._output_events: dict[str, asyncio.Event] = {}
         self.signal_throttle = SignalThrottle(self._publish_signal)
         self.output_listeners: list[Callable[[Pane], None]] = []
+        self.terminal_listeners: list[Callable[[Pane, Terminal], None]] = []
+        """Called with each terminal a pane gets, before any of its output is read."""
         self.view_listeners: list[Callable[[Tab], None]] = []
         """Called when a focus method shows a tab to the user, even when focus stayed."""
 
@@ -229,6 +231,8 @@ class Mux:
         term.on_signal = lambda t, sig: self._on_signal(surface, sig)
         term.on_exit = lambda t: self._on_exit(surface)
         term.on_output = lambda t: self._on_output(pane)
+        for listener in self.terminal_listeners:
+            listener(pane, term)
 
     def _on_output(self, pane: Pane) -> None:
         self._wake(pane)

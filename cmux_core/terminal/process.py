@@ -137,6 +137,9 @@ class Terminal:
         self.on_output: Callable[[Terminal], None] | None = None
         self.on_signal: Callable[[Terminal, TerminalSignal], None] | None = None
         self.on_exit: Callable[[Terminal], None] | None = None
+        self.output_hook: Callable[[bytes, Callable[[bytes], None]], None] | None = None
+        """Called with each slice of output and the screen's ``feed`` instead of feeding
+        the screen directly (pane graphics take kitty graphics commands out this way)."""
         self._loop = asyncio.get_running_loop()
         self._backlog: deque[bytes] = deque()
         self._backlog_size = 0
@@ -260,7 +263,10 @@ class Terminal:
                 chunk = chunk[:FEED_SLICE]
             self._backlog_size -= len(chunk)
             try:
-                self.emulator.feed(chunk)
+                if self.output_hook is None:
+                    self.emulator.feed(chunk)
+                else:
+                    self.output_hook(chunk, self.emulator.feed)
             except Exception:
                 # A fault in an emulator loses this slice of its screen, never the pane.
                 if not self._feed_failed:

@@ -1,0 +1,264 @@
+"""Images a program in a pane draws with the kitty graphics protocol become layers of the
+pane, answered as a kitty terminal answers, and reach attached kitty-capable clients.
+
+Each test runs a real Python program in a real pane's shell that writes kitty graphics
+commands to its terminal and, where it asks for replies, reads them from its stdin in raw
+mode, printing them as text the test reads back from the screen.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_graphics import png
+from test_graphics_attach import Terminal, image_bytes
+
+from cmux_core.testing import ServerProcess, start_server, wait_until
+
+PRELUDE = r'''
+import base64, os, select, sys, termios, tty, zlib
+
+def apc(control, payload=b""):
+    os.write(1, b"\x1b_G" + control.encode() + (b";" + payload if payload else b"") + b"\x1b\\")
+
+def send(control, data=b""):
+    apc(control, base64.b64encode(data))
+
+def chunked(control, data, size=4096):
+    encoded = base64.b64encode(data)
+    parts = [encoded[i:i + size] for i in range(0, len(encoded), size)]
+    for n, part in enumerate(parts):
+        more = 1 if n < len(parts) - 1 else 0
+        apc((control + "," if n == 0 else "") + f"m={more}", part)
+
+def replies(count, timeout=10.0):
+    """Read ``count`` graphics replies (or until ``timeout``) and print them as text."""
+    old = termios.tcgetattr(0)
+    tty.setraw(0)
+    data = b""
+    try:
+        while data.count(b"\x1b\\") < count:
+            ready, _, _ = select.select([0], [], [], timeout)
+            if not ready:
+                break
+            data += os.read(0, 4096)
+    finally:
+        termios.tcsetattr(0, termios.TCSADRAIN, old)
+    for found in data.split(b"\x1b\\"):
+        if found.startswith(b"\x1b_G"):
+            print("REPLY", found[3:].decode())
+    if data.count(b"\x1b\\") < count:
+        print("NO-MORE-REPLIES")
+'''
+
+_token = itertools.count(1)
+
+
+@pytest.fixture
+def server() -> Iterator[ServerProcess]:
+    srv = start_server(env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def focused(server: ServerProcess) -> str:
+    return str(server.call("pane.current")["pane"]["pane_id"])
+
+
+def screen(server: ServerProcess, pane: str) -> list[str]:
+    text = server.call("pane.read", {"pane_id": pane, "source": "visible"})["read"]["text"]
+    return str(text).split("\n")
+
+
+def run(server: ServerProcess, pane: str, body: str) -> list[str]:
+    """Run ``body`` (after :data:`PRELUDE`) as a program in the pane's shell; returns the
+    screen once it has finished."""
+    token = next(_token)
+    path = Path(server.home) / f"prog{token}.py"
+    path.write_text(PRELUDE + body + f"\nprint('DONE-' + str({token} * 1000))\n")
+    server.call("pane.send_text", {"pane_id": pane, "text": f"python3 {path}\r"})
+    done = f"DONE-{token * 1000}"
+    wait_until(lambda: any(done in line for line in screen(server, pane)),
+               timeout=30, message=done)
+    return screen(server, pane)
+
+
+def layers(server: ServerProcess, pane: str) -> dict[str, dict[str, Any]]:
+    reply = server.call("pane.graphics.layers", {"pane_id": pane})
+    return {layer["layer_id"]: layer for layer in reply["layers"]}
+
+
+def replies_in(lines: list[str]) -> list[str]:
+    return [line[len("REPLY "):] for line in lines if line.startswith("REPLY ")]
+
+
+def rgba(width: int, height: int) -> bytes:
+    return bytes(range(256)) * (width * height * 4 // 256) + bytes(width * height * 4 % 256)
+
+
+def test_query_is_answered_like_a_kitty_terminal(server: ServerProcess) -> None:
+    pane = focused(server)
+    lines = run(server, pane, r'''
+apc("i=31,s=1,v=1,a=q,t=d,f=24", b"AAAA")
+apc("i=32,s=2,v=2,a=q,t=d,f=24", b"AAAA")
+replies(2)
+''')
+    assert replies_in(lines) == ["i=31;OK", "i=32;ENODATA:rgb data of 2x2 must be 12 bytes, "
+                                 "not 3"]
+    assert layers(server, pane) == {}  # a query stores and shows nothing
+
+
+def test_query_gets_no_answer_when_graphics_are_off() -> None:
+    srv = start_server()
+    try:
+        lines = run(srv, focused(srv), r'''
+apc("i=31,s=1,v=1,a=q,t=d,f=24", b"AAAA")
+replies(1, timeout=1.5)
+''')
+        assert replies_in(lines) == [] and "NO-MORE-REPLIES" in lines
+    finally:
+        srv.stop()
+
+
+def test_png_shown_at_the_cursor_and_the_cursor_moves_past_it(server: ServerProcess) -> None:
+    pane = focused(server)
+    lines = run(server, pane, r'''
+sys.stdout.write("\x1b[2J\x1b[5;3H"); sys.stdout.flush()
+send("a=T,f=100,i=5,c=4,r=3", PNG)
+sys.stdout.write("X\r\n"); sys.stdout.flush()
+replies(1)
+'''.replace("PNG", repr(png(2, 1))))
+    assert replies_in(lines) == ["i=5;OK"]
+    assert lines[6][6] == "X"  # cursor was at row 4 (0-based), col 2: down 2, right 4
+    layer = layers(server, pane)["program:5"]
+    assert (layer["format"], layer["image_width"], layer["image_height"], layer["owner"]) \
+        == ("png", 2, 1, "program")
+    assert layer["placement"] == {"viewport_col": 2, "viewport_row": 4, "grid_cols": 4,
+                                  "grid_rows": 3}
+
+
+def test_chunked_compressed_rgba_put_twice_and_deleted(server: ServerProcess) -> None:
+    pane = focused(server)
+    data = rgba(64, 64)
+    run(server, pane, r'''
+sys.stdout.write("\x1b[2J\x1b[H"); sys.stdout.flush()
+chunked("a=t,f=32,s=64,v=64,o=z,i=7,q=1", zlib.compress(DATA))
+apc("a=p,i=7,p=1,C=1,q=1")
+sys.stdout.write("\x1b[10;20H"); sys.stdout.flush()
+apc("a=p,i=7,p=2,c=2,r=2,q=1")
+'''.replace("DATA", repr(data)))
+    found = layers(server, pane)
+    assert set(found) == {"program:7:1", "program:7:2"}
+    assert found["program:7:1"]["bytes"] == len(data) == 64 * 64 * 4
+    assert found["program:7:1"]["placement"]["viewport_row"] == 0
+    assert found["program:7:2"]["placement"] == {"viewport_col": 19, "viewport_row": 9,
+                                                 "grid_cols": 2, "grid_rows": 2}
+    run(server, pane, 'apc("a=d,d=i,i=7,p=1")')
+    assert set(layers(server, pane)) == {"program:7:2"}
+    lines = run(server, pane, r'''
+apc("a=d,d=I,i=7")
+apc("a=p,i=7,p=3")
+replies(1)
+''')
+    assert layers(server, pane) == {}
+    assert replies_in(lines) == ["i=7,p=3;ENOENT:no image with id 7"]  # its data went too
+
+
+def test_clearing_the_screen_removes_program_images(server: ServerProcess) -> None:
+    pane = focused(server)
+    run(server, pane, 'send("a=T,f=24,s=1,v=1,i=3,q=1", b"abc")')
+    assert "program:3" in layers(server, pane)
+    run(server, pane, 'sys.stdout.write("\\x1b[2J"); sys.stdout.flush()')
+    assert layers(server, pane) == {}
+    # Still stored: placed again on the alternate screen, until the program leaves it.
+    run(server, pane, r'''
+sys.stdout.write("\x1b[?1049h"); sys.stdout.flush()
+apc("a=p,i=3,q=1")
+''')
+    assert "program:3" in layers(server, pane)
+    run(server, pane, 'sys.stdout.write("\\x1b[?1049l"); sys.stdout.flush()')
+    assert layers(server, pane) == {}
+
+
+def test_images_move_up_as_the_screen_scrolls_and_go_once_off(server: ServerProcess) -> None:
+    pane = focused(server)
+    run(server, pane, r'''
+sys.stdout.write("\n" * 30); sys.stdout.flush()
+sys.stdout.write("\x1b[20;1H"); sys.stdout.flush()
+send("a=T,f=24,s=1,v=1,i=4,r=2,C=1,q=1", b"abc")
+sys.stdout.write("\x1b[24;1H" + "\n" * 5); sys.stdout.flush()
+''')
+    # Placed on row 19; five lines scrolled, then the script's DONE line and the prompt.
+    row = layers(server, pane)["program:4"]["placement"]["viewport_row"]
+    assert 10 <= row <= 14
+    run(server, pane, 'sys.stdout.write("\\n" * 30); sys.stdout.flush()')
+    assert layers(server, pane) == {}
+
+
+def test_limits_and_malformed_commands_answer_errors(server: ServerProcess) -> None:
+    pane = focused(server)
+    lines = run(server, pane, r'''
+for i in range(1, 17):
+    send(f"a=T,f=24,s=1,v=1,i={100 + i},C=1,q=1", b"abc")
+apc("a=T,f=24,s=1,v=1,i=200", b"not*base64")
+apc("a=T,f=24,s=1,v=1,i=201,K=1", b"AAAA")
+apc("a=T,f=100,i=202", base64.b64encode(b"not a png at all, really not"))
+apc("a=T,f=24,s=1,v=1,i=203,o=z", base64.b64encode(b"garbage"))
+apc("a=p,I=9")
+apc("a=T,f=24,s=1,v=1,i=117", b"AAAA")
+replies(6)
+os.write(1, b"\x1b_Ga=T,f=24,s=1,v=1,i=204;AAAA")  # never terminated: ends at the newline
+print("\nSTILL-SHOWN")
+''')
+    assert replies_in(lines) == [
+        "i=200;EINVAL:the payload is not valid base64",
+        "i=201;EINVAL:unknown control key 'K'",
+        "i=202;EBADPNG:not a PNG image",
+        "i=203;EINVAL:the zlib data is corrupt",
+        "I=9;ENOENT:no image with number 9",
+        "i=117;ENOSPC:pane " + pane + " already has 16 layers",
+    ]
+    assert any(line.startswith("STILL-SHOWN") for line in lines)
+    assert len(layers(server, pane)) == 16
+    assert server.call("ping")["type"] == "pong"
+
+
+def test_attached_kitty_client_draws_program_images(server: ServerProcess) -> None:
+    pane = focused(server)
+    term = Terminal(server, kitty=True)
+    try:
+        term.until(lambda: term.answered)
+        wait_until(lambda: server.call("pane.graphics.info", {"pane_id": pane}), timeout=20)
+        data = rgba(4, 4)
+        run(server, pane, f'send("a=T,f=32,s=4,v=4,i=9,q=1", {data!r})')
+        term.until(lambda: any(k.get("a") == "T" for k, _ in term.apcs()))
+        drawn = next(k for k, _ in term.apcs() if k.get("a") == "T")
+        assert image_bytes(term.apcs(), drawn["i"]) == data
+        run(server, pane, 'apc("a=d,d=a")')
+        term.until(lambda: any(k.get("a") == "d" and k.get("i") == drawn["i"]
+                               for k, _ in term.apcs()))
+    finally:
+        term.close()
+
+
+def test_scanner_finds_sequences_split_across_reads() -> None:
+    from cmux_core.graphics.kitty_apc import OutputScanner, reply
+    assert reply(31, 0, 0, "OK") == b"\x1b_Gi=31;OK\x1b\\"
+    scanner = OutputScanner(max_command=16)
+    stream = b"ab\x1b_Ga=T;AA\x1b" + b"\\cd\x1b[2" + b"Jx\x1b_G" + b"A" * 40 + b"\x1b\\y"
+    pieces: list[tuple[str, bytes]] = []
+    for chunk in (stream[:9], stream[9:14], stream[14:20], stream[20:]):
+        for piece in scanner.scan(chunk):
+            if pieces and piece.kind == pieces[-1][0] == "text":  # text may come in parts
+                pieces[-1] = ("text", pieces[-1][1] + piece.data)
+            else:
+                pieces.append((piece.kind, piece.data))
+    assert pieces == [
+        ("text", b"ab"), ("command", b"a=T;AA"), ("text", b"cd\x1b[2J"), ("clear", b""),
+        ("text", b"x"), ("too_large", b""), ("text", b"y")]
