@@ -82,3 +82,60 @@ def test_layout_surfaces_keep_their_env(place: Place) -> None:
                                           "text": "echo got-$RESTORE_MARK-end\r"})
         wait_until(lambda s=surface_id, m=mark: shows(second, s, f"got-{m}-end"), 15,
                    message=f"{mark} surface's env")
+
+
+def layout_of(server: ServerProcess) -> dict[str, Any]:
+    """Every pane's id, UUID, ref and surfaces (UUID, ref), and the windows' workspaces."""
+    panes = {p["pane_id"]: (p["uuid"], p["ref"],
+                            [(s["id"], s["ref"]) for s in surfaces(server, p["pane_id"])])
+             for p in server.call("pane.list")["panes"]}
+    windows = [(w["ref"], w["workspace_count"], w["selected_workspace_ref"])
+               for w in server.call("window.list")["windows"]]
+    return {"panes": panes, "windows": windows}
+
+
+def test_moved_panes_keep_their_ids_and_old_ids_after_a_restart(place: Place) -> None:
+    first = place.start()
+    call = first.call
+    call("pane.split", {"pane_id": "w1:p1", "direction": "right"})  # w1:p2
+    call("workspace.create", {"label": "two"})  # w2
+    moved = call("pane.move", {"pane_id": "w1:p2", "destination": {
+        "type": "new_tab", "workspace_id": "w2"}})["move_result"]["pane"]
+    assert moved["pane_id"] == "w2:p2"
+    # A surface moved into another pane, broken out into a workspace (w3) and joined back.
+    extra = call("surface.create", {"pane_id": "w1:p1"})["surface_id"]
+    call("surface.move", {"surface_id": extra, "pane_id": "w2:p1"})
+    broken = call("pane.break", {"surface_id": extra})
+    third = call("surface.create", {"pane_id": "w1:p1"})["surface_id"]
+    call("pane.join", {"surface_id": third, "target_pane_id": "w2:p1"})
+    # A workspace moved to another window (made with its own workspace, w4).
+    call("window.create", {})
+    window_2 = call("window.list")["windows"][1]["id"]
+    call("workspace.move_to_window", {"workspace_id": "w2", "window_id": window_2})
+    # The last workspace (w5) closes when its one pane moves out.
+    call("workspace.create", {"label": "five"})
+    emptied = call("pane.move", {"pane_id": "w5:p1", "destination": {
+        "type": "tab", "tab_id": "w1:t1", "split": "down"}})["move_result"]
+    assert emptied["closed_workspace_id"] == "w5"
+    from_w5 = emptied["pane"]["pane_id"]
+    # The last pane made is closed: its ref is never handed out again.
+    closed = call("pane.split", {"pane_id": "w1:p1", "direction": "down"})["pane"]
+    call("pane.close", {"pane_id": closed["pane_id"]})
+    before = layout_of(first)
+    old_ids = {"w1:p2": moved["uuid"], "w5:p1": emptied["pane"]["uuid"]}
+    assert {old: call("pane.get", {"pane_id": old})["pane"]["uuid"]
+            for old in old_ids} == old_ids
+    assert first.stop() == 0
+
+    second = place.start()
+    assert layout_of(second) == before
+    assert broken["pane_ref"] in {ref for _, ref, _ in before["panes"].values()}
+    # The old ids still name the moved panes.
+    assert {old: second.call("pane.get", {"pane_id": old})["pane"]["uuid"]
+            for old in old_ids} == old_ids
+    # No id or ref is handed out twice: not w5, not the closed pane's ref.
+    fresh = second.call("workspace.create", {"label": "six"})
+    assert fresh["workspace"]["workspace_id"] == "w6"
+    split = second.call("pane.split", {"pane_id": "w1:p1", "direction": "down"})["pane"]
+    assert int(split["ref"].split(":")[1]) > int(closed["ref"].split(":")[1])
+    assert second.call("pane.get", {"pane_id": "w5:p1"})["pane"]["pane_id"] == from_w5
