@@ -218,6 +218,7 @@ def test_frames_that_cannot_be_leased_are_refused_and_change_nothing(
         outside = write_rgba(tmp_path / "outside.rgba", 2, 2)
         (folder / "link-out.rgba").symlink_to(outside)
         (folder / "link-in.rgba").symlink_to(good)
+        (folder / "away").symlink_to(tmp_path, target_is_directory=True)
         (folder / "sub").mkdir()
         (folder / "sub.rgba").mkdir()
         write_rgba(folder / "short.rgba", 2, 1)
@@ -227,6 +228,7 @@ def test_frames_that_cannot_be_leased_are_refused_and_change_nothing(
             "relative": "good.rgba",
             "symlink out": str(folder / "link-out.rgba"),
             "symlink in": str(folder / "link-in.rgba"),
+            "through a symlinked folder": str(folder / "away" / "outside.rgba"),
             "wrong size": str(folder / "short.rgba"),
             "a directory": str(folder / "sub.rgba"),
             "missing": str(folder / "missing.rgba"),
