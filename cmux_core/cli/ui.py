@@ -23,12 +23,16 @@ import argparse
 import asyncio
 import contextlib
 import json
+import re
 import subprocess
 import sys
+import termios
 import time
+import tty
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from cmux_core.cli import kitty
 from cmux_core.cli.common import AddCommon
 from cmux_core.client import AsyncClient, Client
 from cmux_core.config import socket_path
@@ -152,20 +156,150 @@ class Fragments:
         return out
 
 
+class PaneGraphics:
+    """The shown pane's graphics layers as kitty images over the pane area.
+
+    :meth:`frame` takes the server's ``graphics``/``graphics_clear`` frames; :meth:`draw`,
+    called after each screen the ui draws, sends what changed: an image's data once per
+    revision (:func:`~cmux_core.cli.kitty.store`), then its placement over the area, cropped
+    to it (:func:`~cmux_core.cli.kitty.fit`), again only when the area or the placement
+    moved; a layer wholly outside the area is hidden. :meth:`forget` deletes every image.
+    """
+
+    def __init__(self, write: Callable[[bytes], None], cell: tuple[int, int]) -> None:
+        self.write = write
+        self.cell = cell
+        self._layers: dict[str, tuple[dict[str, Any], bytes]] = {}
+        self._ids: dict[str, int] = {}
+        self._stored: set[str] = set()
+        """Layers whose latest image the terminal holds."""
+        self._placed: dict[str, kitty.Placement | None] = {}
+        self._gone: list[int] = []
+
+    def frame(self, header: dict[str, Any], payload: bytes) -> None:
+        layer = str(header.get("layer_id"))
+        if header.get("frame") == "graphics":
+            self._ids.setdefault(layer, kitty.FIRST_ID + len(self._ids))
+            self._layers[layer] = (header, payload)
+            self._stored.discard(layer)
+        elif layer in self._layers:
+            del self._layers[layer]
+            self._stored.discard(layer)
+            self._placed.pop(layer, None)
+            self._gone.append(self._ids[layer])
+
+    def draw(self, area: tuple[int, int, int, int] | None) -> None:
+        """Bring the terminal's images up to date for the pane area ``area`` (screen column,
+        row, width, height; None: not on screen)."""
+        out = [kitty.delete(image_id) for image_id in self._gone]
+        self._gone.clear()
+        for layer, (header, payload) in self._layers.items():
+            image_id = self._ids[layer]
+            if layer not in self._stored:
+                out.append(kitty.store(image_id, header, payload))
+                self._stored.add(layer)
+                self._placed.pop(layer, None)
+            where = None if area is None else kitty.fit(header, self.cell, area)
+            if layer in self._placed and self._placed[layer] == where:
+                continue
+            if where is not None:
+                out.append(kitty.place(image_id, where))
+            elif self._placed.get(layer) is not None:
+                out.append(kitty.hide(image_id))
+            self._placed[layer] = where
+        if out:
+            self.write(b"".join(out))
+
+    def forget(self) -> None:
+        """Delete every image from the terminal (the ui leaves the screen); the layers are
+        kept, so the next :meth:`draw` shows them again."""
+        if self._ids:
+            self.write(b"".join(kitty.delete(image_id) for image_id in self._ids.values()))
+        self._stored.clear()
+        self._placed.clear()
+        self._gone.clear()
+
+    def reset(self) -> None:
+        """Delete every image and forget the layers (another pane is shown)."""
+        self.forget()
+        self._layers.clear()
+        self._ids.clear()
+
+
+_SGR_MOUSE = re.compile(r"\x1b\[<(\d+);(\d+);(\d+)([Mm])")
+
+
+def outer_modes(modes: Mapping[str, Any]) -> tuple[bool, bool, int]:
+    """What the ui's terminal is switched to while keys go to a pane whose program set
+    ``modes``: application cursor keys, application keypad, mouse tracking (0: off)."""
+    return (bool(modes.get("app_cursor")), bool(modes.get("app_keypad")),
+            int(modes.get("mouse_tracking") or 0))
+
+
+def switch_modes(new: tuple[bool, bool, int], old: tuple[bool, bool, int]) -> bytes:
+    """Sequences that take a terminal from ``old`` to ``new`` (see :func:`outer_modes`).
+    Mouse reports are asked for in SGR form, whatever the program wants: the ui moves them
+    into the pane's coordinates and encodes them again (:func:`mouse_for_pane`)."""
+    out = b""
+    if new[0] != old[0]:
+        out += b"\x1b[?1h" if new[0] else b"\x1b[?1l"
+    if new[1] != old[1]:
+        out += b"\x1b=" if new[1] else b"\x1b>"
+    if new[2] != old[2]:
+        if old[2]:
+            out += f"\x1b[?{old[2]}l\x1b[?1006l".encode()
+        if new[2]:
+            out += f"\x1b[?{new[2]}h\x1b[?1006h".encode()
+    return out
+
+
+def mouse_for_pane(report: str, area: tuple[int, int, int, int],
+                   modes: Mapping[str, Any]) -> str | None:
+    """The mouse ``report`` the terminal sent (SGR or X10 form, screen cells) as the pane's
+    program expects it: in the pane area's cells, SGR or X10 as it asked; None when it
+    happened outside the area or cannot be encoded."""
+    found = _SGR_MOUSE.fullmatch(report)
+    if found is not None:
+        button, x, y = int(found[1]), int(found[2]), int(found[3])
+        release = found[4] == "m"
+    elif report.startswith("\x1b[M") and len(report) == 6:
+        button, x, y = (ord(c) - 32 for c in report[3:])
+        release = button & 3 == 3 and not button & 64
+    else:
+        return None
+    left, top, width, height = area
+    x, y = x - left, y - top
+    if not (1 <= x <= width and 1 <= y <= height):
+        return None
+    if modes.get("mouse_sgr"):
+        return f"\x1b[<{button};{x};{y}{'m' if release else 'M'}"
+    if release:
+        button = button & ~3 | 3
+    if max(button, x, y) > 223:
+        return None
+    return "\x1b[M" + "".join(chr(32 + n) for n in (button, x, y))
+
+
 class PanePreview:
     """One pane's rows, kept current through a ``pane.attach`` connection (rows frames).
 
     :meth:`show` switches to another pane (closing the previous connection);
-    ``on_change`` is called on the loop after every frame.
+    ``on_change`` is called on the loop after every frame. With ``graphics`` (the terminal
+    draws kitty images), the connection also asks for the pane's graphics layers
+    (``attach.graphics`` with the terminal's cell size) and gives their frames to it.
     """
 
-    def __init__(self, path: str, on_change: Callable[[], None]) -> None:
+    def __init__(self, path: str, on_change: Callable[[], None],
+                 graphics: PaneGraphics | None = None) -> None:
         self.path = path
         self.on_change = on_change
+        self.graphics = graphics
         self.pane_id: str | None = None
         self.rows: list[str] = []
         self.title: str | None = None
         self.bracketed_paste = False
+        self.modes: dict[str, Any] = {}
+        """The input modes the pane's program set (a rows frame's ``modes``)."""
         self.ended: str | None = None
         self.size = (0, 0)
         self._writer: asyncio.StreamWriter | None = None
@@ -177,7 +311,10 @@ class PanePreview:
             return
         await self.close()
         self.pane_id, self.rows, self.title, self.ended = pane_id, [], None, None
+        self.modes = {}
         self.size = (columns, lines)
+        if self.graphics is not None:
+            self.graphics.reset()
         if pane_id is None:
             return
         client = Client(self.path, timeout=10)
@@ -192,6 +329,11 @@ class PanePreview:
         sock, pending = client.take_connection()
         reader, writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 24)
         self._writer = writer
+        if self.graphics is not None:
+            cell_w, cell_h = self.graphics.cell
+            writer.write(json.dumps({"id": "ui-graphics", "method": "attach.graphics",
+                                     "params": {"cell_width_px": cell_w,
+                                                "cell_height_px": cell_h}}).encode() + b"\n")
         self._task = asyncio.create_task(self._follow(reader, pending))
 
     async def resize(self, columns: int, lines: int) -> None:
@@ -223,27 +365,38 @@ class PanePreview:
             self._writer = None
 
     async def _follow(self, reader: asyncio.StreamReader, pending: bytes) -> None:
-        buffered = pending.split(b"\n")
-        tail = buffered.pop()
+        # Frames: a header line, then ``length`` bytes when it says so. What came with the
+        # reply (``pending``) is read before the connection.
+        buf = bytearray(pending)
+
+        async def more() -> bool:
+            chunk = await reader.read(1 << 16)
+            buf.extend(chunk)
+            return bool(chunk)
+
         try:
-            for line in buffered:
-                self._apply(line)
-            first = True
             while self.ended is None:
-                line = await reader.readline()
-                if first:
-                    line, first = tail + line, False
-                if not line:
-                    self.ended = "the server closed the connection"
-                    break
-                self._apply(line)
+                while (end := buf.find(b"\n")) < 0:
+                    if not await more():
+                        self.ended = "the server closed the connection"
+                        return
+                line = bytes(buf[:end])
+                del buf[:end + 1]
+                if not line.strip():
+                    continue
+                header = json.loads(line)
+                length = int(header.get("length", 0)) if "frame" in header else 0
+                while len(buf) < length:
+                    if not await more():
+                        self.ended = "the server closed the connection"
+                        return
+                payload = bytes(buf[:length])
+                del buf[:length]
+                self._apply(header, payload)
         finally:
             self.on_change()
 
-    def _apply(self, line: bytes) -> None:
-        if not line.strip():
-            return
-        header = json.loads(line)
+    def _apply(self, header: dict[str, Any], payload: bytes) -> None:
         kind = header.get("frame")
         if kind == "rows":
             lines = int(header["lines"])
@@ -253,7 +406,12 @@ class PanePreview:
                 self.rows[index] = text
             self.title = header.get("title")
             self.bracketed_paste = bool(header.get("bracketed_paste"))
+            self.modes = dict(header.get("modes") or {})
             self.on_change()
+        elif kind in ("graphics", "graphics_clear"):
+            if self.graphics is not None:
+                self.graphics.frame(header, payload)
+                self.on_change()
         elif kind == "end":
             self.ended = str(header.get("reason"))
 
@@ -263,7 +421,10 @@ class Ui:
     preview connection, one prompt_toolkit application."""
 
     def __init__(self, path: str, view: bool | str, params: dict[str, Any] | None, *,
-                 sidebar_width: int = SIDEBAR_WIDTH) -> None:
+                 sidebar_width: int = SIDEBAR_WIDTH,
+                 cell: tuple[int, int] | None = None) -> None:
+        """``cell``: the terminal's cell size in pixels when it draws kitty graphics (the
+        shown pane's layers are then drawn over it); None: no graphics."""
         from prompt_toolkit.application import Application  # see the module docstring
 
         self.path = path
@@ -277,10 +438,15 @@ class Ui:
         self.notice = ""
         self.stale = asyncio.Event()
         self.requests = AsyncClient(path)
-        self.preview = PanePreview(path, self._preview_changed)
+        self.graphics = None if cell is None else PaneGraphics(self._write, cell)
+        self.preview = PanePreview(path, self._preview_changed, self.graphics)
         self.app: Application[int] = Application(
             layout=self._layout(), key_bindings=self._keys(), full_screen=True,
-            mouse_support=False, refresh_interval=None, min_redraw_interval=MIN_REDRAW_S)
+            mouse_support=False, refresh_interval=None, min_redraw_interval=MIN_REDRAW_S,
+            after_render=self._after_render)
+        self._outer = outer_modes({})
+        self._typed: list[str] = []
+        """The modes this ui switched its terminal to for the pane it types into."""
         self._sidebar_key: tuple[object, ...] = ()
         self._sidebar_lines: StyleAndTextTuples = []
         self.fragments = Fragments()
@@ -298,11 +464,12 @@ class Ui:
         fill = Dimension(min=1, preferred=10_000)
         sidebar = Window(FormattedTextControl(self._sidebar_text), width=Dimension.exact(
             self.sidebar_width), height=fill, wrap_lines=False)
+        self._pane_window = Window(FormattedTextControl(self._pane_text), height=fill,
+                                   width=fill, wrap_lines=False)
         pane = HSplit([
             Window(FormattedTextControl(self._pane_heading), height=1, width=fill,
                    style="reverse"),
-            Window(FormattedTextControl(self._pane_text), height=fill, width=fill,
-                   wrap_lines=False),
+            self._pane_window,
         ])
         return Layout(HSplit([
             VSplit([sidebar, Window(width=1, char="│", style="fg:#666666"), pane]),
@@ -346,7 +513,61 @@ class Ui:
     def _preview_changed(self) -> None:
         if self.preview.ended == "pane_closed":
             self.stale.set()
+        if self.typing:
+            self._sync_modes()
         self.app.invalidate()
+
+    def _area(self) -> tuple[int, int, int, int] | None:
+        """Where the pane is on the screen as last drawn (column, row, width, height: the
+        pane area, down to the pane's own size), or None."""
+        screen = self.app.renderer.last_rendered_screen
+        at = None if screen is None else screen.visible_windows_to_write_positions.get(
+            self._pane_window)
+        if at is None:
+            return None
+        columns, lines = self.preview.size
+        if self.preview.rows:
+            lines = min(lines, len(self.preview.rows))
+        return at.xpos, at.ypos, min(at.width, columns), min(at.height, lines)
+
+    def _after_render(self, _app: object) -> None:
+        if self.graphics is not None:
+            self.graphics.draw(self._area() if self.preview.ended is None else None)
+
+    def _write(self, data: bytes) -> None:
+        """Write ``data`` to the terminal beside prompt_toolkit's own output (the
+        sequences keep the cursor where it was)."""
+        output = self.app.output
+        output.write_raw(data.decode("latin-1"))
+        output.flush()
+
+    def _sync_modes(self) -> None:
+        """Switch the terminal to the modes of the pane's program while keys go to it, and
+        back when they do not, so arrows, keypad and mouse send what the program expects."""
+        wanted = outer_modes(self.preview.modes if self.typing else {})
+        if wanted != self._outer:
+            self._write(switch_modes(wanted, self._outer))
+            self._outer = wanted
+
+    def _type(self, data: str) -> None:
+        """Send ``data`` to the shown pane with the other keys of the same read: a
+        sequence prompt_toolkit splits into keys (an unknown one like keypad ``ESC O p``)
+        reaches the program in one piece."""
+        if not self._typed:
+            asyncio.get_running_loop().call_soon(self._send_typed)
+        self._typed.append(data)
+
+    def _send_typed(self) -> None:
+        data, self._typed = "".join(self._typed), []
+        self.app.create_background_task(self.preview.type(data))
+
+    def _leave(self, code: int) -> None:
+        """End the ui: its images deleted and the terminal's modes back first."""
+        self.typing = False
+        self._sync_modes()
+        if self.graphics is not None:
+            self.graphics.forget()
+        self.app.exit(result=code)
 
     # -- keys --------------------------------------------------------------------------
 
@@ -367,19 +588,27 @@ class Ui:
         @kb.add("c-\\", filter=typing)
         def _stop_typing(event: KeyPressEvent) -> None:
             self.typing = False
+            self._sync_modes()
             self.app.invalidate()
+
+        @kb.add(Keys.Vt100MouseEvent, filter=typing)
+        def _mouse(event: KeyPressEvent) -> None:
+            area = self._area()
+            report = None if area is None else mouse_for_pane(
+                event.data, area, self.preview.modes)
+            if report is not None:
+                self._type(report)
 
         @kb.add(Keys.BracketedPaste, filter=typing)
         def _paste(event: KeyPressEvent) -> None:
             data = event.data
             if self.preview.bracketed_paste:
                 data = f"\x1b[200~{data}\x1b[201~"
-            event.app.create_background_task(self.preview.type(data))
+            self._type(data)
 
         @kb.add(Keys.Any, filter=typing)
-        def _type(event: KeyPressEvent) -> None:
-            data = "".join(press.data for press in event.key_sequence)
-            event.app.create_background_task(self.preview.type(data))
+        def _key(event: KeyPressEvent) -> None:
+            self._type("".join(press.data for press in event.key_sequence))
 
         return merge_key_bindings([kb, ConditionalKeyBindings(self._sidebar_keys(), ~typing)])
 
@@ -392,12 +621,13 @@ class Ui:
         def _start_typing(event: KeyPressEvent) -> None:
             if self.shown is not None and self.preview.ended is None:
                 self.typing = True
+                self._sync_modes()
                 self.app.invalidate()
 
         @sidebar.add("q")
         @sidebar.add("c-c")
         def _quit(event: KeyPressEvent) -> None:
-            event.app.exit(result=0)
+            self._leave(0)
 
         @sidebar.add("j")
         @sidebar.add("down")
@@ -482,6 +712,8 @@ class Ui:
         if self.shown is None:
             return
         argv = [sys.executable, "-m", "cmux_core", "attach", self.shown, "--socket", self.path]
+        if self.graphics is not None:
+            self.graphics.forget()  # drawn again after the next screen
         await run_in_terminal(lambda: subprocess.call(argv), in_executor=True)
         self.stale.set()
 
@@ -558,7 +790,20 @@ class Ui:
     def _gone(self) -> None:
         self.notice = "the cmux server went away"
         if self.app.is_running:
-            self.app.exit(result=1)
+            self._leave(1)
+
+
+def graphics_cell(in_fd: int, out_fd: int) -> tuple[int, int] | None:
+    """The terminal's cell size in pixels when it answers the kitty graphics query (asked
+    as ``cmux attach`` asks it) and the size is known; else None: no graphics. Keys typed
+    during the query are dropped."""
+    saved = termios.tcgetattr(in_fd)
+    try:
+        tty.setraw(in_fd, termios.TCSANOW)
+        found = kitty.probe(in_fd, out_fd)
+    finally:
+        termios.tcsetattr(in_fd, termios.TCSAFLUSH, saved)
+    return found.cell if found.graphics else None
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
@@ -575,7 +820,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
         params.setdefault("source", "cli")
     view: bool | str = True if params is not None else (args.client or DEFAULT_CLIENT)
     path = str(socket_path(args.socket, args.session))
-    ui = Ui(path, view, params, sidebar_width=args.sidebar_width)
+    ui = Ui(path, view, params, sidebar_width=args.sidebar_width,
+            cell=graphics_cell(sys.stdin.fileno(), sys.stdout.fileno()))
     code = asyncio.run(ui.run())
     if code and ui.notice:
         print(ui.notice, file=sys.stderr)
