@@ -27,23 +27,9 @@ per-source presentation: title, display agent, custom status, state labels) is a
 here, for panes and workspaces, with the stores and rules of :mod:`cmux_core.agents.metadata`;
 TTLs expire on time and each expiry is published.
 
-Readiness of a managed launch (a terminal ``agent.start`` named, :class:`Launch`):
-
-* ``launch_pending`` from the start until the agent is identified (process detection or
-  a hook report naming it) *and* a real observation of its state exists that is not
-  ``unknown``: any hook-set state, or a screen state once :data:`LAUNCH_SETTLE_S` have
-  passed since identification. Detection leaves an identified agent ``unknown`` until
-  a rule of its manifest matches its screen, which it first looks at after its startup
-  grace (shorter than the settle), republishing only what differs; so from the settle on,
-  the last screen report is what the screen really shows.
-* ``interactive_ready`` once that observed state is ``idle`` (``done`` included) or
-  ``blocked``: the agent is drawn and waiting for input (a prompt box or a question).
-  It stays set while the agent runs, even when it goes on to work. A launch that settles
-  ``working`` is no longer pending and becomes ready at its first idle or blocked state.
-* The launch is forgotten (neither flag, the terminal is treated like any other) when
-  its process exits, the agent is lost after being identified, the name is cleared, or
-  its deadline passes while still pending (``agent.start`` ``timeout_ms``, default 30 s;
-  never before the settle of an identified agent).
+A terminal ``agent.start`` named is followed until its agent is ready (``launch_pending``,
+``interactive_ready``) by the rules of :mod:`cmux_core.agents.launch`. The record kept per
+pane is :mod:`cmux_core.agents.record`'s.
 
 Events (typed, :mod:`cmux_core.agents.events`): ``pane_agent_detected`` (effective agent
 changed, or a release), ``pane_agent_status_changed`` (status or presentation changed),
@@ -59,7 +45,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from cmux_core.agents.authority import (
@@ -79,6 +65,7 @@ from cmux_core.agents.events import (
     PaneAgentStatusChanged,
     WorkspaceMetadataUpdated,
 )
+from cmux_core.agents.launch import LAUNCH_SETTLE_S, LAUNCH_TIMEOUT_S, Launch
 from cmux_core.agents.metadata import (
     MAX_SEQUENCED_TOKEN_SOURCES,
     MAX_TOKENS,
@@ -90,6 +77,13 @@ from cmux_core.agents.metadata import (
     Token,
     deadline_after,
     effective_presentation,
+)
+from cmux_core.agents.record import (
+    ATTENTION,
+    AgentRecord,
+    AgentState,
+    AgentStatus,
+    StatusSource,
 )
 from cmux_core.errors import CmuxError
 from cmux_core.events import Event, EventHub
@@ -105,81 +99,8 @@ __all__ = [
     "StatusSource", "Token", "declarations_from",
 ]
 
-AgentState = Literal["idle", "working", "blocked", "unknown"]
-AgentStatus = Literal["idle", "working", "blocked", "done", "unknown"]
-StatusSource = Literal["none", "hook", "screen", "process_exit", "release"]
-
-ATTENTION: dict[str, int] = {"blocked": 4, "done": 3, "working": 2, "idle": 1, "unknown": 0}
-"""Rollup priority: the pane needing the most attention speaks for its tab and workspace."""
-
 REACQUIRE_SUPPRESS_S = 1.0
 """After a release, process detection of the released agent is ignored this long."""
-
-LAUNCH_SETTLE_S = 3.2
-"""Seconds after a started agent is identified before its screen state counts for
-readiness; longer than detection's startup grace (``detect.runtime.STARTUP_GRACE_S``),
-so detection's first real classification has been made and published by then."""
-
-LAUNCH_TIMEOUT_S = 30.0
-"""Default time a managed launch may stay pending (``agent.start`` ``timeout_ms``)."""
-
-
-@dataclass(slots=True)
-class Launch:
-    """Readiness of a terminal started by ``agent.start`` (see the module docstring).
-
-    Times are monotonic seconds; ``settle_at`` is set when the agent is first identified.
-    """
-
-    deadline: float
-    settle_at: float | None = None
-    pending: bool = True
-    ready: bool = False
-
-
-@dataclass(eq=False)
-class AgentRecord:
-    """Agent state of one pane's terminal."""
-
-    detected: str | None = None
-    screen: ScreenReport | None = None
-    name: str | None = None
-    state: AgentState = "unknown"
-    seen: bool = True
-    state_change_seq: int = 0
-    state_agent: str | None = None
-    status_source: StatusSource = "none"
-    status_source_detail: str | None = None
-    status_changed_at: float = 0.0
-    authority: HookAuthority | None = None
-    session: SessionRef | None = None
-    hook_seqs: dict[str, int] = field(default_factory=dict)
-    unsequenced_sources: set[str] = field(default_factory=set)
-    cleared_lifecycle: dict[str, SessionRef | None] = field(default_factory=dict)
-    exited_agent: str | None = None
-    suppressed: dict[str, float] = field(default_factory=dict)
-    metadata: MetadataStore = field(default_factory=MetadataStore)
-    presentation: dict[str, PresentationEntry] = field(default_factory=dict)
-    launch: Launch | None = None
-    authority_recheck: float | None = None
-    """When the authority's state may next change on its own (a TTL, a confirmation)."""
-
-    @property
-    def status(self) -> AgentStatus:
-        if self.state == "idle" and not self.seen:
-            return "done"
-        return self.state
-
-    def accept_hook_seq(self, source: str, seq: int | None) -> bool:
-        """Hook ordering per source: sequenced reports must increase; once a source has
-        sent one, its unsequenced reports are ignored. Records the accepted seq."""
-        last = self.hook_seqs.get(source)
-        if seq is None:
-            return last is None
-        if last is not None and seq <= last:
-            return False
-        self.hook_seqs[source] = seq
-        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -484,7 +405,7 @@ class AgentTracker:
 
     def begin_launch(self, pane: Pane, name: str, timeout_s: float = LAUNCH_TIMEOUT_S) -> None:
         """``agent.start`` named ``pane``'s terminal: set the name and follow the launch
-        until it is ready (``launch_pending`` now; see the module docstring)."""
+        until it is ready (``launch_pending`` now; see :mod:`cmux_core.agents.launch`)."""
         rec = self.record(pane)
         before = self._snapshot(pane, rec)
         rec.name = name
@@ -743,38 +664,18 @@ class AgentTracker:
     # -- managed launches -------------------------------------------------------------------
 
     def _settle_launch(self, pane: Pane, rec: AgentRecord) -> None:
-        """Advance ``rec.launch`` by the rules of the module docstring and arm its timer
-        (the settle, or the deadline while pending)."""
+        """Advance ``rec.launch`` (:meth:`Launch.advance`) and arm its timer, or forget it."""
         launch = rec.launch
         if launch is None:
             return
-        now = time.monotonic()
-        if pane.terminal.exited or rec.exited_agent is not None or not self.is_agent(pane):
+        gone = pane.terminal.exited or rec.exited_agent is not None or not self.is_agent(pane)
+        due = launch.advance(time.monotonic(), gone=gone,
+                             identified=self.effective_agent(pane) is not None,
+                             state=rec.state, status_source=rec.status_source)
+        if due is None:
             self._end_launch(pane, rec)
-            return
-        if launch.ready:
-            return
-        if self.effective_agent(pane) is None:
-            if launch.settle_at is not None or now >= launch.deadline:
-                self._end_launch(pane, rec)
-                return
         else:
-            if launch.settle_at is None:
-                launch.settle_at = now + LAUNCH_SETTLE_S
-                launch.deadline = max(launch.deadline, launch.settle_at)
-            observed = rec.state != "unknown" and (
-                rec.status_source == "hook"
-                or (rec.status_source == "screen" and now >= launch.settle_at))
-            if observed:
-                launch.pending = False
-                launch.ready = rec.state in ("idle", "blocked")
-            elif launch.pending and now >= launch.deadline:
-                self._end_launch(pane, rec)
-                return
-        due = [t for t in (launch.settle_at,) if t is not None and t > now]
-        if launch.pending:
-            due.append(launch.deadline)
-        self._launch_timers.arm(pane.key, [] if launch.ready else due)
+            self._launch_timers.arm(pane.key, due)
 
     def _end_launch(self, pane: Pane, rec: AgentRecord) -> None:
         rec.launch = None

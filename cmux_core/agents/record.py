@@ -1,0 +1,69 @@
+"""What the tracker keeps for one pane's terminal: its :class:`AgentRecord`, and the state words.
+
+The record is plain data, created and changed only by
+:class:`~cmux_core.agents.tracker.AgentTracker` on the event loop; the rules that move it are
+the tracker's and :mod:`cmux_core.agents.authority`'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from cmux_core.agents.authority import HookAuthority, ScreenReport, SessionRef
+from cmux_core.agents.launch import Launch
+from cmux_core.agents.metadata import MetadataStore, PresentationEntry
+
+__all__ = ["ATTENTION", "AgentRecord", "AgentState", "AgentStatus", "StatusSource"]
+
+AgentState = Literal["idle", "working", "blocked", "unknown"]
+AgentStatus = Literal["idle", "working", "blocked", "done", "unknown"]
+StatusSource = Literal["none", "hook", "screen", "process_exit", "release"]
+
+ATTENTION: dict[str, int] = {"blocked": 4, "done": 3, "working": 2, "idle": 1, "unknown": 0}
+"""Rollup priority: the pane needing the most attention speaks for its tab and workspace."""
+
+
+@dataclass(eq=False)
+class AgentRecord:
+    """Agent state of one pane's terminal."""
+
+    detected: str | None = None
+    screen: ScreenReport | None = None
+    name: str | None = None
+    state: AgentState = "unknown"
+    seen: bool = True
+    state_change_seq: int = 0
+    state_agent: str | None = None
+    status_source: StatusSource = "none"
+    status_source_detail: str | None = None
+    status_changed_at: float = 0.0
+    authority: HookAuthority | None = None
+    session: SessionRef | None = None
+    hook_seqs: dict[str, int] = field(default_factory=dict)
+    unsequenced_sources: set[str] = field(default_factory=set)
+    cleared_lifecycle: dict[str, SessionRef | None] = field(default_factory=dict)
+    exited_agent: str | None = None
+    suppressed: dict[str, float] = field(default_factory=dict)
+    metadata: MetadataStore = field(default_factory=MetadataStore)
+    presentation: dict[str, PresentationEntry] = field(default_factory=dict)
+    launch: Launch | None = None
+    authority_recheck: float | None = None
+    """When the authority's state may next change on its own (a TTL, a confirmation)."""
+
+    @property
+    def status(self) -> AgentStatus:
+        if self.state == "idle" and not self.seen:
+            return "done"
+        return self.state
+
+    def accept_hook_seq(self, source: str, seq: int | None) -> bool:
+        """Hook ordering per source: sequenced reports must increase; once a source has
+        sent one, its unsequenced reports are ignored. Records the accepted seq."""
+        last = self.hook_seqs.get(source)
+        if seq is None:
+            return last is None
+        if last is not None and seq <= last:
+            return False
+        self.hook_seqs[source] = seq
+        return True
