@@ -139,3 +139,43 @@ def test_moved_panes_keep_their_ids_and_old_ids_after_a_restart(place: Place) ->
     split = second.call("pane.split", {"pane_id": "w1:p1", "direction": "down"})["pane"]
     assert int(split["ref"].split(":")[1]) > int(closed["ref"].split(":")[1])
     assert second.call("pane.get", {"pane_id": "w5:p1"})["pane"]["pane_id"] == from_w5
+
+
+def tokens(server: ServerProcess, pane_id: str) -> dict[str, str]:
+    return dict(server.call("pane.get", {"pane_id": pane_id})["pane"].get("tokens", {}))
+
+
+def workspace_tokens(server: ServerProcess, ws_id: str) -> dict[str, str]:
+    found = server.call("workspace.get", {"workspace_id": ws_id})["workspace"]
+    return dict(found.get("tokens", {}))
+
+
+def test_metadata_tokens_come_back_but_not_the_running_tool(place: Place) -> None:
+    first = place.start()
+    call = first.call
+    # What an agent's hooks report mid-turn, and a token of another client's.
+    call("pane.report_metadata", {"pane_id": "w1:p1", "source": "test:hooks", "seq": 1,
+                                  "tokens": {"prompt": "fix the bug", "model": "m-1",
+                                             "tool": "Bash", "tool_input": "make test"}})
+    call("pane.report_metadata", {"pane_id": "w1:p1", "source": "test:ci",
+                                  "tokens": {"branch": "main"}})
+    # One that lasts a while, one that is gone before the stop.
+    call("pane.report_metadata", {"pane_id": "w1:p1", "source": "test:ci",
+                                  "tokens": {"eta": "soon"}, "ttl_ms": 25_000})
+    call("pane.report_metadata", {"pane_id": "w1:p1", "source": "test:ci",
+                                  "tokens": {"blink": "x"}, "ttl_ms": 50})
+    call("workspace.report_metadata", {"workspace_id": "w1", "source": "test:ci",
+                                       "tokens": {"project": "alpha"}})
+    wait_until(lambda: "blink" not in tokens(first, "w1:p1"), message="a token's expiry")
+    assert first.stop() == 0
+
+    second = place.start()
+    assert tokens(second, "w1:p1") == {"prompt": "fix the bug", "model": "m-1",
+                                       "branch": "main", "eta": "soon"}
+    assert workspace_tokens(second, "w1") == {"project": "alpha"}
+    # The expiring token keeps its deadline across the restart.
+    wait_until(lambda: "eta" not in tokens(second, "w1:p1"), 60, message="eta's expiry")
+    # Sequence numbers start afresh: a hook's next report is taken.
+    second.call("pane.report_metadata", {"pane_id": "w1:p1", "source": "test:hooks",
+                                         "seq": 1, "tokens": {"tool": "Read"}})
+    assert tokens(second, "w1:p1")["tool"] == "Read"
