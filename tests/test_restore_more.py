@@ -179,3 +179,41 @@ def test_metadata_tokens_come_back_but_not_the_running_tool(place: Place) -> Non
     second.call("pane.report_metadata", {"pane_id": "w1:p1", "source": "test:hooks",
                                          "seq": 1, "tokens": {"tool": "Read"}})
     assert tokens(second, "w1:p1")["tool"] == "Read"
+
+
+def notes(server: ServerProcess) -> list[dict[str, Any]]:
+    return list(server.call("notification.list")["notifications"])
+
+
+def unread_flags(server: ServerProcess) -> dict[str, bool]:
+    return {s["id"]: s["unread"] for s in server.call("surface.list")["surfaces"]}
+
+
+def test_notifications_and_unread_flags_come_back(place: Place) -> None:
+    first = place.start()
+    call = first.call
+    right = call("pane.split", {"pane_id": "w1:p1", "direction": "right"})["pane"]
+    right_surface = surfaces(first, right["pane_id"])[0]["id"]
+    left_surface = surfaces(first, "w1:p1")[0]["id"]
+    read = call("notification.create_for_surface", {
+        "surface_id": left_surface, "title": "Build", "body": "done"})["notification_id"]
+    call("notification.create_for_surface", {"surface_id": right_surface, "title": "Tests",
+                                             "subtitle": "unit", "body": "3 failed"})
+    call("notification.mark_read", {"notification_id": read})
+    # A program's own notification (OSC 9), and a surface marked unread by hand.
+    call("workspace.create", {"label": "other"})
+    call("pane.send_text", {"pane_id": "w2:p1",
+                            "text": "printf '\\033]9;%s\\007' from-the-program\r"})
+    wait_until(lambda: any(n["title"] == "from-the-program" for n in notes(first)), 15,
+               message="the terminal notification")
+    call("surface.action", {"surface_id": right_surface, "action": "mark_unread"})
+    before_notes, before_flags = notes(first), unread_flags(first)
+    assert [n["is_read"] for n in before_notes] == [True, False, False]
+    assert before_flags[right_surface] is True and before_flags[left_surface] is False
+    assert first.stop() == 0
+
+    second = place.start()
+    assert notes(second) == before_notes
+    assert unread_flags(second) == before_flags
+    jumped = second.call("notification.jump_to_unread")
+    assert jumped["surface_id"] in {n["surface_id"] for n in before_notes[1:]}
