@@ -163,3 +163,36 @@ def test_pane_move_emptying_the_last_workspace_selects_the_one_before(api: Api) 
         "type": "tab", "tab_id": tab, "split": "down"}})
     assert current_workspace(api) == b
 
+
+
+# -- layout.save keeps the commands as they were asked for -------------------------------
+
+
+def surface_nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
+    if "pane" in node:
+        return list(node["pane"]["surfaces"])
+    return [s for child in node["children"] for s in surface_nodes(child)]
+
+
+def test_layout_save_keeps_the_commands_the_user_gave(api: Api, wait_until: Any) -> None:
+    typed = "echo LAYOUT_$((6*7))"
+    ws = api("workspace.create", {"layout": {"pane": {"surfaces": [
+        {"type": "terminal", "command": typed}]}}})["workspace_id"]
+    started = "echo SPLIT_$((5*5)); exec sh"
+    split = api("surface.split", {"workspace_id": ws, "direction": "right",
+                                  "initial_command": started})
+    rows = api("surface.list", {"workspace_id": ws})["surfaces"]
+    assert {r["id"]: r["initial_command"] for r in rows}[split["surface_id"]] == started
+
+    api("layout.save", {"name": "asked", "workspace_id": ws})
+    saved = api("layout.get", {"name": "asked"})["workspace"]["layout"]
+    assert [s.get("command") for s in surface_nodes(saved)] == [typed, started]
+
+    opened = api("layout.open", {"name": "asked"})["workspace_id"]
+    surfaces = [r["id"] for r in api("surface.list", {"workspace_id": opened})["surfaces"]]
+
+    def shows(surface: str, text: str) -> bool:
+        return text in api("surface.read_text", {"surface_id": surface})["text"]
+
+    wait_until(lambda: shows(surfaces[0], "LAYOUT_42") and shows(surfaces[1], "SPLIT_25"),
+               timeout=20, message="the opened layout to run both commands")

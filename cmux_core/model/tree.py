@@ -49,6 +49,9 @@ class Surface:
     restored session starts it with the same."""
     path: str | None = None
     """The absolute path of the file a markdown surface shows (None for a terminal)."""
+    requested_command: str | None = None
+    """The command as its creator wrote it (``initial_command``, a layout surface's
+    ``command``), which ``layout.save`` keeps; None when none was given as text."""
 
     @property
     def kind(self) -> str:

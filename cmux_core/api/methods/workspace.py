@@ -112,6 +112,11 @@ def trimmed(value: str | None) -> str | None:
     return value.strip() or None if value is not None else None
 
 
+def requested_command(*values: object) -> str | None:
+    """The first command given as text, as written (what ``layout.save`` keeps)."""
+    return next((v.strip() for v in values if isinstance(v, str) and v.strip()), None)
+
+
 def creation_focus(call: Call, focus: bool | None) -> bool:
     """Whether a cmux-family creating call takes focus: what the request says, else the
     server's ``[cmux] focus_on_create`` setting (off: cmux's current policy)."""
@@ -176,6 +181,7 @@ async def workspace_create(call: Call, p: WorkspaceCreateParams) -> Result:
         raise spawn_error(exc, "workspace_create_failed") from None
     if p.description:
         ws.description = p.description
+    pane.surface.requested_command = requested_command(p.command, p.initial_command)
     if p.initial_input:
         pane.terminal.write(p.initial_input.encode())
     return created_result(mux, call.ctx.agents, ws)
