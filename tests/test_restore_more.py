@@ -217,3 +217,35 @@ def test_notifications_and_unread_flags_come_back(place: Place) -> None:
     assert unread_flags(second) == before_flags
     jumped = second.call("notification.jump_to_unread")
     assert jumped["surface_id"] in {n["surface_id"] for n in before_notes[1:]}
+
+
+def titles(server: ServerProcess) -> dict[str, str]:
+    return {s["id"]: s["title"] for s in server.call("surface.list")["surfaces"]}
+
+
+def set_title(server: ServerProcess, pane_id: str, title: str) -> None:
+    """The pane's shell sets its terminal's title with OSC 0 (OSC 2 where ``title`` says)."""
+    code = 2 if "two" in title else 0
+    server.call("pane.send_text", {"pane_id": pane_id,
+                                   "text": f"printf '\\033]{code};%s\\007' {title}\r"})
+
+
+def test_titles_programs_set_come_back(place: Place) -> None:
+    first = place.start()
+    right = first.call("pane.split", {"pane_id": "w1:p1", "direction": "right"})["pane"]
+    left_surface = surfaces(first, "w1:p1")[0]["id"]
+    right_surface = surfaces(first, right["pane_id"])[0]["id"]
+    set_title(first, "w1:p1", "title-by-osc-zero")
+    set_title(first, right["pane_id"], "title-by-osc-two")
+    wait_until(lambda: titles(first) == {left_surface: "title-by-osc-zero",
+                                         right_surface: "title-by-osc-two"}, 15,
+               message="the programs' titles")
+    assert first.stop() == 0
+
+    second = place.start()
+    assert titles(second) == {left_surface: "title-by-osc-zero",
+                              right_surface: "title-by-osc-two"}
+    # It is the terminal's own title again, which its new program may change.
+    set_title(second, "w1:p1", "a-later-title")
+    wait_until(lambda: titles(second)[left_surface] == "a-later-title", 15,
+               message="the new program's title")
