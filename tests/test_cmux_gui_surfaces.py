@@ -1,7 +1,7 @@
-"""The cmux app's non-terminal surfaces (browser, markdown, project) asked of a real
-server: in a ``workspace.create`` layout they are ``invalid_layout`` naming the surface's
-``type``, with nothing created, even when the rest of the tree is good and the markdown
-file exists; asked on their own they are ``not_supported`` naming the type."""
+"""The cmux app's GUI surfaces (browser, project) asked of a real server: in a
+``workspace.create`` layout they are ``invalid_layout`` naming the surface's ``type``,
+with nothing created, even when the rest of the tree is good; asked on their own they are
+``not_supported`` naming the type. (Markdown surfaces work: test_markdown_surface.py.)"""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def counts(v2: V2) -> tuple[int, int]:
     return len(workspaces), panes
 
 
-@pytest.mark.parametrize("kind", ["markdown", "browser", "project"])
+@pytest.mark.parametrize("kind", ["browser", "project"])
 def test_gui_surface_in_a_layout_creates_nothing(cmux_server: ServerProcess, tmp_path: Path,
                                                  kind: str) -> None:
     (tmp_path / "README.md").write_text("# Readme\n")
@@ -42,7 +42,7 @@ def test_gui_surface_on_its_own_is_not_supported(cmux_server: ServerProcess,
                                                  method: str) -> None:
     with V2(cmux_server.socket_path) as v2:
         before = counts(v2)
-        error = v2.error(method, type="markdown", direction="right")
-        assert error.code == "not_supported" and error.data == {"type": "markdown"}
+        error = v2.error(method, type="browser", direction="right")
+        assert error.code == "not_supported" and error.data == {"type": "browser"}
         assert "terminal surfaces only" in error.message
         assert counts(v2) == before

@@ -3,11 +3,14 @@
 A node is a split ``{"direction": "horizontal"|"vertical", "split": 0..1, "children":
 [node, node]}`` (``horizontal`` puts the children side by side, ``vertical`` stacks them;
 ``split`` is the first child's share, default 0.5, clamped to 0.1-0.9) or a pane
-``{"pane": {"surfaces": [surface, ...]}}`` holding at least one surface. A surface is
-``{"type": "terminal", "name"?, "command"?, "cwd"?, "env"?, "focus"?}``: ``name`` is the
-surface's title (as ``tab.action rename`` gives), ``cwd`` is relative to the workspace's
-directory, ``env`` is added to that terminal's environment, and ``command`` is typed into
-the terminal's shell followed by Enter once it starts.
+``{"pane": {"surfaces": [surface, ...]}}`` holding at least one terminal surface. A
+surface is ``{"type": "terminal", "name"?, "command"?, "cwd"?, "env"?, "focus"?}``:
+``name`` is the surface's title (as ``tab.action rename`` gives), ``cwd`` is relative to
+the workspace's directory, ``env`` is added to that terminal's environment, and
+``command`` is typed into the terminal's shell followed by Enter once it starts. Or it is
+``{"type": "markdown", "path", "name"?, "cwd"?, "focus"?}``: a tab showing the file
+``path`` (relative to the surface's ``cwd``, else the workspace's directory), which must
+exist; ``name`` defaults to the file name.
 
 :func:`parse` checks the whole tree before anything is spawned and raises
 ``invalid_layout`` naming the offending node (``layout``, ``layout.children[1]``,
@@ -26,7 +29,7 @@ from typing import Any
 
 from cmux_core import ids
 from cmux_core.errors import CmuxError, InvalidEnv
-from cmux_core.model import layout
+from cmux_core.model import layout, surfaces
 from cmux_core.model.events import LayoutUpdated, PaneCreated, TabCreated, WorkspaceCreated
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane, Surface, Tab, Window, Workspace
@@ -34,8 +37,8 @@ from cmux_core.terminal.process import validate_env
 
 DIRECTIONS: dict[str, layout.Direction] = {"horizontal": "right", "vertical": "down"}
 NAMES: dict[layout.Direction, str] = {"right": "horizontal", "down": "vertical"}
-HEADLESS_TYPES = ("browser", "markdown", "project")
-"""Surface types of the cmux app that show something other than a terminal."""
+HEADLESS_TYPES = ("browser", "project")
+"""Surface types of the cmux app that need its window (a web view, an Xcode project)."""
 
 
 def invalid(path: str, message: str) -> CmuxError:
@@ -49,6 +52,8 @@ class SurfaceSpec:
     env: dict[str, str] = field(default_factory=dict)
     focus: bool = False
     name: str | None = None
+    path: str | None = None
+    """The absolute file of a markdown surface; None for a terminal."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +105,12 @@ def _pane(node: object, base_cwd: str, path: str) -> PaneSpec:
     surfaces = node.get("surfaces")
     if not isinstance(surfaces, list) or not surfaces:
         raise invalid(path, "a pane needs at least one surface")
-    return PaneSpec(tuple(_surface(s, base_cwd, f"{path}.surfaces[{i}]")
-                          for i, s in enumerate(surfaces)))
+    specs = tuple(_surface(s, base_cwd, f"{path}.surfaces[{i}]")
+                  for i, s in enumerate(surfaces))
+    if all(s.path is not None for s in specs):
+        raise invalid(f"{path}.surfaces", "a pane needs at least one terminal surface "
+                      "(markdown surfaces are tabs beside a terminal)")
+    return PaneSpec(specs)
 
 
 def _string(node: Mapping[str, Any], key: str, path: str) -> str | None:
@@ -122,6 +131,8 @@ def _surface(node: object, base_cwd: str, path: str) -> SurfaceSpec:
     if kind in HEADLESS_TYPES:
         raise invalid(f"{path}.type", f"{kind} surfaces need the cmux app's window; this "
                       "headless server runs terminal surfaces only")
+    if kind == "markdown":
+        return _markdown(node, base_cwd, path)
     if kind != "terminal":
         raise invalid(f"{path}.type", f"unknown surface type {kind!r}")
     raw_env = node.get("env")
@@ -137,6 +148,21 @@ def _surface(node: object, base_cwd: str, path: str) -> SurfaceSpec:
     return SurfaceSpec(_cwd(_string(node, "cwd", path), base_cwd, f"{path}.cwd"),
                        _string(node, "command", path) or None, env, focus,
                        _string(node, "name", path))
+
+
+def _markdown(node: Mapping[str, Any], base_cwd: str, path: str) -> SurfaceSpec:
+    raw = _string(node, "path", path)
+    if raw is None or not raw.strip():
+        raise invalid(f"{path}.path", "a markdown surface needs the path of its file")
+    cwd = _cwd(_string(node, "cwd", path), base_cwd, f"{path}.cwd")
+    file = surfaces.document_path(raw, cwd)
+    problem = surfaces.document_problem(file)
+    if problem is not None:
+        raise invalid(f"{path}.path", f"not_found: {problem}")
+    focus = node.get("focus", False)
+    if not isinstance(focus, bool):
+        raise invalid(f"{path}.focus", "must be true or false")
+    return SurfaceSpec(cwd, focus=focus, name=_string(node, "name", path), path=file)
 
 
 def _cwd(raw: str | None, base: str, path: str) -> str:
@@ -178,7 +204,7 @@ def add_surface(mux: Mux, pane: Pane, *, cwd: str, command: list[str] | None,
     tab = pane.tab
     uuid = ids.new_uuid()
     ref = mux.refs.mint("surface")
-    first = pane.surface.terminal
+    first = pane.terminal
     term = mux._spawn(tab.workspace, tab, pane, uuid, cwd=cwd, command=command, env=env,
                       size=(first.columns, first.rows))
     surface = Surface(uuid, ref, term, pane, command, cwd, env=dict(env) if env else None)
@@ -187,6 +213,25 @@ def add_surface(mux: Mux, pane: Pane, *, cwd: str, command: list[str] | None,
     pane.surfaces.append(surface)
     mux._attach(pane, surface)
     return surface
+
+
+def _in_spec_order(mux: Mux, pane: Pane, specs: tuple[SurfaceSpec, ...]) -> None:
+    """Give ``pane`` (holding the terminals of ``specs``, in order) its markdown
+    surfaces, every tab where ``specs`` puts it; the first tab is selected."""
+    terminals = iter(list(pane.surfaces))
+    ordered: list[Surface] = []
+    for spec in specs:
+        if spec.path is None:
+            ordered.append(next(terminals))
+            continue
+        uuid = ids.new_uuid()
+        surface = Surface(uuid, mux.refs.mint("surface"), None, pane, None, spec.cwd,
+                          path=spec.path)
+        mux._by_uuid[uuid] = surface
+        mux._by_ref[surface.ref] = surface
+        ordered.append(surface)
+    pane.surfaces = ordered
+    pane.selected = ordered[0]
 
 
 def build(mux: Mux, spec: Spec, *, window: Window | None, cwd: str,
@@ -216,13 +261,14 @@ def build(mux: Mux, spec: Spec, *, window: Window | None, cwd: str,
     try:
         for key, pane_spec in zip(stand_in, pane_specs, strict=True):
             rect = sizes[key]
-            head, *rest = pane_spec.surfaces
+            head, *rest = [s for s in pane_spec.surfaces if s.path is None]
             pane = mux._new_pane(tab, cwd=head.cwd, command=None, env=head.env,
                                  size=(max(rect.width, 2), max(rect.height, 1)))
             created.append(pane)
             for surface_spec in rest:
                 add_surface(mux, pane, cwd=surface_spec.cwd, command=None,
                             env=surface_spec.env)
+            _in_spec_order(mux, pane, pane_spec.surfaces)
     except CmuxError as exc:
         for pane in created:
             mux._discard_pane(pane)
@@ -239,7 +285,6 @@ def build(mux: Mux, spec: Spec, *, window: Window | None, cwd: str,
     for pane, pane_spec in zip(created, pane_specs, strict=True):
         for surface, surface_spec in zip(pane.surfaces, pane_spec.surfaces, strict=True):
             surface.title = (surface_spec.name or "").strip() or None
-            surface.requested_command = surface_spec.command
             if surface_spec.focus:
                 pane.selected = surface
                 tab.focused = pane.key
@@ -259,8 +304,8 @@ def build(mux: Mux, spec: Spec, *, window: Window | None, cwd: str,
     mux._emit_focus_if_changed(before)
     for pane, pane_spec in zip(created, pane_specs, strict=True):
         for surface, surface_spec in zip(pane.surfaces, pane_spec.surfaces, strict=True):
-            if surface_spec.command:
-                surface.terminal.write(surface_spec.command.encode() + b"\n")
+            if surface_spec.command and surface.term is not None:
+                surface.term.write(surface_spec.command.encode() + b"\n")
     return ws
 
 
@@ -283,15 +328,20 @@ def describe(mux: Mux, tab: Tab) -> dict[str, Any]:
 
 def _surface_node(mux: Mux, surface: Surface) -> dict[str, Any]:
     pane = surface.pane
+    if surface.path is not None:
+        doc: dict[str, Any] = {"type": "markdown", "path": surface.path}
+        if surface.title:
+            doc["name"] = surface.title
+        if pane.selected is surface and mux.panes.get(pane.tab.focused) is pane:
+            doc["focus"] = True
+        return doc
     cwd = mux.pane_cwd(pane) if pane.selected is surface else surface.launch_cwd
     out: dict[str, Any] = {"type": "terminal"}
     if surface.title:
         out["name"] = surface.title
     if cwd:
         out["cwd"] = cwd
-    if surface.requested_command:
-        out["command"] = surface.requested_command
-    elif surface.command:
+    if surface.command:
         out["command"] = shlex.join(surface.command)
     if pane.selected is surface and mux.panes.get(pane.tab.focused) is pane:
         out["focus"] = True

@@ -12,10 +12,17 @@ selected, else the one before it (the last one).
 A surface that moves keeps its terminal, its process, its uuid and its ref. A pane emptied
 by a move leaves its tree like a closed pane (``pane_closed``, ``layout_updated``, its tab
 and workspace closing when they empty), but the terminal that moved out stays running.
+
+A markdown surface shows a file (an absolute path) and has no process. It is a tab beside
+terminal tabs: every pane keeps at least one terminal surface, since the herdr family's
+pane is a terminal. Closing, moving, splitting off or swapping away a pane's last terminal
+while markdown surfaces stay behind is ``invalid_state``, changing nothing.
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Literal
 
 from cmux_core import ids
@@ -58,9 +65,22 @@ def _put(mux: Mux, pane: Pane, surface: Surface, index: int | None) -> None:
     pane.surfaces.insert(at, surface)
     surface.pane = pane
     pane.selected = surface
-    mux._attach(pane, surface)
-    rect = _rect(mux, pane)
-    surface.terminal.resize(rect.width, rect.height)
+    if surface.term is not None:
+        mux._attach(pane, surface)
+        rect = _rect(mux, pane)
+        surface.term.resize(rect.width, rect.height)
+
+
+def _keeps_terminal(pane: Pane, leaving: Surface, arriving: Surface | None = None) -> None:
+    """Raise ``invalid_state`` when ``leaving`` going (and ``arriving`` coming) would
+    leave ``pane`` with markdown surfaces and no terminal."""
+    rest = [s for s in pane.surfaces if s is not leaving]
+    if arriving is not None:
+        rest.append(arriving)
+    if rest and all(s.term is None for s in rest):
+        raise CmuxError("invalid_state", "a pane keeps at least one terminal surface: "
+                        "close or move its markdown surfaces first",
+                        {"surface_id": leaving.uuid, "pane_id": pane.key})
 
 
 def _release(mux: Mux, pane: Pane) -> None:
@@ -132,9 +152,11 @@ def close_surface(mux: Mux, surface: Surface) -> None:
     """
     pane = surface.pane
     if len(pane.surfaces) > 1:
+        _keeps_terminal(pane, surface)
         _take(pane, surface)
         mux._forget(surface.uuid, surface.ref)
-        mux._close_terminal(surface.terminal)
+        if surface.term is not None:
+            mux._close_terminal(surface.term)
         mux.events.publish(PaneUpdated(pane))
         return
     if len(mux.workspace_panes(pane.tab.workspace)) == 1:
@@ -168,6 +190,7 @@ def move(mux: Mux, surface: Surface, dest: Pane, *, index: int | None = None,
         _put(mux, dest, surface, index)
         _release(mux, src)
     else:
+        _keeps_terminal(src, surface)
         _take(src, surface)
         _put(mux, dest, surface, index)
         mux.events.publish(PaneUpdated(src))
@@ -192,6 +215,11 @@ def split_off(mux: Mux, surface: Surface, direction: SplitDirection, *,
             raise CmuxError("invalid_state",
                             "Cannot split off the only surface of a pane beside that pane")
         return _move_pane_beside(mux, src, target, shape, first, focus)
+    if surface.term is None:
+        raise CmuxError("invalid_state", "a markdown surface cannot be a pane of its own: "
+                        "a pane keeps at least one terminal surface",
+                        {"surface_id": surface.uuid})
+    _keeps_terminal(src, surface)
     before = mux._focus_key()
     tab = target.tab
     _take(src, surface)
@@ -251,14 +279,17 @@ def swap_selected(mux: Mux, source: Pane, target: Pane, *, focus: bool = False) 
     With ``focus`` the target pane (now showing the source's surface) is focused.
     """
     a, b = source.surface, target.surface
+    _keeps_terminal(source, a, b)
+    _keeps_terminal(target, b, a)
     ia, ib = source.surfaces.index(a), target.surfaces.index(b)
     source.surfaces[ia], target.surfaces[ib] = b, a
     for pane, surface in ((source, b), (target, a)):
         surface.pane = pane
         pane.selected = surface
-        mux._attach(pane, surface)
-        rect = _rect(mux, pane)
-        surface.terminal.resize(rect.width, rect.height)
+        if surface.term is not None:
+            mux._attach(pane, surface)
+            rect = _rect(mux, pane)
+            surface.term.resize(rect.width, rect.height)
     mux.events.publish(PaneUpdated(source))
     mux.events.publish(PaneUpdated(target))
     if focus:
@@ -272,13 +303,80 @@ def respawn(mux: Mux, surface: Surface, *, command: list[str] | None, cwd: str) 
     one keeps running.
     """
     pane = surface.pane
+    old = surface.terminal  # a markdown surface is refused before anything starts
     rect = _rect(mux, pane)
     term = mux._spawn(pane.tab.workspace, pane.tab, pane, surface.uuid, cwd=cwd,
                       command=command, env=None, size=(rect.width, rect.height))
-    old = surface.terminal
     surface.terminal = term
     surface.command = command
     surface.launch_cwd = cwd
     mux._attach(pane, surface)
     mux._close_terminal(old)
     mux.events.publish(PaneUpdated(pane))
+
+
+# -- markdown surfaces ------------------------------------------------------------------------
+
+DOCUMENT_MAX_BYTES = 4 * 1024 * 1024
+"""The largest file a markdown surface reads back (``surface.read_text``)."""
+
+
+def document_path(raw: str, base: str) -> str:
+    """``raw`` (``~`` expanded) made absolute against the directory ``base`` and resolved
+    (``..`` and symlinks); the file need not exist."""
+    return os.path.realpath(Path(base) / Path(raw.strip()).expanduser())
+
+
+def document_problem(path: str) -> str | None:
+    """Why ``path`` cannot be shown (missing, not a regular file), or None."""
+    try:
+        target = Path(path)
+        if not target.exists():
+            return f"file {path} does not exist"
+        if not target.is_file():
+            return f"{path} is not a regular file"
+    except (OSError, ValueError) as exc:
+        return f"cannot use {path}: {exc}"
+    return None
+
+
+def add_markdown(mux: Mux, pane: Pane, path: str, *, title: str | None = None,
+                 select: bool = False, focus: bool = False,
+                 index: int | None = None) -> Surface:
+    """A markdown surface showing the absolute ``path`` as a new tab of ``pane``
+    (appended, or at ``index``); ``title`` names it (default: the file name). With
+    ``select`` it becomes the pane's selected surface; with ``focus`` it is selected and
+    the pane focused. Publishes ``pane_updated``. The caller checks the file first;
+    nothing is spawned.
+    """
+    surface = Surface(ids.new_uuid(), mux.refs.mint("surface"), None, pane, None,
+                      str(Path(path).parent), path=path, title=title or None)
+    _register(mux, surface)
+    at = len(pane.surfaces) if index is None else max(0, min(index, len(pane.surfaces)))
+    pane.surfaces.insert(at, surface)
+    if select or focus:
+        pane.selected = surface
+    mux.events.publish(PaneUpdated(pane))
+    if focus:
+        mux.focus_pane(pane)
+    return surface
+
+
+def read_document(surface: Surface) -> str:
+    """The current text of a markdown surface's file, read now (UTF-8, undecodable bytes
+    replaced). Raises ``not_found`` when the file is gone, ``file_too_large`` past
+    :data:`DOCUMENT_MAX_BYTES`, ``file_unreadable`` when it cannot be read."""
+    path = surface.path or ""
+    data = {"surface_id": surface.uuid, "path": path}
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(DOCUMENT_MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise CmuxError("not_found", f"Markdown file not found: {path}", data) from None
+    except OSError as exc:
+        raise CmuxError("file_unreadable", f"cannot read {path}: {exc.strerror or exc}",
+                        data) from None
+    if len(raw) > DOCUMENT_MAX_BYTES:
+        raise CmuxError("file_too_large", f"{path} is larger than {DOCUMENT_MAX_BYTES} "
+                        "bytes", {**data, "max_bytes": DOCUMENT_MAX_BYTES})
+    return raw.decode("utf-8", "replace")

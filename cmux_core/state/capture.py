@@ -161,6 +161,10 @@ class _Walk:
                            LIVE_TOKENS))
 
     def surface(self, pane: Pane, surface: Surface) -> SurfaceState:
+        if surface.term is None:
+            return SurfaceState(uuid=surface.uuid, ref=surface.ref, cwd=surface.launch_cwd,
+                                title=surface.title, pinned=surface.pinned,
+                                unread=surface.unread, path=surface.path)
         term = surface.terminal
         if surface is pane.selected:
             cwd = current_cwd(self.mux, pane)

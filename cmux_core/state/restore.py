@@ -49,6 +49,7 @@ from cmux_core.state.schema import (
     PaneState,
     SessionState,
     SplitState,
+    SurfaceState,
     TabState,
     TokenState,
     WorkspaceState,
@@ -268,11 +269,20 @@ def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Res
     resume = agent.resume if agent is not None and agent.session is not None else None
     typed = agent is not None and agent.in_shell
     index = min(saved.selected, len(saved.surfaces) - 1)
+    terminals = [i for i, s in enumerate(saved.surfaces) if s.path is None]
+    if not terminals:
+        raise RestoreFailed(f"pane {ids.pane_id(tab.workspace.id, saved.number)} has no "
+                            "terminal surface")
+    # The agent ran in the pane's terminal: the selected surface unless that is markdown.
+    at = index if index in terminals else terminals[0]
     resumed = rerun = False
     for i, surface in enumerate(saved.surfaces):
+        if surface.path is not None:
+            _document(mux, pane, surface)
+            continue
         cwd = _directory(surface.cwd, tab.workspace.cwd)
         attempts: list[tuple[list[str] | None, list[str] | None]] = []
-        if i == index and resume is not None and not typed:
+        if i == at and resume is not None and not typed:
             attempts.append((resume, surface.command))
         attempts.append((None, surface.command))
         if surface.command is not None:
@@ -293,11 +303,11 @@ def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Res
                 _set_title(started, surface.terminal_title)
             if surface.text:
                 _show(started, surface.text)
-            if i == index and resume is not None and (typed or argv is not None):
+            if i == at and resume is not None and (typed or argv is not None):
                 resumed = True
                 if typed:
                     _type(started, resume)
-            rerun = rerun or (i == index and not typed and argv is None
+            rerun = rerun or (i == at and not typed and argv is None
                               and command is not None)
             break
         else:
@@ -315,6 +325,15 @@ def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Res
     if resumed:
         done.resumed.add(pane.key)
     return pane
+
+
+def _document(mux: Mux, pane: Pane, saved: SurfaceState) -> None:
+    """Append the saved markdown surface to ``pane`` under its uuid and ref."""
+    surface = Surface(saved.uuid, saved.ref, None, pane, None, saved.cwd,
+                      path=saved.path, title=saved.title, pinned=saved.pinned,
+                      unread=saved.unread)
+    pane.surfaces.append(surface)
+    mux.adopt(surface, saved.uuid, saved.ref)
 
 
 def _show(surface: Surface, text: str) -> None:

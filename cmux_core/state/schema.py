@@ -103,6 +103,9 @@ class SurfaceState(_Model):
     unread: bool = False
     text: Annotated[str, Field(max_length=MAX_TEXT_CHARS)] | None = None
     """Its last lines of text when the server stopped (only with ``restore_text_lines``)."""
+    path: Annotated[str, Field(min_length=1)] | None = None
+    """The file a markdown surface shows (absolute); None for a terminal. A markdown
+    surface is restored without its file being checked: a read reports it missing."""
 
 
 class PaneState(_Model):

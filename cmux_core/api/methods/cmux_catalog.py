@@ -82,7 +82,7 @@ _PORTS = "asks the cmux app to scan for listening ports to show in its sidebar"
 _SIDEBAR = "sets the git branch label of the cmux app's sidebar"
 _RESUME = ("resume bindings belong to the cmux app's agent session restore; see "
            "manifests' [resume] table")
-_VIEW = "opens a viewer surface of the GUI (markdown, file preview, custom sidebar)"
+_VIEW = "opens a viewer surface of the GUI (file preview, custom sidebar)"
 _PALETTE = "the command palette is part of the GUI"
 _GUI_DEBUG = "inspects the GUI's views, which a headless server does not draw"
 
@@ -108,7 +108,7 @@ NOT_SUPPORTED: dict[str, str] = {
     "surface.read_selection": "a text selection is made with a mouse in a GUI view",
     "surface.resume.set": _RESUME, "surface.resume.get": _RESUME,
     "surface.resume.clear": _RESUME,
-    "markdown.open": _VIEW, "file.open": _VIEW, "sidebar.custom.open": _VIEW,
+    "file.open": _VIEW, "sidebar.custom.open": _VIEW,
     "extension.sidebar.snapshot": "reads the cmux app's sidebar extensions",
     "events.stream": ("this server streams events with events.subscribe (the Local API's "
                       "form)"),

@@ -30,7 +30,7 @@ def notification_row(note: Notification) -> dict[str, Any]:
             "surface_ref": surface.ref if surface else None,
             "is_read": note.is_read, "title": note.title, "subtitle": note.subtitle,
             "body": note.body, "created_at": note.created_at, "source": note.source,
-            "tab_title": (surface.title or surface.terminal.emulator.title or None)
+            "tab_title": (surface.title or surface.own_title or None)
             if surface else None}
 
 

@@ -238,7 +238,7 @@ def write(surface: Surface, data: bytes) -> None:
 async def pane_send_text(call: Call, p: SendTextParams) -> Result:
     """Write ``text`` as raw UTF-8: no bracketed paste, no Enter."""
     pane = call.ctx.mux.pane(p.pane_id)
-    write(pane.surface, p.text.encode())
+    write(pane.terminal_surface, p.text.encode())
     return {"type": "ok"}
 
 
@@ -253,7 +253,7 @@ async def pane_send_keys(call: Call, p: SendKeysParams) -> Result:
     pane = call.ctx.mux.pane(p.pane_id)
     encoded = encode_keys(p.keys, pane.terminal.emulator.modes)
     for data in encoded:
-        write(pane.surface, data)
+        write(pane.terminal_surface, data)
     return {"type": "ok"}
 
 
@@ -276,7 +276,8 @@ async def pane_send_input(call: Call, p: SendInputParams) -> Result:
     """Paste ``text`` (bracketed when enabled) then send ``keys``, in one write."""
     pane = call.ctx.mux.pane(p.pane_id)
     encoded = encode_keys(p.keys, pane.terminal.emulator.modes)
-    write(pane.surface, paste_bytes(pane.surface, p.text) + b"".join(encoded))
+    surface = pane.terminal_surface
+    write(surface, paste_bytes(surface, p.text) + b"".join(encoded))
     return {"type": "ok"}
 
 
@@ -544,7 +545,7 @@ async def pane_surfaces(call: Call, p: Routing) -> Result:
     pane = pane_of(mux, Routing(pane_id=p.pane_id, workspace_id=p.workspace_id,
                                 window_id=p.window_id))
     rows = [{"id": s.uuid, "ref": s.ref, "index": i, "title": surface_title(s),
-             "type": "terminal", "selected": pane.selected is s}
+             "type": s.kind, "path": s.path, "selected": pane.selected is s}
             for i, s in enumerate(pane.surfaces)]
     return {"type": "pane_surfaces", **cmux_pane_keys(pane), "surfaces": rows}
 

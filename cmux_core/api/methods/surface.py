@@ -3,8 +3,9 @@
 Calls are routed as :mod:`cmux_core.api.methods.routing` describes; results carry the
 window, workspace, pane and surface UUIDs in ``*_id`` with short refs in ``*_ref``.
 Creating, splitting and moving never move focus unless the request says
-``"focus": true`` (``surface.focus`` always does). Only terminal surfaces exist here:
-asking for a browser, markdown or other GUI surface is ``not_supported``.
+``"focus": true`` (``surface.focus`` always does). Surfaces are terminals or markdown
+surfaces (a tab showing a file, read back by ``surface.read_text``; ``markdown.open``
+adds one); asking for a browser or other GUI surface is ``not_supported``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from cmux_core.api.methods.workspace import (
     ExecString,
     command_argv,
     creation_focus,
-    requested_command,
     resolve_cwd,
     trimmed,
     workspace_keys,
@@ -63,14 +63,14 @@ def write(surface: Surface, data: bytes) -> None:
 
 
 def surface_title(surface: Surface) -> str:
-    return surface.title or surface.terminal.emulator.title or ""
+    return surface.title or surface.own_title
 
 
 def surface_row(mux: Mux, surface: Surface, index: int) -> dict[str, Any]:
     """One surface as ``surface.list`` and ``system.tree`` show it."""
     pane = surface.pane
     focused = mux.is_focused(pane) and pane.selected is surface
-    return {"id": surface.uuid, "ref": surface.ref, "index": index, "type": "terminal",
+    return {"id": surface.uuid, "ref": surface.ref, "index": index, "type": surface.kind,
             "title": surface_title(surface), "focused": focused,
             "selected": pane.selected is surface, "selected_in_pane": pane.selected is surface,
             "pane_id": pane.key, "pane_ref": pane.ref,
@@ -78,9 +78,9 @@ def surface_row(mux: Mux, surface: Surface, index: int) -> dict[str, Any]:
             "shell_state": surface.shell_state,
             "pinned": surface.pinned, "unread": surface.unread,
             "requested_working_directory": surface.launch_cwd,
-            "initial_command": surface.requested_command or (
-                " ".join(surface.command) if surface.command else None),
-            "terminal_id": surface.terminal.id, "public_pane_id": pane.id}
+            "initial_command": " ".join(surface.command) if surface.command else None,
+            "terminal_id": surface.term.id if surface.term is not None else None,
+            "path": surface.path, "public_pane_id": pane.id}
 
 
 def workspace_surfaces(mux: Mux, ws: Workspace) -> list[Surface]:
@@ -89,6 +89,10 @@ def workspace_surfaces(mux: Mux, ws: Workspace) -> list[Surface]:
 
 
 def only_terminal(kind: str | None) -> None:
+    if kind == "markdown":
+        raise CmuxError("not_supported", "a markdown surface is a tab beside a terminal, "
+                        "never a pane of its own: open it with surface.create or "
+                        "markdown.open", {"type": kind})
     if kind is not None and kind != "terminal":
         raise CmuxError("not_supported",
                         f"surface type {kind!r} needs the cmux app's GUI; this server runs "
@@ -124,7 +128,8 @@ async def surface_current(call: Call, p: Routing) -> Result:
     pane = mux.focused_pane_of(ws)
     if pane is None:
         raise CmuxError("not_found", "No focused surface")
-    return {"type": "surface", **surface_keys(pane.surface), "surface_type": "terminal"}
+    return {"type": "surface", **surface_keys(pane.surface),
+            "surface_type": pane.surface.kind}
 
 
 class SurfaceFocusParams(Routing):
@@ -170,8 +175,9 @@ def key_bytes(surface: Surface, key: str) -> bytes:
     name = _CMUX_KEY_ALIASES.get(name.lower(), name)
     if name.lower().startswith("ctrl-") and len(name) > 5:
         name = "ctrl+" + name[5:]
+    modes = surface.terminal.emulator.modes
     try:
-        encoded = encode_keys([name], surface.terminal.emulator.modes)
+        encoded = encode_keys([name], modes)
     except CmuxError:
         raise CmuxError("invalid_params", "Unknown key", {"key": key}) from None
     return b"".join(encoded)
@@ -199,6 +205,8 @@ async def surface_read_text(call: Call, p: SurfaceReadParams) -> Result:
     surface = surface_of(call.ctx.mux, p)
     if p.lines is not None and p.lines <= 0:
         raise InvalidParams("lines", "must be greater than 0")
+    if surface.term is None:
+        return document_text(surface, p)
     emulator = surface.terminal.emulator
     fmt: Literal["text", "ansi"] = "ansi" if p.format == "vt" else "text"
     if p.scrollback or p.lines is not None:
@@ -209,6 +217,16 @@ async def surface_read_text(call: Call, p: SurfaceReadParams) -> Result:
     else:
         text, _ = read_text(emulator, "visible", None, fmt)
     return {"type": "surface_text", "text": text, "format": p.format,
+            "base64": base64.b64encode(text.encode()).decode(), **surface_keys(surface)}
+
+
+def document_text(surface: Surface, p: SurfaceReadParams) -> Result:
+    """A markdown surface's file as it is now (``lines``: its last lines)."""
+    text = surfaces.read_document(surface)
+    if p.lines is not None:
+        kept = text.splitlines(keepends=True)[-p.lines:]
+        text = "".join(kept)
+    return {"type": "surface_text", "text": text, "format": "text", "path": surface.path,
             "base64": base64.b64encode(text.encode()).decode(), **surface_keys(surface)}
 
 
@@ -243,7 +261,26 @@ def terminal_spec(mux: Mux, p: NewTerminalParams, near: Pane
 
 
 def created(surface: Surface) -> dict[str, Any]:
-    return {"type": "terminal", **surface_keys(surface), "surface_type": "terminal"}
+    out = {"type": surface.kind, **surface_keys(surface), "surface_type": surface.kind}
+    if surface.path is not None:
+        out["path"] = surface.path
+    return out
+
+
+def markdown_file(mux: Mux, raw: str | None, base: str | None, ws: Workspace) -> str:
+    """The absolute, resolved file a new markdown surface shows: ``raw`` (``~``
+    expanded) against ``base``, else the workspace's directory. ``invalid_params`` for a
+    missing or non-file path, ``not_found`` when the file does not exist."""
+    if raw is None or not raw.strip():
+        raise InvalidParams("path", "Missing 'path' parameter")
+    if "\0" in raw:
+        raise InvalidParams("path", "must not contain NUL")
+    path = surfaces.document_path(raw, base or ws.cwd)
+    problem = surfaces.document_problem(path)
+    if problem is not None:
+        code = "not_found" if problem.endswith("does not exist") else "invalid_params"
+        raise CmuxError(code, f"Markdown {problem}", {"path": path})
+    return path
 
 
 class SurfaceSplitParams(NewTerminalParams):
@@ -262,7 +299,6 @@ async def split_here(call: Call, p: SurfaceSplitParams) -> Result:
                               env=env, focus=creation_focus(call, p.focus))
     except CmuxError as exc:
         raise spawn_error(exc, "surface_create_failed") from None
-    pane.surface.requested_command = requested_command(p.initial_command, p.command)
     if p.initial_input:
         pane.terminal.write(p.initial_input.encode())
     return created(pane.surface)
@@ -275,23 +311,62 @@ async def surface_split(call: Call, p: SurfaceSplitParams) -> Result:
     return await split_here(call, p)
 
 
-@methods.method("surface.create", NewTerminalParams)
-async def surface_create(call: Call, p: NewTerminalParams) -> Result:
+class SurfaceCreateParams(NewTerminalParams):
+    path: str | None = None
+    title: str | None = None
+
+
+@methods.method("surface.create", SurfaceCreateParams)
+async def surface_create(call: Call, p: SurfaceCreateParams) -> Result:
     """A new terminal surface (a new tab) in ``pane_id`` (default: the focused pane of
     the workspace the call means); selected and focused only with ``focus`` (or ``[cmux]
-    focus_on_create``)."""
+    focus_on_create``). With ``type: "markdown"`` the tab shows the file ``path``
+    (relative to ``working_directory``, else the workspace's directory), named ``title``
+    or the file's name."""
     mux = call.ctx.mux
     pane = pane_of(mux, p)
+    if p.type == "markdown":
+        base = (resolve_cwd(p.working_directory, "working_directory")
+                or resolve_cwd(p.cwd, "cwd"))
+        path = markdown_file(mux, p.path, base, pane.tab.workspace)
+        surface = surfaces.add_markdown(mux, pane, path, title=trimmed(p.title),
+                                        focus=creation_focus(call, p.focus))
+        return created(surface)
     cwd, command, env = terminal_spec(mux, p, pane)
     try:
         surface = surfaces.add_surface(mux, pane, cwd=cwd, command=command, env=env,
                                        focus=creation_focus(call, p.focus))
     except CmuxError as exc:
         raise spawn_error(exc, "surface_create_failed") from None
-    surface.requested_command = requested_command(p.initial_command, p.command)
     if p.initial_input:
         surface.terminal.write(p.initial_input.encode())
     return created(surface)
+
+
+class MarkdownOpenParams(Routing):
+    path: str | None = None
+    working_directory: str | None = None
+    focus: bool | None = None
+
+
+@methods.method("markdown.open", MarkdownOpenParams)
+async def markdown_open(call: Call, p: MarkdownOpenParams) -> Result:
+    """Show the file ``path`` (``~`` expanded; relative to ``working_directory``, else
+    the workspace's directory) in a new markdown surface: a tab of the pane of
+    ``surface_id`` (else ``pane_id``, else the focused pane), selected there. cmux's app
+    opens a split instead; here a pane keeps a terminal, so the document joins the pane as
+    a tab. Focus moves only with ``focus``. ``not_found`` when the file does not exist."""
+    mux = call.ctx.mux
+    source = surface_of(mux, p)
+    pane = source.pane
+    base = resolve_cwd(p.working_directory, "working_directory")
+    path = markdown_file(mux, p.path, base, pane.tab.workspace)
+    surface = surfaces.add_markdown(mux, pane, path, index=pane.surfaces.index(source) + 1,
+                                    select=True, focus=creation_focus(call, p.focus))
+    return {"type": "markdown", **surface_keys(surface), "surface_type": "markdown",
+            "source_surface_id": source.uuid, "source_surface_ref": source.ref,
+            "source_pane_id": pane.key, "source_pane_ref": pane.ref,
+            "target_pane_id": pane.key, "target_pane_ref": pane.ref, "path": path}
 
 
 # -- closing, moving ------------------------------------------------------------------
@@ -458,11 +533,13 @@ async def surface_trigger_flash(call: Call, p: Routing) -> Result:
 @methods.method("surface.health", Routing)
 async def surface_health(call: Call, p: Routing) -> Result:
     """Each surface of the workspace: ``in_window`` is true while it belongs to a
-    window (every live surface does), ``alive`` while its process runs."""
+    window (every live surface does), ``alive`` while its process runs (a markdown
+    surface: while its file exists)."""
     mux = call.ctx.mux
     ws = workspace_of(mux, p)
-    rows = [{"index": i, "id": s.uuid, "ref": s.ref, "type": "terminal",
-             "in_window": True, "alive": not s.terminal.exited}
+    rows = [{"index": i, "id": s.uuid, "ref": s.ref, "type": s.kind, "in_window": True,
+             "alive": (not s.term.exited if s.term is not None
+                       else surfaces.document_problem(s.path or "") is None)}
             for i, s in enumerate(workspace_surfaces(mux, ws))]
     return {"type": "surface_health", **workspace_keys(ws), "surfaces": rows}
 
@@ -474,7 +551,7 @@ async def surface_refresh(call: Call, p: Routing) -> Result:
     mux = call.ctx.mux
     ws = workspace_of(mux, p)
     return {"type": "ok", **workspace_keys(ws),
-            "refreshed": len(workspace_surfaces(mux, ws))}
+            "refreshed": sum(s.term is not None for s in workspace_surfaces(mux, ws))}
 
 
 class RespawnParams(Routing):
@@ -546,9 +623,17 @@ async def tab_action(call: Call, p: TabActionParams) -> Result:
         doomed = [s for i, s in enumerate(pane.surfaces)
                   if (action == "close_left" and i < at) or (action == "close_right" and i > at)
                   or (action == "close_others" and i != at)]
+        if all(s.term is None or s in doomed for s in pane.surfaces):
+            raise CmuxError("invalid_state", "a pane keeps at least one terminal surface: "
+                            f"{action} would close all of them", {"action": action})
         for other in doomed:
             surfaces.close_surface(mux, other)
         out["closed"] = len(doomed)
+    elif action == "duplicate" and surface.path is not None:
+        new = surfaces.add_markdown(mux, pane, surface.path, title=surface.title,
+                                    focus=creation_focus(call, p.focus),
+                                    index=pane.surfaces.index(surface) + 1)
+        out.update({"created_surface_id": new.uuid, "created_surface_ref": new.ref})
     elif action in ("new_terminal_right", "duplicate"):
         command = surface.command if action == "duplicate" else None
         cwd = mux.pane_cwd(pane) or pane.tab.workspace.cwd

@@ -182,8 +182,8 @@ async def process_sample(interval_ms: int) -> tuple[list[procfs.ProcessStat],
 def terminal_processes(table: list[procfs.ProcessStat], surface: Surface
                        ) -> list[procfs.ProcessStat]:
     """The processes of the surface's terminal: its session (the shell is its leader)."""
-    term = surface.terminal
-    if term.exited or not term.pid:
+    term = surface.term
+    if term is None or term.exited or not term.pid:
         return []
     return [p for p in table if p.session == term.pid]
 
@@ -287,7 +287,9 @@ async def debug_terminals(call: Call, p: Empty) -> Result:
     rows = []
     for pane in mux.all_panes():
         for surface in pane.surfaces:
-            term = surface.terminal
+            term = surface.term
+            if term is None:
+                continue
             procs = terminal_processes(table, surface)
             leader = next((x for x in procs if x.pid == term.pid), None)
             rows.append({

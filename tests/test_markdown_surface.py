@@ -1,0 +1,237 @@
+"""Markdown surfaces on a real server: a tab of a pane showing a file, with no process.
+
+They come from a ``workspace.create`` layout, ``surface.create {type: "markdown"}`` and
+``markdown.open``; rows name them ``type: "markdown"`` with their ``path``;
+``surface.read_text`` reads the file as it is now; input is refused with cmux's
+"Surface is not a terminal"; a pane always keeps a terminal, so the herdr family's panes
+stay terminals.
+"""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from conftest import Api
+
+from cmux_core.testing import start_server
+
+
+def md(path: str, **fields: Any) -> dict[str, Any]:
+    return {"type": "markdown", "path": path, **fields}
+
+
+def counts(api: Api) -> tuple[int, int]:
+    workspaces = api("workspace.list")["workspaces"]
+    panes = sum(len(api("pane.list", {"workspace_id": w["id"]})["panes"])
+                for w in workspaces)
+    return len(workspaces), panes
+
+
+def rows(api: Api, ws: str) -> list[dict[str, Any]]:
+    return list(api("surface.list", {"workspace_id": ws})["surfaces"])
+
+
+def docs(tmp_path: Path) -> tuple[Path, Path]:
+    (tmp_path / "docs").mkdir()
+    readme, plan = tmp_path / "README.md", tmp_path / "docs" / "plan.md"
+    readme.write_text("# Readme\n")
+    plan.write_text("# Plan\n\n- one\n- two\n")
+    return readme, plan
+
+
+def layout_workspace(api: Api, tmp_path: Path) -> str:
+    layout = {"pane": {"surfaces": [{"type": "terminal", "name": "Shell"}, md("README.md"),
+                                    md("docs/plan.md", name="The plan", focus=True)]}}
+    return str(api("workspace.create", {"title": "docs", "cwd": str(tmp_path),
+                                        "layout": layout})["workspace_id"])
+
+
+def test_layout_markdown_surfaces_are_tabs_with_resolved_paths(api: Api,
+                                                               tmp_path: Path) -> None:
+    readme, plan = docs(tmp_path)
+    ws = layout_workspace(api, tmp_path)
+    surfaces = rows(api, ws)
+    assert [s["type"] for s in surfaces] == ["terminal", "markdown", "markdown"]
+    assert [s["path"] for s in surfaces] == [None, str(readme), str(plan)]
+    assert [s["title"] for s in surfaces][1:] == ["README.md", "The plan"]
+    assert len({s["pane_id"] for s in surfaces}) == 1
+    assert [s["selected_in_pane"] for s in surfaces] == [False, False, True]
+    pane_id = surfaces[0]["pane_id"]
+    tabs = api("pane.surfaces", {"pane_id": pane_id})["surfaces"]
+    assert [(t["type"], t["path"]) for t in tabs] == [
+        ("terminal", None), ("markdown", str(readme)), ("markdown", str(plan))]
+    tree = api("system.tree", {"all_windows": True})
+    tree_rows = [s for w in tree["windows"] for space in w["workspaces"]
+                 for p in space["panes"] for s in p["surfaces"] if s["pane_id"] == pane_id]
+    assert [s["type"] for s in tree_rows] == ["terminal", "markdown", "markdown"]
+    current = api("surface.current", {"workspace_id": ws})
+    assert current["surface_type"] == "markdown"
+    # Saved as a layout, the documents come back as markdown nodes with their paths.
+    described = api("layout.save", {"name": "with-docs", "workspace_id": ws})
+    node = api("layout.get", {"name": described.get("name", "with-docs")})
+    text = str(node)
+    assert str(readme) in text and str(plan) in text and "'markdown'" in text
+
+
+def test_a_missing_file_or_a_pane_of_documents_creates_nothing(api: Api,
+                                                               tmp_path: Path) -> None:
+    docs(tmp_path)
+    before = counts(api)
+    missing = {"pane": {"surfaces": [{"type": "terminal"}, md("missing.md")]}}
+    err = api.error("workspace.create", {"cwd": str(tmp_path), "layout": missing})
+    assert err["code"] == "invalid_layout"
+    assert err["data"] == {"path": "layout.pane.surfaces[1].path"}
+    assert "Invalid layout" in err["message"] and "not_found" in err["message"]
+    only_docs = {"direction": "horizontal", "children": [
+        {"pane": {"surfaces": [{"type": "terminal"}]}},
+        {"pane": {"surfaces": [md("README.md")]}}]}
+    err = api.error("workspace.create", {"cwd": str(tmp_path), "layout": only_docs})
+    assert err["code"] == "invalid_layout"
+    assert err["data"] == {"path": "layout.children[1].pane.surfaces"}
+    no_path = {"pane": {"surfaces": [{"type": "terminal"}, {"type": "markdown"}]}}
+    err = api.error("workspace.create", {"cwd": str(tmp_path), "layout": no_path})
+    assert err["data"] == {"path": "layout.pane.surfaces[1].path"}
+    assert counts(api) == before
+
+
+def test_read_text_reads_the_file_now_and_input_is_refused(api: Api, tmp_path: Path) -> None:
+    _, plan = docs(tmp_path)
+    ws = layout_workspace(api, tmp_path)
+    doc = rows(api, ws)[2]["id"]
+    got = api("surface.read_text", {"surface_id": doc})
+    assert got["text"] == "# Plan\n\n- one\n- two\n"
+    assert base64.b64decode(got["base64"]).decode() == got["text"]
+    assert api("surface.read_text", {"surface_id": doc, "lines": 2})["text"] == "- one\n- two\n"
+    plan.write_text("# Plan, revised\n")
+    assert api("surface.read_text", {"surface_id": doc})["text"] == "# Plan, revised\n"
+    for method, extra in (("surface.send_text", {"text": "x"}),
+                          ("surface.send_key", {"key": "enter"})):
+        err = api.error(method, {"surface_id": doc, **extra})
+        assert err["code"] == "invalid_params"
+        assert err["message"] == "Surface is not a terminal"
+    plan.write_bytes(b"x" * (4 * 1024 * 1024 + 1))
+    err = api.error("surface.read_text", {"surface_id": doc})
+    assert err["code"] == "file_too_large"
+    plan.unlink()
+    err = api.error("surface.read_text", {"surface_id": doc})
+    assert err["code"] == "not_found" and str(plan) in err["message"]
+
+
+def test_markdown_open_and_surface_create_add_a_tab(api: Api, tmp_path: Path) -> None:
+    readme, plan = docs(tmp_path)
+    ws = api("workspace.create", {"cwd": str(tmp_path)})["workspace_id"]
+    term = rows(api, ws)[0]
+    focused_before = api("workspace.current")["workspace_id"]
+    opened = api("markdown.open", {"path": str(plan), "surface_id": term["id"]})
+    assert opened["path"] == str(plan) and opened["surface_type"] == "markdown"
+    assert opened["pane_id"] == opened["source_pane_id"] == term["pane_id"]
+    assert opened["source_surface_id"] == term["id"]
+    assert api("workspace.current")["workspace_id"] == focused_before
+    created = api("surface.create", {"type": "markdown", "path": "README.md",
+                                     "workspace_id": ws, "title": "Read me"})
+    assert created["type"] == "markdown" and created["path"] == str(readme)
+    listed = rows(api, ws)
+    assert [(s["type"], s["title"]) for s in listed][1:] == [
+        ("markdown", "plan.md"), ("markdown", "Read me")]
+    before = counts(api)
+    err = api.error("markdown.open", {"path": str(tmp_path / "nope.md"), "workspace_id": ws})
+    assert err["code"] == "not_found"
+    err = api.error("markdown.open", {"workspace_id": ws})
+    assert err["code"] == "invalid_params" and err["data"] == {"field": "path"}
+    err = api.error("surface.create", {"type": "markdown", "path": str(tmp_path),
+                                       "workspace_id": ws})
+    assert err["code"] == "invalid_params"
+    err = api.error("surface.split", {"type": "markdown", "direction": "right",
+                                      "workspace_id": ws})
+    assert err["code"] == "not_supported"
+    assert counts(api) == before and len(rows(api, ws)) == 3
+
+
+def test_focus_move_reorder_close_and_the_pane_keeps_a_terminal(api: Api,
+                                                                 tmp_path: Path) -> None:
+    docs(tmp_path)
+    ws = layout_workspace(api, tmp_path)
+    term, readme, plan = (s["id"] for s in rows(api, ws))
+    api("surface.focus", {"surface_id": readme})
+    assert api("surface.current", {"workspace_id": ws})["surface_id"] == readme
+    api("surface.reorder", {"surface_id": plan, "index": 0})
+    assert [s["id"] for s in rows(api, ws)] == [plan, term, readme]
+    # The pane's only terminal may not leave while documents stay.
+    for method, params in (("surface.close", {"surface_id": term}),
+                           ("surface.split_off", {"surface_id": term, "direction": "right"}),
+                           ("tab.action", {"surface_id": readme, "action": "close_others"})):
+        err = api.error(method, params)
+        assert err["code"] == "invalid_state", (method, err)
+    assert len(rows(api, ws)) == 3
+    # A second pane: a document moves there and back, and closes like any tab.
+    other = api("surface.split", {"surface_id": term, "direction": "right"})
+    api("surface.move", {"surface_id": readme, "pane_id": other["pane_id"]})
+    moved = {s["id"]: s["pane_id"] for s in rows(api, ws)}
+    assert moved[readme] == other["pane_id"]
+    err = api.error("surface.split_off", {"surface_id": readme, "direction": "down"})
+    assert err["code"] == "invalid_state"
+    api("surface.close", {"surface_id": readme})
+    assert readme not in {s["id"] for s in rows(api, ws)}
+    api("surface.close", {"surface_id": plan})
+    assert [s["type"] for s in rows(api, ws)] == ["terminal", "terminal"]
+
+
+def test_the_herdr_family_sees_the_pane_as_its_terminal(api: Api, tmp_path: Path) -> None:
+    docs(tmp_path)
+    ws = layout_workspace(api, tmp_path)
+    term, _, plan = rows(api, ws)
+    herdr_id = term["public_pane_id"]
+    listed = api("pane.list", {"workspace_id": ws})["panes"]  # schema-checked
+    assert len(listed) == 1
+    api("agent.list", {})
+    # The selected tab is a document; herdr's input goes to the pane's terminal.
+    assert plan["selected_in_pane"]
+    api("pane.send_text", {"pane_id": herdr_id, "text": "echo HERDR-$((6*7))\n"})
+    api.wait_text(herdr_id, "HERDR-42")
+    assert "HERDR-42" in api.read(herdr_id, "recent")
+    api("system.memory", {})
+    health = api("surface.health", {"workspace_id": ws})["surfaces"]
+    assert [h["type"] for h in health] == ["terminal", "markdown", "markdown"]
+    assert all(h["alive"] for h in health)
+    terminals = api("debug.terminals", {})["terminals"]
+    assert plan["id"] not in {t["surface_id"] for t in terminals}
+    assert term["id"] in {t["surface_id"] for t in terminals}
+
+
+def test_a_restart_restores_documents_even_when_their_file_vanished(tmp_path: Path) -> None:
+    readme, plan = docs(tmp_path)
+    sock_dir = Path(tempfile.mkdtemp(prefix="cmux-md-", dir=tempfile.gettempdir()))
+    args = ["--socket", str(sock_dir / "s.sock")]
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    try:
+        first = start_server(args, env=env)
+        try:
+            layout = {"pane": {"surfaces": [md("README.md"), {"type": "terminal"},
+                                            md("docs/plan.md", name="The plan", focus=True)]}}
+            ws = first.call("workspace.create", {"cwd": str(tmp_path), "layout": layout})
+            before = first.call("surface.list", {"workspace_id": ws["workspace_id"]})
+        finally:
+            first.stop()
+        plan.unlink()
+        second = start_server(args, env=env)
+        try:
+            after = second.call("surface.list", {"workspace_id": ws["workspace_id"]})
+            keys = ("id", "ref", "type", "path", "title", "selected_in_pane", "index_in_pane")
+            assert [[s[k] for k in keys] for s in after["surfaces"]] == \
+                [[s[k] for k in keys] for s in before["surfaces"]]
+            assert [s["type"] for s in after["surfaces"]] == ["markdown", "terminal", "markdown"]
+            ids = [s["id"] for s in after["surfaces"]]
+            text = second.call("surface.read_text", {"surface_id": ids[0]})["text"]
+            assert text == readme.read_text()
+            with second.client() as c:
+                reply = c.request("surface.read_text", {"surface_id": ids[2]})
+            assert reply["error"]["code"] == "not_found"
+            assert str(plan) in reply["error"]["message"]
+        finally:
+            second.stop()
+    finally:
+        shutil.rmtree(sock_dir, ignore_errors=True)
