@@ -285,6 +285,7 @@ def build(mux: Mux, spec: Spec, *, window: Window | None, cwd: str,
     for pane, pane_spec in zip(created, pane_specs, strict=True):
         for surface, surface_spec in zip(pane.surfaces, pane_spec.surfaces, strict=True):
             surface.title = (surface_spec.name or "").strip() or None
+            surface.requested_command = surface_spec.command
             if surface_spec.focus:
                 pane.selected = surface
                 tab.focused = pane.key
@@ -341,7 +342,9 @@ def _surface_node(mux: Mux, surface: Surface) -> dict[str, Any]:
         out["name"] = surface.title
     if cwd:
         out["cwd"] = cwd
-    if surface.command:
+    if surface.requested_command:
+        out["command"] = surface.requested_command
+    elif surface.command:
         out["command"] = shlex.join(surface.command)
     if pane.selected is surface and mux.panes.get(pane.tab.focused) is pane:
         out["focus"] = True

@@ -31,6 +31,7 @@ from cmux_core.api.methods.workspace import (
     ExecString,
     command_argv,
     creation_focus,
+    requested_command,
     resolve_cwd,
     trimmed,
     workspace_keys,
@@ -78,7 +79,8 @@ def surface_row(mux: Mux, surface: Surface, index: int) -> dict[str, Any]:
             "shell_state": surface.shell_state,
             "pinned": surface.pinned, "unread": surface.unread,
             "requested_working_directory": surface.launch_cwd,
-            "initial_command": " ".join(surface.command) if surface.command else None,
+            "initial_command": surface.requested_command or (
+                " ".join(surface.command) if surface.command else None),
             "terminal_id": surface.term.id if surface.term is not None else None,
             "path": surface.path, "public_pane_id": pane.id}
 
@@ -299,6 +301,7 @@ async def split_here(call: Call, p: SurfaceSplitParams) -> Result:
                               env=env, focus=creation_focus(call, p.focus))
     except CmuxError as exc:
         raise spawn_error(exc, "surface_create_failed") from None
+    pane.surface.requested_command = requested_command(p.initial_command, p.command)
     if p.initial_input:
         pane.terminal.write(p.initial_input.encode())
     return created(pane.surface)
@@ -338,6 +341,7 @@ async def surface_create(call: Call, p: SurfaceCreateParams) -> Result:
                                        focus=creation_focus(call, p.focus))
     except CmuxError as exc:
         raise spawn_error(exc, "surface_create_failed") from None
+    surface.requested_command = requested_command(p.initial_command, p.command)
     if p.initial_input:
         surface.terminal.write(p.initial_input.encode())
     return created(surface)
