@@ -14,7 +14,13 @@ Keys: ``j``/``k`` or arrows move between agents (the pane area follows), ``tab``
 into the shown pane beside the sidebar (every key goes to it until ctrl+\\), Enter
 attaches to the shown pane full-screen (``cmux attach``; its detach key comes back here),
 ``f`` focuses the shown pane on the server, ``q`` or Ctrl-C quits (every pane keeps
-running).
+running). While keys go to the pane, the terminal is switched to the cursor-key, keypad
+and mouse modes the pane's program set (a rows frame's ``modes``), so it sends what the
+program expects; mouse reports are moved into the pane's cells.
+
+When the terminal answers the kitty graphics query (:func:`graphics_cell`), the shown
+pane's graphics layers are drawn over the pane area (:class:`PaneGraphics`), written
+after each screen prompt_toolkit draws.
 """
 
 from __future__ import annotations
