@@ -165,7 +165,7 @@ class App:
 
     async def stop(self) -> None:
         """Stop accepting, stop plugins and detection, SIGHUP every pane, reap the children,
-        unlink the socket."""
+        remove the graphics frame directory, unlink the socket."""
         self.loop_monitor.stop()
         self.server.stop_accepting()
         await self.keeper.stop()
