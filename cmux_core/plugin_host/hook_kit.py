@@ -14,6 +14,8 @@ the core's:
 * :class:`JsonHookGroups` adds that command to the ``hooks`` table of a JSON settings file
   shaped like Claude Code's (``{"hooks": {EVENT: [{"matcher": ..., "hooks": [handler]}]}}``,
   also Qwen Code's and Gemini CLI's), removes only ours, and reports which events run it.
+* :class:`JsonHookIntegration` is a whole integration of that kind: its ``install``,
+  ``uninstall`` and ``status`` are what ``register`` takes.
 * :func:`settings_status` is the ``status()`` answer those integrations share;
   :func:`remove_unchanged` removes a file the integration wrote unless the user changed it.
 
@@ -50,6 +52,7 @@ __all__ = [
     "BUNDLED_PACKAGE",
     "HOOK_FILES",
     "JsonHookGroups",
+    "JsonHookIntegration",
     "bundled_text",
     "handlers",
     "hook_command",
@@ -270,3 +273,32 @@ class JsonHookGroups:
     def status(self, path: Path, **extra: Any) -> dict[str, Any]:
         """:func:`settings_status` for this file and these events."""
         return settings_status(self.agent, path, self.events, **extra)
+
+
+@dataclass(frozen=True)
+class JsonHookIntegration:
+    """An integration that is only our hook in a Claude-style JSON settings file.
+
+    ``install`` adds ``hooks`` to the file and copies the bundled hook (:func:`install_hook`),
+    ``uninstall`` takes both back, ``status`` is :meth:`JsonHookGroups.status` with
+    ``source``. ``settings_path`` is called at every use, so an environment override of the
+    agent's home counts when the integration runs, not when the plugin was imported.
+    """
+
+    hooks: JsonHookGroups
+    settings_path: Callable[[], Path]
+    source: str
+
+    def install(self, *, dry_run: bool = False) -> list[FileChange | str]:
+        """Add our hook to the agent's settings and copy the hook."""
+        return [self.hooks.install(self.settings_path(), dry_run=dry_run),
+                *install_hook(self.hooks.agent, dry_run=dry_run)]
+
+    def uninstall(self, *, dry_run: bool = False) -> list[FileChange | str]:
+        """Remove our hook entries and the copied hook."""
+        return [*self.hooks.uninstall(self.settings_path(), dry_run=dry_run),
+                *uninstall_hook(self.hooks.agent, dry_run=dry_run)]
+
+    def status(self) -> dict[str, Any]:
+        """``installed`` when the hook is in place and every event runs it."""
+        return self.hooks.status(self.settings_path(), source=self.source)

@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from cmux_core.hookspecs import RegisterIntegration, hookimpl
 from cmux_core.plugin_host import hook_kit
-from cmux_core.plugin_host.settings_files import FileChange
 
 __version__ = "0.1.0"
 
@@ -46,21 +44,10 @@ def settings_path() -> Path:
     return gemini_dir() / "settings.json"
 
 
-def install(*, dry_run: bool = False) -> list[FileChange | str]:
-    """Copy the hook and add it to Gemini CLI's settings."""
-    return [HOOKS.install(settings_path(), dry_run=dry_run),
-            *hook_kit.install_hook(AGENT, dry_run=dry_run)]
-
-
-def uninstall(*, dry_run: bool = False) -> list[FileChange | str]:
-    """Remove our hook entries and the copied hook."""
-    return [*HOOKS.uninstall(settings_path(), dry_run=dry_run),
-            *hook_kit.uninstall_hook(AGENT, dry_run=dry_run)]
-
-
-def status() -> dict[str, Any]:
-    """``installed`` when the hook is in place and every event runs it."""
-    return HOOKS.status(settings_path(), source=SOURCE)
+INTEGRATION = hook_kit.JsonHookIntegration(HOOKS, settings_path, SOURCE)
+install = INTEGRATION.install
+uninstall = INTEGRATION.uninstall
+status = INTEGRATION.status
 
 
 @hookimpl
