@@ -1,7 +1,8 @@
 """What the host knows about one plugin, and the thread its synchronous code runs on.
 
 A :class:`Plugin` is created by :class:`~cmux_core.plugin_host.host.PluginHost` when a source is
-admitted and is mutated only by the host, on the server loop: which version is serving,
+admitted and is mutated only by the host (with its :mod:`~cmux_core.plugin_host.calls` and
+:mod:`~cmux_core.plugin_host.observers`), on the server loop: which version is serving,
 its status and registrations, recent faults and warnings, and the queue of observer calls
 waiting for it. ``to_wire`` is its ``plugin.list`` entry. :class:`PluginWorker` is the
 daemon thread the host runs the plugin's synchronous callables on, one at a time; each
