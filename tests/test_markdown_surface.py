@@ -60,6 +60,8 @@ def test_layout_markdown_surfaces_are_tabs_with_resolved_paths(api: Api,
     assert [s["title"] for s in surfaces][1:] == ["README.md", "The plan"]
     assert len({s["pane_id"] for s in surfaces}) == 1
     assert [s["selected_in_pane"] for s in surfaces] == [False, False, True]
+    api("workspace.select", {"workspace_id": ws})
+    assert [s["focused"] for s in rows(api, ws)] == [False, False, True]
     pane_id = surfaces[0]["pane_id"]
     tabs = api("pane.surfaces", {"pane_id": pane_id})["surfaces"]
     assert [(t["type"], t["path"]) for t in tabs] == [

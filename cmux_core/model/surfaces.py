@@ -322,9 +322,10 @@ DOCUMENT_MAX_BYTES = 4 * 1024 * 1024
 
 
 def document_path(raw: str, base: str) -> str:
-    """``raw`` (``~`` expanded) made absolute against the directory ``base`` and resolved
-    (``..`` and symlinks); the file need not exist."""
-    return os.path.realpath(Path(base) / Path(raw.strip()).expanduser())
+    """``raw`` (``~`` expanded) made absolute against the directory ``base``, with ``.``
+    and ``..`` resolved (symlinks are kept, as the caller named them); the file need not
+    exist."""
+    return os.path.normpath(Path(base) / Path(raw.strip()).expanduser())
 
 
 def document_problem(path: str) -> str | None:
