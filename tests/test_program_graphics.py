@@ -9,6 +9,7 @@ mode, printing them as text the test reads back from the screen.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -275,3 +276,57 @@ def test_scanner_finds_sequences_split_across_reads() -> None:
     assert pieces == [
         ("text", b"ab"), ("command", b"a=T;AA"), ("text", b"cd\x1b[2J"), ("clear", b""),
         ("text", b"x"), ("too_large", b""), ("text", b"y")]
+
+
+def test_images_from_files_temporary_files_and_shared_memory(server: ServerProcess) -> None:
+    pane = focused(server)
+    home = Path(server.home)
+    (home / "image.rgb").write_bytes(b"xx" + b"\x01\x02\x03" * 4 + b"yy")
+    temp = Path("/tmp") / f"tty-graphics-protocol-{os.getpid()}-{next(_token)}.png"
+    temp.write_bytes(png(3, 2))
+    shm = f"cmux-test-{os.getpid()}-{next(_token)}"
+    Path("/dev/shm", shm).write_bytes(b"\x09" * 16)
+    lines = run(server, pane, f'''
+send("a=T,t=f,f=24,s=2,v=2,O=2,S=12,i=21,C=1", {str(home / "image.rgb").encode()!r})
+send("a=T,t=t,f=100,i=22,C=1", {str(temp).encode()!r})
+send("a=T,t=s,f=32,s=2,v=2,i=23,C=1", {shm.encode()!r})
+send("a=T,t=f,f=24,s=1,v=1,i=24", b"/nonexistent/image")
+send("a=T,t=f,f=24,s=1,v=1,i=25", b"relative/path")
+replies(5)
+''')
+    assert replies_in(lines) == [
+        "i=21;OK", "i=22;OK", "i=23;OK",
+        "i=24;EBADF:cannot open /nonexistent/image: No such file or directory",
+        "i=25;EINVAL:the file path must be absolute"]
+    found = layers(server, pane)
+    assert (found["program:21"]["bytes"], found["program:22"]["image_width"],
+            found["program:23"]["format"]) == (12, 3, "rgba")
+    assert not temp.exists() and not Path("/dev/shm", shm).exists()  # removed after reading
+    assert (home / "image.rgb").exists()  # a plain file is only read
+
+
+def test_delete_targets_quiet_replies_and_reset(server: ServerProcess) -> None:
+    pane = focused(server)
+    lines = run(server, pane, r'''
+sys.stdout.write("\x1b[2J"); sys.stdout.flush()
+for i, (row, col) in enumerate([(2, 2), (2, 10), (6, 2), (8, 30)], start=31):
+    sys.stdout.write(f"\x1b[{row};{col}H"); sys.stdout.flush()
+    send(f"a=T,f=24,s=1,v=1,i={i},c=2,r=1,C=1,z={i},q=2", b"abc")
+apc("a=T,f=24,s=1,v=1,i=39,q=2", b"!!")     # an error, but q=2: no reply
+apc("a=T,f=24,s=1,v=1,i=40,q=1", b"AAAA")   # OK, but q=1: no reply
+apc("i=41,a=p")                             # a reply: no image 41
+replies(1)
+''')
+    assert replies_in(lines) == ["i=41;ENOENT:no image with id 41"]
+    assert set(layers(server, pane)) == {f"program:{i}" for i in (31, 32, 33, 34, 40)}
+    run(server, pane, r'''
+apc("a=d,d=p,x=11,y=2")   # the cell at column 11, row 2: image 32
+apc("a=d,d=x,x=3")        # column 3: images 31 and 33
+apc("a=d,d=z,z=34")
+''')
+    assert set(layers(server, pane)) == {"program:40"}
+    run(server, pane, r'''
+apc("a=p,i=31,q=1")
+sys.stdout.write("\x1bc"); sys.stdout.flush()
+''')
+    assert layers(server, pane) == {}
