@@ -72,11 +72,13 @@ def test_layout_markdown_surfaces_are_tabs_with_resolved_paths(api: Api,
     assert [s["type"] for s in tree_rows] == ["terminal", "markdown", "markdown"]
     current = api("surface.current", {"workspace_id": ws})
     assert current["surface_type"] == "markdown"
-    # Saved as a layout, the documents come back as markdown nodes with their paths.
-    described = api("layout.save", {"name": "with-docs", "workspace_id": ws})
-    node = api("layout.get", {"name": described.get("name", "with-docs")})
-    text = str(node)
-    assert str(readme) in text and str(plan) in text and "'markdown'" in text
+    # Saved as a layout, the documents come back as markdown tabs with their paths.
+    api("layout.save", {"name": "with-docs", "workspace_id": ws})
+    opened = api("layout.open", {"name": "with-docs"})
+    again = rows(api, opened["workspace_id"])
+    assert [(s["type"], s["path"], s["title"]) for s in again] == [
+        (s["type"], s["path"], s["title"]) for s in surfaces]
+    assert [s["selected_in_pane"] for s in again] == [False, False, True]
 
 
 def test_a_missing_file_or_a_pane_of_documents_creates_nothing(api: Api,
