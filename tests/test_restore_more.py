@@ -249,3 +249,18 @@ def test_titles_programs_set_come_back(place: Place) -> None:
     set_title(second, "w1:p1", "a-later-title")
     wait_until(lambda: titles(second)[left_surface] == "a-later-title", 15,
                message="the new program's title")
+
+
+def test_a_restored_session_with_expiring_tokens_is_not_rewritten_unchanged(
+        place: Place) -> None:
+    first = place.start()
+    first.call("pane.report_metadata", {"pane_id": "w1:p1", "source": "test:ci",
+                                        "tokens": {"eta": "later"}, "ttl_ms": 600_000})
+    first.call("notification.create", {"title": "kept"})
+    assert first.stop() == 0
+    written = place.file.stat().st_mtime_ns
+    second = place.start()
+    assert tokens(second, "w1:p1") == {"eta": "later"}
+    second.call("pane.list")
+    assert second.stop() == 0
+    assert place.file.stat().st_mtime_ns == written

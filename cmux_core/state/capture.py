@@ -91,7 +91,9 @@ def _clock() -> tuple[float, float]:
 
 def _tokens(store: MetadataStore | None, clock: tuple[float, float],
             skip: Collection[str] = ()) -> dict[str, TokenState]:
-    """The unexpired tokens of ``store`` but ``skip``, each deadline as a UTC time."""
+    """The unexpired tokens of ``store`` but ``skip``, each deadline as a UTC time in
+    whole seconds: the two clocks are read a moment apart, and a finer time would differ
+    from one capture to the next, so every check would rewrite an unchanged session."""
     if store is None:
         return {}
     now, wall = clock
@@ -99,7 +101,8 @@ def _tokens(store: MetadataStore | None, clock: tuple[float, float],
     for key, token in sorted(store.tokens.items()):
         if key in skip or (token.deadline is not None and token.deadline <= now):
             continue
-        expires = wall + (token.deadline - now) if token.deadline is not None else None
+        expires = float(round(wall + (token.deadline - now))) \
+            if token.deadline is not None else None
         out[key] = TokenState(value=token.value, expires_at=expires)
     return out
 
