@@ -191,6 +191,7 @@ def test_the_herdr_family_sees_the_pane_as_its_terminal(api: Api, tmp_path: Path
     herdr_id = term["public_pane_id"]
     listed = api("pane.list", {"workspace_id": ws})["panes"]  # schema-checked
     assert len(listed) == 1
+    assert listed[0]["surface_id"] == term["id"]  # the pane's terminal, not the document
     api("agent.list", {})
     # The selected tab is a document; herdr's input goes to the pane's terminal.
     assert plan["selected_in_pane"]

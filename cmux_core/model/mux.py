@@ -693,7 +693,7 @@ class Mux:
         return tab.label or str(tab.workspace.tabs.index(tab) + 1)
 
     def pane_cwd(self, pane: Pane) -> str | None:
-        return pane.cwd or pane.surface.launch_cwd
+        return pane.cwd or pane.terminal_surface.launch_cwd
 
     def foreground_cwd(self, pane: Pane) -> str | None:
         pgid = pane.terminal.foreground_pgid()
