@@ -182,7 +182,8 @@ class OpenParams(NameParams):
 @methods.method("layout.open", OpenParams)
 async def layout_open(call: Call, p: OpenParams) -> Result:
     """A new workspace built from the saved layout (all or nothing, as
-    ``workspace.create {layout}``); selected only with ``focus``."""
+    ``workspace.create {layout}``); selected only with ``focus`` (or ``[cmux]
+    focus_on_create``)."""
     mux = call.ctx.mux
     name, path = _path(p.name)
     doc = _load(name, path)
