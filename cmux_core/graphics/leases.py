@@ -65,6 +65,15 @@ class FrameDirectory:
         """Remove the directory and every file left in it."""
         shutil.rmtree(self.path, ignore_errors=True)
 
+    def holds(self, path: str) -> bool:
+        """Whether ``path``, as written (``..`` folded, links not followed), names a file
+        in this directory: such a frame is leased, under :meth:`lease`'s checks."""
+        if not os.path.isabs(path):
+            return False
+        folder = os.path.dirname(os.path.normpath(path))
+        return any(folder == root or folder.startswith(root + os.sep)
+                   for root in (str(self.path), self._real))
+
     def lease(self, path: str, expected: int) -> Lease:
         """A lease on ``path`` when it is a regular file (not a symbolic link) in this
         directory holding exactly ``expected`` bytes; ``invalid_frame_file`` otherwise."""

@@ -338,6 +338,8 @@ class DirectParams(OwnerParams):
 
 def _read_frame_file(path: str, expected: int) -> bytes:
     """The file's bytes when it holds exactly ``expected``; else ``invalid_frame_file``."""
+    if not os.path.isabs(path):
+        raise CmuxError("invalid_frame_file", f"{path}: a frame file needs an absolute path")
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -357,9 +359,10 @@ async def stream_direct(call: Call, p: DirectParams) -> Result:
     """One frame of an open stream read from a file of raw rgba or bgra pixels (exactly
     width x height x 4 bytes, at most 16 MiB); the reply echoes ``sequence`` and
     ``revision``. On the ``primary`` layer while direct delivery is available (see
-    ``pane.graphics.info``) the frame is leased: the file must be a regular file in the
-    frame directory, and the layer keeps its path, not its bytes, outside the 64 MiB
-    budget. Otherwise the bytes are copied into the layer and count against the budget."""
+    ``pane.graphics.info``) a frame whose path is in the frame directory is leased: the
+    file must be a regular file there, and the layer keeps its path, not its bytes,
+    outside the 64 MiB budget. Otherwise the bytes are copied into the layer and count
+    against the budget. ``path`` is absolute."""
     book = _enabled(call)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     owner = _owner(call, p.owner)
@@ -372,7 +375,8 @@ async def stream_direct(call: Call, p: DirectParams) -> Result:
     expected = p.image_width * p.image_height * BYTES_PER_PIXEL[p.format]
     if expected > STREAM_MAX_BYTES:
         raise CmuxError("invalid_image", "image dimensions are too large")
-    if layer_id == DEFAULT_LAYER and book.frames and book.direct_available(pane.key):
+    if (layer_id == DEFAULT_LAYER and book.frames and book.direct_available(pane.key)
+            and book.frames.holds(p.path)):
         image = Image(p.format, p.image_width, p.image_height, b"",
                       book.frames.lease(p.path, expected))
     else:
