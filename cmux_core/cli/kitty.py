@@ -11,9 +11,10 @@ pane with the cursor put back where it was, and every image deleted on :meth:`cl
 frame that comes as a ``path`` (one the server leased from a file) is sent as that path
 (``t=f``): the terminal reads the file.
 :func:`store`, :func:`place` and :func:`hide` are the same images in two steps, for a
-client that moves them around often (``cmux ui``): the data is sent once, each move is a
-few bytes. Responses are suppressed (``q=2``) so the terminal never types replies into the
-pane.
+client that moves them around often: the data is sent once, each move is a few bytes;
+:class:`AreaLayers` uses them to draw a pane's layers over an area of a screen drawn by
+someone else (``cmux ui``'s pane area), cropped to it (:func:`fit`). Responses are
+suppressed (``q=2``) so the terminal never types replies into the pane.
 """
 
 from __future__ import annotations
@@ -271,3 +272,74 @@ class KittyLayers:
         for layer in list(self._shown):
             self.write(delete(self._ids[layer]))
         self._shown.clear()
+
+
+class AreaLayers:
+    """A pane's layers as kitty images over an area of a screen someone else draws
+    (``cmux ui``'s pane area), written through ``write``.
+
+    :meth:`frame` takes the server's ``graphics``/``graphics_clear`` frames; :meth:`draw`,
+    called after each screen is drawn, sends what changed: a layer's image once per new
+    image (:func:`store`), then its placement over the area, cropped to it (:func:`fit`),
+    again only when the area or the placement moved; a layer wholly outside the area is
+    hidden. :meth:`forget` deletes every image.
+    """
+
+    def __init__(self, write: Callable[[bytes], None], cell: tuple[int, int]) -> None:
+        self.write = write
+        self.cell = cell
+        self._layers: dict[str, tuple[dict[str, Any], bytes]] = {}
+        self._ids: dict[str, int] = {}
+        self._stored: set[str] = set()
+        """Layers whose latest image the terminal holds."""
+        self._placed: dict[str, Placement | None] = {}
+        self._gone: list[int] = []
+
+    def frame(self, header: dict[str, Any], payload: bytes) -> None:
+        layer = str(header.get("layer_id"))
+        if header.get("frame") == "graphics":
+            self._ids.setdefault(layer, FIRST_ID + len(self._ids))
+            self._layers[layer] = (header, payload)
+            self._stored.discard(layer)
+        elif layer in self._layers:
+            del self._layers[layer]
+            self._stored.discard(layer)
+            self._placed.pop(layer, None)
+            self._gone.append(self._ids[layer])
+
+    def draw(self, area: tuple[int, int, int, int] | None) -> None:
+        """Bring the terminal's images up to date for the pane area ``area`` (screen column,
+        row, width, height; None: not on screen)."""
+        out = [delete(image_id) for image_id in self._gone]
+        self._gone.clear()
+        for layer, (header, payload) in self._layers.items():
+            image_id = self._ids[layer]
+            if layer not in self._stored:
+                out.append(store(image_id, header, payload))
+                self._stored.add(layer)
+                self._placed.pop(layer, None)
+            where = None if area is None else fit(header, self.cell, area)
+            if layer in self._placed and self._placed[layer] == where:
+                continue
+            if where is not None:
+                out.append(place(image_id, where))
+            elif self._placed.get(layer) is not None:
+                out.append(hide(image_id))
+            self._placed[layer] = where
+        if out:
+            self.write(b"".join(out))
+
+    def forget(self) -> None:
+        """Delete every image from the terminal (the ui leaves the screen); the layers are
+        kept, so the next :meth:`draw` shows them again."""
+        if self._ids:
+            self.write(b"".join(delete(image_id) for image_id in self._ids.values()))
+        self._stored.clear()
+        self._placed.clear()
+        self._gone.clear()
+
+    def reset(self) -> None:
+        """Delete every image and forget the layers (another pane is shown)."""
+        self.forget()
+        self._layers.clear()
+        self._ids.clear()

@@ -19,8 +19,8 @@ and mouse modes the pane's program set (a rows frame's ``modes``), so it sends w
 program expects; mouse reports are moved into the pane's cells.
 
 When the terminal answers the kitty graphics query (:func:`graphics_cell`), the shown
-pane's graphics layers are drawn over the pane area (:class:`PaneGraphics`), written
-after each screen prompt_toolkit draws.
+pane's graphics layers are drawn over the pane area (``kitty.AreaLayers``), written after
+each screen prompt_toolkit draws.
 """
 
 from __future__ import annotations
@@ -162,76 +162,6 @@ class Fragments:
         return out
 
 
-class PaneGraphics:
-    """The shown pane's graphics layers as kitty images over the pane area.
-
-    :meth:`frame` takes the server's ``graphics``/``graphics_clear`` frames; :meth:`draw`,
-    called after each screen the ui draws, sends what changed: an image's data once per
-    revision (:func:`~cmux_core.cli.kitty.store`), then its placement over the area, cropped
-    to it (:func:`~cmux_core.cli.kitty.fit`), again only when the area or the placement
-    moved; a layer wholly outside the area is hidden. :meth:`forget` deletes every image.
-    """
-
-    def __init__(self, write: Callable[[bytes], None], cell: tuple[int, int]) -> None:
-        self.write = write
-        self.cell = cell
-        self._layers: dict[str, tuple[dict[str, Any], bytes]] = {}
-        self._ids: dict[str, int] = {}
-        self._stored: set[str] = set()
-        """Layers whose latest image the terminal holds."""
-        self._placed: dict[str, kitty.Placement | None] = {}
-        self._gone: list[int] = []
-
-    def frame(self, header: dict[str, Any], payload: bytes) -> None:
-        layer = str(header.get("layer_id"))
-        if header.get("frame") == "graphics":
-            self._ids.setdefault(layer, kitty.FIRST_ID + len(self._ids))
-            self._layers[layer] = (header, payload)
-            self._stored.discard(layer)
-        elif layer in self._layers:
-            del self._layers[layer]
-            self._stored.discard(layer)
-            self._placed.pop(layer, None)
-            self._gone.append(self._ids[layer])
-
-    def draw(self, area: tuple[int, int, int, int] | None) -> None:
-        """Bring the terminal's images up to date for the pane area ``area`` (screen column,
-        row, width, height; None: not on screen)."""
-        out = [kitty.delete(image_id) for image_id in self._gone]
-        self._gone.clear()
-        for layer, (header, payload) in self._layers.items():
-            image_id = self._ids[layer]
-            if layer not in self._stored:
-                out.append(kitty.store(image_id, header, payload))
-                self._stored.add(layer)
-                self._placed.pop(layer, None)
-            where = None if area is None else kitty.fit(header, self.cell, area)
-            if layer in self._placed and self._placed[layer] == where:
-                continue
-            if where is not None:
-                out.append(kitty.place(image_id, where))
-            elif self._placed.get(layer) is not None:
-                out.append(kitty.hide(image_id))
-            self._placed[layer] = where
-        if out:
-            self.write(b"".join(out))
-
-    def forget(self) -> None:
-        """Delete every image from the terminal (the ui leaves the screen); the layers are
-        kept, so the next :meth:`draw` shows them again."""
-        if self._ids:
-            self.write(b"".join(kitty.delete(image_id) for image_id in self._ids.values()))
-        self._stored.clear()
-        self._placed.clear()
-        self._gone.clear()
-
-    def reset(self) -> None:
-        """Delete every image and forget the layers (another pane is shown)."""
-        self.forget()
-        self._layers.clear()
-        self._ids.clear()
-
-
 _SGR_MOUSE = re.compile(r"\x1b\[<(\d+);(\d+);(\d+)([Mm])")
 
 
@@ -296,7 +226,7 @@ class PanePreview:
     """
 
     def __init__(self, path: str, on_change: Callable[[], None],
-                 graphics: PaneGraphics | None = None) -> None:
+                 graphics: kitty.AreaLayers | None = None) -> None:
         self.path = path
         self.on_change = on_change
         self.graphics = graphics
@@ -444,7 +374,7 @@ class Ui:
         self.notice = ""
         self.stale = asyncio.Event()
         self.requests = AsyncClient(path)
-        self.graphics = None if cell is None else PaneGraphics(self._write, cell)
+        self.graphics = None if cell is None else kitty.AreaLayers(self._write, cell)
         self.preview = PanePreview(path, self._preview_changed, self.graphics)
         self.app: Application[int] = Application(
             layout=self._layout(), key_bindings=self._keys(), full_screen=True,
