@@ -66,7 +66,7 @@ class Terminal:
         os.close(slave)
         self.out = b""
         self.kitty = kitty
-        self.answered = False
+        self.answers = 0
 
     def pump(self, timeout: float = 0.2) -> None:
         ready, _, _ = select.select([self.master], [], [], timeout)
@@ -76,10 +76,14 @@ class Terminal:
             self.out += os.read(self.master, 1 << 16)
         except OSError:
             return
-        if not self.answered and QUERY in self.out:
-            self.answered = True
+        while self.out.count(QUERY) > self.answers:  # the ui's, and a full-screen attach's
+            self.answers += 1
             reply = b"\x1b_Gi=31;OK\x1b\\" if self.kitty else b""
             os.write(self.master, reply + b"\x1b[?62;22c")
+
+    @property
+    def answered(self) -> bool:
+        return self.answers > 0
 
     def until(self, predicate: Callable[[], bool], timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
@@ -208,6 +212,47 @@ def test_ui_crops_to_the_area_as_it_changes(server: ServerProcess) -> None:
         os.killpg(term.proc.pid, signal.SIGWINCH)
         term.until(lambda: bool(term.placements(mark)))
         assert term.placements(mark)[-1][:2] == (22, 118)
+    finally:
+        term.close()
+
+
+def test_ui_draws_again_after_a_full_screen_attach(server: ServerProcess) -> None:
+    pane = str(server.call("pane.current")["pane"]["pane_id"])
+    set_layer(server, pane, viewport_col=2, viewport_row=1)
+    term = Terminal(server)
+    try:
+        term.until(lambda: started(term) and bool(term.placements()))
+        image_id = term.placements()[-1][2]["i"]
+        # Enter: the ui deletes its images before the full-screen attach draws its own.
+        mark = len(term.out)
+        term.type(b"\r")
+        term.until(lambda: any(k.get("a") == "T" for k in term.apcs(mark)))
+        attach_at = term.out.index(b"a=T", mark)
+        assert {"a": "d", "d": "I", "i": image_id, "q": "2"} in [
+            keys_of(c) for c, _ in APC.findall(term.out[mark:attach_at])]
+        # Back in the ui (the attach's detach key): stored and placed again.
+        mark = len(term.out)
+        term.type(b"\x1c")
+        term.until(lambda: b"q quit" in term.out[mark:] and bool(term.placements(mark)))
+        assert any(k.get("a") == "t" and k["i"] == image_id for k in term.apcs(mark))
+        assert term.placements(mark)[-1][:2] == (1 + 1 + 1, SIDEBAR + 1 + 2 + 1)
+    finally:
+        term.close()
+
+
+@pytest.mark.cmux_server()
+def test_ui_with_graphics_off_on_the_server_draws_nothing(cmux_server: ServerProcess
+                                                          ) -> None:
+    pane = str(cmux_server.call("pane.current")["pane"]["pane_id"])
+    term = Terminal(cmux_server)
+    try:
+        term.until(lambda: term.answered and started(term))
+        cmux_server.call("pane.send_text", {"pane_id": pane, "text": "echo shown-$((6*7))\n"})
+        term.until(lambda: b"shown-42" in term.out)
+        term.type(b"q")
+        term.until(lambda: term.proc.poll() is not None)
+        assert term.proc.returncode == 0
+        assert [k for k in term.apcs() if k.get("a") != "q"] == []
     finally:
         term.close()
 
