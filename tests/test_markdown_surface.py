@@ -56,7 +56,7 @@ def test_layout_markdown_surfaces_are_tabs_with_resolved_paths(api: Api,
     ws = layout_workspace(api, tmp_path)
     surfaces = rows(api, ws)
     assert [s["type"] for s in surfaces] == ["terminal", "markdown", "markdown"]
-    assert [s["path"] for s in surfaces] == [None, str(readme), str(plan)]
+    assert [s.get("path") for s in surfaces] == [None, str(readme), str(plan)]
     assert [s["title"] for s in surfaces][1:] == ["README.md", "The plan"]
     assert len({s["pane_id"] for s in surfaces}) == 1
     assert [s["selected_in_pane"] for s in surfaces] == [False, False, True]
@@ -64,7 +64,7 @@ def test_layout_markdown_surfaces_are_tabs_with_resolved_paths(api: Api,
     assert [s["focused"] for s in rows(api, ws)] == [False, False, True]
     pane_id = surfaces[0]["pane_id"]
     tabs = api("pane.surfaces", {"pane_id": pane_id})["surfaces"]
-    assert [(t["type"], t["path"]) for t in tabs] == [
+    assert [(t["type"], t.get("path")) for t in tabs] == [
         ("terminal", None), ("markdown", str(readme)), ("markdown", str(plan))]
     tree = api("system.tree", {"all_windows": True})
     tree_rows = [s for w in tree["windows"] for space in w["workspaces"]
@@ -76,8 +76,8 @@ def test_layout_markdown_surfaces_are_tabs_with_resolved_paths(api: Api,
     api("layout.save", {"name": "with-docs", "workspace_id": ws})
     opened = api("layout.open", {"name": "with-docs"})
     again = rows(api, opened["workspace_id"])
-    assert [(s["type"], s["path"], s["title"]) for s in again] == [
-        (s["type"], s["path"], s["title"]) for s in surfaces]
+    assert [(s["type"], s.get("path"), s["title"]) for s in again] == [
+        (s["type"], s.get("path"), s["title"]) for s in surfaces]
     assert [s["selected_in_pane"] for s in again] == [False, False, True]
 
 
@@ -226,8 +226,8 @@ def test_a_restart_restores_documents_even_when_their_file_vanished(tmp_path: Pa
         try:
             after = second.call("surface.list", {"workspace_id": ws["workspace_id"]})
             keys = ("id", "ref", "type", "path", "title", "selected_in_pane", "index_in_pane")
-            assert [[s[k] for k in keys] for s in after["surfaces"]] == \
-                [[s[k] for k in keys] for s in before["surfaces"]]
+            assert [[s.get(k) for k in keys] for s in after["surfaces"]] == \
+                [[s.get(k) for k in keys] for s in before["surfaces"]]
             assert [s["type"] for s in after["surfaces"]] == ["markdown", "terminal", "markdown"]
             ids = [s["id"] for s in after["surfaces"]]
             text = second.call("surface.read_text", {"surface_id": ids[0]})["text"]

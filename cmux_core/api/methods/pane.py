@@ -545,7 +545,8 @@ async def pane_surfaces(call: Call, p: Routing) -> Result:
     pane = pane_of(mux, Routing(pane_id=p.pane_id, workspace_id=p.workspace_id,
                                 window_id=p.window_id))
     rows = [{"id": s.uuid, "ref": s.ref, "index": i, "title": surface_title(s),
-             "type": s.kind, "path": s.path, "selected": pane.selected is s}
+             "type": s.kind, "selected": pane.selected is s,
+             **({"path": s.path} if s.path is not None else {})}
             for i, s in enumerate(pane.surfaces)]
     return {"type": "pane_surfaces", **cmux_pane_keys(pane), "surfaces": rows}
 

@@ -82,7 +82,8 @@ def surface_row(mux: Mux, surface: Surface, index: int) -> dict[str, Any]:
             "initial_command": surface.requested_command or (
                 " ".join(surface.command) if surface.command else None),
             "terminal_id": surface.term.id if surface.term is not None else None,
-            "path": surface.path, "public_pane_id": pane.id}
+            "public_pane_id": pane.id,
+            **({"path": surface.path} if surface.path is not None else {})}
 
 
 def workspace_surfaces(mux: Mux, ws: Workspace) -> list[Surface]:
