@@ -180,6 +180,7 @@ class _Walk:
         return SurfaceState(
             uuid=surface.uuid, ref=surface.ref, cwd=cwd or surface.launch_cwd,
             command=list(surface.command) if surface.command else None,
+            requested_command=surface.requested_command,
             env=dict(surface.env) if surface.env else None, title=surface.title,
             terminal_title=term.emulator.title or None, pinned=surface.pinned,
             unread=surface.unread, text=text)

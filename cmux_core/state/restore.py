@@ -299,6 +299,7 @@ def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Res
             started.title = surface.title
             started.pinned = surface.pinned
             started.unread = surface.unread
+            started.requested_command = surface.requested_command
             if surface.terminal_title:
                 _set_title(started, surface.terminal_title)
             if surface.text:

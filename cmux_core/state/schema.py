@@ -12,7 +12,8 @@ Versions: 1 held the layout, terminals, agent sessions and views. 2 adds what a 
 would otherwise drop on its next save, which is why it is a new version (a version 1
 server sets such a file aside instead of saving over it): the old ids of moved panes
 (``aliases``), the id counters, metadata tokens of panes and workspaces, notifications,
-surfaces' unread flags and the titles their programs set. A version 1 file is read as a
+surfaces' unread flags, the titles their programs set and the commands as their creators
+gave them. A version 1 file is read as a
 version 2 file that holds none of these.
 """
 
@@ -93,6 +94,8 @@ class SurfaceState(_Model):
     cwd: Annotated[str, Field(min_length=1)]
     command: Argv | None = None
     """The argv it was launched with; None for the shell."""
+    requested_command: str | None = None
+    """The command as its creator gave it (``initial_command``, a layout's ``command``)."""
     env: dict[str, str] | None = None
     """The env its creator asked for, besides the workspace's."""
     title: str | None = None
