@@ -381,8 +381,8 @@ class Ui:
             mouse_support=False, refresh_interval=None, min_redraw_interval=MIN_REDRAW_S,
             after_render=self._after_render)
         self._outer = outer_modes({})
-        self._typed: list[str] = []
         """The modes this ui switched its terminal to for the pane it types into."""
+        self._typed: list[str] = []
         self._sidebar_key: tuple[object, ...] = ()
         self._sidebar_lines: StyleAndTextTuples = []
         self.fragments = Fragments()
