@@ -264,3 +264,18 @@ def test_a_restored_session_with_expiring_tokens_is_not_rewritten_unchanged(
     second.call("pane.list")
     assert second.stop() == 0
     assert place.file.stat().st_mtime_ns == written
+
+
+def test_a_workspaces_proposed_title_and_last_prompt_come_back(place: Place) -> None:
+    first = place.start()
+    first.call("workspace.set_auto_title", {"workspace_id": "w1", "title": "Fixing login"})
+    first.call("workspace.prompt_submit", {"workspace_id": "w1", "message": "fix the login"})
+    keys = ("title", "latest_submitted_message", "latest_submitted_at")
+    row = first.call("workspace.get", {"workspace_id": "w1"})["workspace"]
+    before = {k: row[k] for k in keys}
+    assert before["title"] == "Fixing login"
+    assert first.stop() == 0
+
+    second = place.start()
+    row = second.call("workspace.get", {"workspace_id": "w1"})["workspace"]
+    assert {k: row[k] for k in keys} == before

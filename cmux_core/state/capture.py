@@ -137,7 +137,9 @@ class _Walk:
             tabs=[self.tab(tab) for tab in ws.tabs],
             active_tab=ws.active_tab.number if ws.active_tab is not None else None,
             next_tab_number=ws.next_tab_number, next_pane_number=ws.next_pane_number,
-            tokens=_tokens(self.tracker.workspace_metadata.get(ws.id), self.clock))
+            tokens=_tokens(self.tracker.workspace_metadata.get(ws.id), self.clock),
+            auto_title=ws.auto_title, last_prompt=ws.last_prompt,
+            last_prompt_at=ws.last_prompt_at)
 
     def tab(self, tab: Tab) -> TabState:
         def node(tree: layout.Node) -> Node:

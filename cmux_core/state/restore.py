@@ -218,6 +218,8 @@ def _workspace(mux: Mux, window: Window, saved: WorkspaceState, done: Restored
                    description=saved.description, pinned=saved.pinned, color=saved.color)
     ws.next_tab_number = saved.next_tab_number
     ws.next_pane_number = saved.next_pane_number
+    ws.auto_title = saved.auto_title
+    ws.last_prompt, ws.last_prompt_at = saved.last_prompt, saved.last_prompt_at
     mux.adopt(ws, ws.uuid, ws.ref)
     window.workspaces.append(ws)
     if saved.tokens:

@@ -12,8 +12,8 @@ Versions: 1 held the layout, terminals, agent sessions and views. 2 adds what a 
 would otherwise drop on its next save, which is why it is a new version (a version 1
 server sets such a file aside instead of saving over it): the old ids of moved panes
 (``aliases``), the id counters, metadata tokens of panes and workspaces, notifications,
-surfaces' unread flags, the titles their programs set and the commands as their creators
-gave them. A version 1 file is read as a
+surfaces' unread flags, the titles their programs set, the commands as their creators
+gave them, and workspaces' proposed titles and last submitted prompts. A version 1 file is read as a
 version 2 file that holds none of these.
 """
 
@@ -182,6 +182,11 @@ class WorkspaceState(_Model):
     next_tab_number: Number = 1
     next_pane_number: Number = 1
     tokens: dict[str, TokenState] = Field(default_factory=dict)
+    auto_title: str | None = None
+    """The title an agent's hook proposed (``workspace.set_auto_title``)."""
+    last_prompt: str | None = None
+    """The last message submitted (``workspace.prompt_submit``), and when (UTC seconds)."""
+    last_prompt_at: float | None = None
 
 
 class WindowState(_Model):
