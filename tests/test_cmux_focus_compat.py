@@ -66,6 +66,28 @@ def test_creating_calls_take_focus_under_the_setting(old_policy: Api) -> None:
     assert current_workspace(api) == window["workspace_id"]
 
 
+def test_a_new_tab_takes_typed_input_under_the_setting(old_policy: Api,
+                                                      wait_until: Any) -> None:
+    """What cmux's new-tab script does: a new tab is focused, ``debug.type`` reaches it,
+    and ``presentCount`` grows as the typed text is echoed."""
+    api = old_policy
+    api("surface.split", {"direction": "right"})
+    tab = api("surface.create", {"type": "terminal"})["surface_id"]
+    assert api("debug.terminal.is_focused", {"surface_id": tab})["focused"] is True
+    api("debug.app.activate")
+
+    def present() -> int:
+        stats = api("debug.terminal.render_stats", {"surface_id": tab})["stats"]
+        return int(stats["presentCount"])
+
+    baseline = present()
+    api("debug.type", {"text": "echo TYPED_$((3*4))"})
+    wait_until(lambda: present() > baseline, timeout=15, message="presentCount to grow")
+    api("debug.type", {"text": "\n"})
+    wait_until(lambda: "TYPED_12" in api("surface.read_text", {"surface_id": tab})["text"],
+               timeout=15, message="the typed command's output in the new tab")
+
+
 def test_focus_false_still_keeps_focus_under_the_setting(old_policy: Api) -> None:
     api = old_policy
     first = current_workspace(api)
