@@ -6,6 +6,7 @@ directory, as in ``test_persistence.py``.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -279,3 +280,35 @@ def test_a_workspaces_proposed_title_and_last_prompt_come_back(place: Place) -> 
     second = place.start()
     row = second.call("workspace.get", {"workspace_id": "w1"})["workspace"]
     assert {k: row[k] for k in keys} == before
+
+
+def strip_version_2(node: Any) -> Any:
+    """``node`` without the keys version 2 added, as a version 1 server wrote it."""
+    added = {"aliases", "tokens", "terminal_title", "unread", "requested_command",
+             "auto_title", "last_prompt", "last_prompt_at", "next_workspace_number", "refs",
+             "notifications", "path"}
+    if isinstance(node, dict):
+        return {k: strip_version_2(v) for k, v in node.items() if k not in added}
+    if isinstance(node, list):
+        return [strip_version_2(v) for v in node]
+    return node
+
+
+def test_a_version_1_file_is_restored_and_saved_again_as_version_2(place: Place) -> None:
+    first = place.start()
+    first.call("pane.split", {"pane_id": "w1:p1", "direction": "right", "ratio": 0.25})
+    first.call("workspace.rename", {"workspace_id": "w1", "label": "from version 1"})
+    before = layout_of(first)
+    assert first.stop() == 0
+    old = strip_version_2({**json.loads(place.file.read_text()), "version": 1})
+    place.file.write_text(json.dumps(old))
+
+    second = place.start()
+    assert layout_of(second) == before
+    label = second.call("workspace.get", {"workspace_id": "w1"})["workspace"]["label"]
+    assert label == "from version 1"
+    second.call("pane.rename", {"pane_id": "w1:p2", "label": "now saved"})
+    wait_until(lambda: json.loads(place.file.read_text())["version"] == 2, 15,
+               message="the file saved as version 2")
+    assert second.stop() == 0
+    assert list(place.file.parent.glob("*.corrupt-*")) == []
