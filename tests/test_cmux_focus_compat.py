@@ -66,6 +66,18 @@ def test_creating_calls_take_focus_under_the_setting(old_policy: Api) -> None:
     assert current_workspace(api) == window["workspace_id"]
 
 
+def test_layout_open_and_tab_actions_take_focus_under_the_setting(old_policy: Api) -> None:
+    api = old_policy
+    api("layout.save", {"name": "one"})
+    opened = api("layout.open", {"name": "one"})
+    assert current_workspace(api) == opened["workspace_id"]
+    added = api("tab.action", {"action": "new_terminal_right"})
+    assert focused(api)["surface_id"] == added["created_surface_id"]
+    moved = api("tab.action", {"action": "move_to_new_workspace",
+                               "surface_id": added["created_surface_id"]})
+    assert current_workspace(api) == moved["created_workspace_id"]
+
+
 def test_a_new_tab_takes_typed_input_under_the_setting(old_policy: Api,
                                                       wait_until: Any) -> None:
     """What cmux's new-tab script does: a new tab is focused, ``debug.type`` reaches it,
