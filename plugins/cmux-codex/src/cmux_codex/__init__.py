@@ -9,7 +9,11 @@
   the file's comments, layout and every other key stay as they were.
 
 Codex runs a hook it has not seen before only after the user trusts it (``/hooks`` in
-Codex); install says so, and ``status()`` cannot tell whether that happened. Codex's older
+Codex, or the "Hooks need review" prompt it shows at start-up). Install says so, and
+``status()`` reports whether Codex will run each of our hooks (:mod:`cmux_codex.trust`:
+Codex's ``[hooks.state]`` in ``config.toml``, confirmed through ``codex app-server`` when a
+``codex`` executable is on ``PATH``). The trust itself is never written: it is Codex's own
+hash of each hook's definition, recorded only when the user reviews it. Codex's older
 ``notify`` program is not used: it also fires for Codex's own side requests (a session
 title), so it does not mark the end of a turn.
 
@@ -26,6 +30,7 @@ from typing import Any
 
 import tomlkit
 
+from cmux_codex import trust
 from cmux_core.hookspecs import RegisterIntegration, hookimpl
 from cmux_core.plugin_host import hook_kit
 from cmux_core.plugin_host.settings_files import FileChange, SettingsError, edit_toml
@@ -38,8 +43,14 @@ EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
           "PreCompact", "PostCompact", "Stop", "SessionEnd")
 """The Codex hook events the integration hooks (what each reports: docs/agents.md)."""
 
-TRUST_NOTE = ("Codex runs new or changed hooks only once you trust them: start codex and "
-              "open /hooks to review and trust the cmux hooks")
+TRUST_NOTE = ("Codex runs new or changed hooks only once you trust them: start codex, open "
+              "/hooks and press t to trust all (or review each); a hook that changes later "
+              "needs trusting again")
+SKIPPED_NOTE = ("Codex skips the cmux hooks that 'trust' lists as untrusted, modified or "
+                "disabled: start codex, open /hooks, press t to trust all (or review each) "
+                "and switch disabled ones back on")
+UNCONFIRMED_NOTE = ("Codex records a trust for every cmux hook, but no codex executable on "
+                    "PATH answered to confirm the hooks are unchanged since")
 
 
 def codex_home() -> Path:
@@ -138,9 +149,21 @@ def uninstall(*, dry_run: bool = False) -> list[FileChange | str]:
 
 
 def status() -> dict[str, Any]:
-    """``installed`` when the hook is in place and every event runs it."""
-    return hook_kit.settings_status(AGENT, config_path(), EVENTS, parse=tomlkit.parse,
-                                    key="config", source=SOURCE, note=TRUST_NOTE)
+    """``installed`` when the hook is in place and every event runs it; ``trusted``,
+    ``trust`` and ``trust_checked_by`` say whether Codex will run the hooks
+    (:func:`cmux_codex.trust.trust_status`), with a ``note`` on what to do when not."""
+    path = config_path()
+    try:
+        doc: Any = tomlkit.parse(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, tomlkit.exceptions.TOMLKitError):
+        doc = {}  # settings_status reports the error
+    extra = trust.trust_status(doc, path, EVENTS)
+    if extra["trusted"] is False:
+        extra["note"] = SKIPPED_NOTE
+    elif extra["trusted"] is None:
+        extra["note"] = UNCONFIRMED_NOTE
+    return hook_kit.settings_status(AGENT, path, EVENTS, parse=tomlkit.parse, key="config",
+                                    source=SOURCE, **extra)
 
 
 @hookimpl
