@@ -2,8 +2,8 @@
 pane, answered as a kitty terminal answers, and reach attached kitty-capable clients.
 
 Each test runs a real Python program in a real pane's shell that writes kitty graphics
-commands to its terminal and, where it asks for replies, reads them from its stdin in raw
-mode, printing them as text the test reads back from the screen.
+commands to its terminal and, where it asks for replies, reads them from its stdin (not
+echoed), printing them as text the test reads back from the screen.
 """
 
 from __future__ import annotations
@@ -22,7 +22,15 @@ from cmux_core.errors import CmuxError
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
 PRELUDE = r'''
-import base64, os, select, sys, termios, tty, zlib
+import atexit, base64, os, select, sys, termios, zlib
+
+# Replies may come before the program reads them: from the start, input is not echoed and
+# not held for a line, and nothing typed is flushed (as tty.setraw's TCSAFLUSH would).
+_saved = termios.tcgetattr(0)
+_mode = termios.tcgetattr(0)
+_mode[3] &= ~(termios.ICANON | termios.ECHO)
+termios.tcsetattr(0, termios.TCSANOW, _mode)
+atexit.register(termios.tcsetattr, 0, termios.TCSANOW, _saved)
 
 def apc(control, payload=b""):
     os.write(1, b"\x1b_G" + control.encode() + (b";" + payload if payload else b"") + b"\x1b\\")
@@ -39,17 +47,12 @@ def chunked(control, data, size=4096):
 
 def replies(count, timeout=10.0):
     """Read ``count`` graphics replies (or until ``timeout``) and print them as text."""
-    old = termios.tcgetattr(0)
-    tty.setraw(0)
     data = b""
-    try:
-        while data.count(b"\x1b\\") < count:
-            ready, _, _ = select.select([0], [], [], timeout)
-            if not ready:
-                break
-            data += os.read(0, 4096)
-    finally:
-        termios.tcsetattr(0, termios.TCSADRAIN, old)
+    while data.count(b"\x1b\\") < count:
+        ready, _, _ = select.select([0], [], [], timeout)
+        if not ready:
+            break
+        data += os.read(0, 4096)
     for found in data.split(b"\x1b\\"):
         if found.startswith(b"\x1b_G"):
             print("REPLY", found[3:].decode())
@@ -292,12 +295,14 @@ send("a=T,t=t,f=100,i=22,C=1", {str(temp).encode()!r})
 send("a=T,t=s,f=32,s=2,v=2,i=23,C=1", {shm.encode()!r})
 send("a=T,t=f,f=24,s=1,v=1,i=24", b"/nonexistent/image")
 send("a=T,t=f,f=24,s=1,v=1,i=25", b"relative/path")
-replies(5)
+send("a=T,t=s,f=24,s=1,v=1,i=26", b"../etc/passwd")
+replies(6)
 ''')
     assert replies_in(lines) == [
         "i=21;OK", "i=22;OK", "i=23;OK",
         "i=24;EBADF:cannot open /nonexistent/image: No such file or directory",
-        "i=25;EINVAL:the file path must be absolute"]
+        "i=25;EINVAL:the file path must be absolute",
+        "i=26;EINVAL:'../etc/passwd' is not a shared memory object name"]
     found = layers(server, pane)
     assert (found["program:21"]["bytes"], found["program:22"]["image_width"],
             found["program:23"]["format"]) == (12, 3, "rgba")

@@ -229,12 +229,19 @@ def read_medium(command: Command, payload: bytes) -> bytes:
     if medium not in "fts":
         raise KittyError("EINVAL", f"unknown transmission medium {medium!r}")
     name = payload.decode("utf-8", "replace")
-    path = Path("/dev/shm", name.lstrip("/")) if medium == "s" else Path(name)
-    if medium != "s" and not path.is_absolute():
+    if medium == "s":
+        if "/" in name.lstrip("/") or name.strip("/") in ("", ".", ".."):
+            raise KittyError("EINVAL", f"{name!r} is not a shared memory object name")
+        path = Path("/dev/shm", name.lstrip("/"))
+    else:
+        path = Path(name)
+    if not path.is_absolute():
         raise KittyError("EINVAL", "the file path must be absolute")
     offset, size = command.int("O"), command.int("S")
+    # What is removed after reading must be the file named, never a link's target.
+    flags = os.O_RDONLY | os.O_NONBLOCK | (os.O_NOFOLLOW if medium != "f" else 0)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(path, flags)
     except OSError as exc:
         raise KittyError("EBADF", f"cannot open {name}: {exc.strerror}") from None
     try:
