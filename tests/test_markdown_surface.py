@@ -110,6 +110,8 @@ def test_read_text_reads_the_file_now_and_input_is_refused(api: Api, tmp_path: P
     assert got["text"] == "# Plan\n\n- one\n- two\n"
     assert base64.b64decode(got["base64"]).decode() == got["text"]
     assert api("surface.read_text", {"surface_id": doc, "lines": 2})["text"] == "- one\n- two\n"
+    err = api.error("pane.attach", {"pane_id": doc, "columns": 80, "lines": 24})
+    assert err["code"] == "invalid_params" and err["message"] == "Surface is not a terminal"
     plan.write_text("# Plan, revised\n")
     assert api("surface.read_text", {"surface_id": doc})["text"] == "# Plan, revised\n"
     for method, extra in (("surface.send_text", {"text": "x"}),

@@ -66,6 +66,9 @@ async def pane_attach(call: Call, p: AttachParams) -> Result:
     pane = mux.pane(p.pane_id)
     surface = mux.find_surface(p.pane_id) if p.pane_id is not None else None
     if surface is not None and surface.pane is pane:
+        if surface.term is None:
+            raise CmuxError("invalid_params", "Surface is not a terminal",
+                            {"surface_id": surface.uuid, "type": surface.kind})
         pane.selected = surface  # a surface handle: the pane shows that surface
     if pane.terminal.exited:
         raise CmuxError("pane_exited", f"the process of pane {pane.id} has exited")
