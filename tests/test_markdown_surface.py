@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from cmux_v2 import V2
 from conftest import Api
 
 from cmux_core.testing import start_server
@@ -242,3 +243,28 @@ def test_a_restart_restores_documents_even_when_their_file_vanished(tmp_path: Pa
             second.stop()
     finally:
         shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+def test_tab_actions_and_swaps_on_documents(api: Api, tmp_path: Path) -> None:
+    docs(tmp_path)
+    ws = layout_workspace(api, tmp_path)
+    term, readme, plan = (s["id"] for s in rows(api, ws))
+    renamed = api("tab.action", {"surface_id": plan, "action": "clear_name"})
+    assert renamed["title"] == "plan.md"  # the file name once the given name is cleared
+    dup = api("tab.action", {"surface_id": readme, "action": "duplicate"})
+    listed = rows(api, ws)
+    assert [s["id"] for s in listed][:3] == [term, readme, dup["created_surface_id"]]
+    assert listed[2]["type"] == "markdown" and listed[2].get("path") == listed[1].get("path")
+    # cmux's pane.swap exchanges selected surfaces; a pane may not be left with documents
+    # only, so swapping the lone terminal of a plain pane for a document is refused.
+    other = api("surface.split", {"surface_id": term, "direction": "right"})
+    # (cmux's form of pane.swap is not the herdr schema's: asked with cmux's client.)
+    api("surface.focus", {"surface_id": readme})
+    with V2(api.server.socket_path) as v2:
+        err = v2.error("pane.swap", pane_id=listed[0]["pane_id"],
+                       target_pane_id=other["pane_id"])
+        assert err.code == "invalid_state"
+        api("surface.focus", {"surface_id": term})
+        v2("pane.swap", pane_id=listed[0]["pane_id"], target_pane_id=other["pane_id"])
+    after = {s["id"]: s["pane_id"] for s in rows(api, ws)}
+    assert after[term] == other["pane_id"] and after[other["surface_id"]] == listed[0]["pane_id"]
