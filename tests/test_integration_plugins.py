@@ -254,8 +254,9 @@ def test_the_bundled_hook_files_are_the_top_level_hooks() -> None:
 @pytest.mark.parametrize("agent", sorted(PLUGINS))
 def test_plugins_carry_no_copies_and_install_the_bundled_files(agent: str, home: Path) -> None:
     package = Path(PLUGINS[agent].__file__ or "").parent
-    assert sorted(p.name for p in package.iterdir() if p.name != "__pycache__") == [
-        "__init__.py", "py.typed"]
+    own = ["trust.py"] if agent == "codex" else []  # cmux-codex's reader of Codex's hook trust
+    assert sorted(p.name for p in package.iterdir() if p.name != "__pycache__") == sorted([
+        "__init__.py", "py.typed", *own])
     PLUGINS[agent].install(**({"options": {"skill": True}} if agent == "claude" else {}))
     hook_dir = home / ".config" / "cmux" / "hooks" / agent
     assert (hook_dir / "cmux-hook").read_bytes() == (HOOKS / "cmux-hook").read_bytes()
