@@ -335,3 +335,18 @@ apc("a=p,i=31,q=1")
 sys.stdout.write("\x1bc"); sys.stdout.flush()
 ''')
     assert layers(server, pane) == {}
+
+
+def test_the_byte_budget_and_oversized_images_answer_errors(server: ServerProcess) -> None:
+    pane = focused(server)
+    lines = run(server, pane, r'''
+full = zlib.compress(bytes(4096 * 1024 * 4))  # 16 MiB of rgba: the most one image holds
+for i in range(61, 66):
+    send(f"a=T,f=32,s=4096,v=1024,o=z,i={i},C=1,q=1", full)
+send("a=T,f=32,s=4096,v=1025,o=z,i=66,q=1", zlib.compress(bytes(4096 * 1025 * 4)))
+replies(2)
+''')
+    assert replies_in(lines) == [
+        "i=65;ENOSPC:the 64 MiB graphics budget is full",
+        "i=66;EFBIG:the zlib data is too large or incomplete"]
+    assert sorted(layers(server, pane)) == [f"program:{i}" for i in range(61, 65)]

@@ -384,8 +384,8 @@ class ProgramScreen:
         if layer is None or layer.owner != OWNER:
             held = self.book.bytes_held + len(image.data)
             if held > BUDGET_BYTES:
-                raise KittyError("ENOSPC", f"layers would hold {held} bytes; the server keeps "
-                                 f"at most {BUDGET_BYTES}")
+                raise KittyError("ENOSPC", f"the {BUDGET_BYTES >> 20} MiB graphics budget "
+                                 "is full")
             self.book.claim(self.pane, layer_id, OWNER)
         try:
             self.book.set(self.pane, layer_id, image, Placement(col, row, cols, rows),
