@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -312,3 +313,27 @@ def test_a_version_1_file_is_restored_and_saved_again_as_version_2(place: Place)
                message="the file saved as version 2")
     assert second.stop() == 0
     assert list(place.file.parent.glob("*.corrupt-*")) == []
+
+
+def test_a_killed_server_keeps_what_programs_and_clients_reported(place: Place) -> None:
+    first = place.start()
+    first.call("pane.report_metadata", {"pane_id": "w1:p1", "source": "test:ci",
+                                        "tokens": {"branch": "main"}})
+    first.call("pane.send_text", {"pane_id": "w1:p1", "text":
+                                  "printf '\\033]2;%s\\007\\033]9;%s\\007' killed-title "
+                                  "killed-note\r"})
+
+    def saved() -> bool:
+        content = place.file.read_text() if place.file.exists() else ""
+        return all(word in content for word in ("branch", "killed-title", "killed-note"))
+
+    # Saved within a moment of the report and of the program's output, with no stop.
+    wait_until(saved, 15, message="the reports in the session file")
+    first.process.send_signal(signal.SIGKILL)
+    first.process.wait(10)
+    first.stop()
+
+    second = place.start()
+    assert tokens(second, "w1:p1") == {"branch": "main"}
+    assert [n["title"] for n in notes(second)] == ["killed-note"]
+    assert "killed-title" in titles(second).values()
