@@ -18,7 +18,7 @@ from typing import Any
 from cmux_v2 import V2
 from conftest import Api
 
-from cmux_core.testing import start_server
+from cmux_core.testing import start_server, wait_until
 
 
 def md(path: str, **fields: Any) -> dict[str, Any]:
@@ -268,3 +268,25 @@ def test_tab_actions_and_swaps_on_documents(api: Api, tmp_path: Path) -> None:
         v2("pane.swap", pane_id=listed[0]["pane_id"], target_pane_id=other["pane_id"])
     after = {s["id"]: s["pane_id"] for s in rows(api, ws)}
     assert after[term] == other["pane_id"] and after[other["surface_id"]] == listed[0]["pane_id"]
+
+
+def test_the_terminal_behind_a_document_reports_notifications_and_exit(
+        api: Api, tmp_path: Path) -> None:
+    docs(tmp_path)
+    ws = layout_workspace(api, tmp_path)
+    term, _, plan = rows(api, ws)
+    assert plan["selected_in_pane"]
+    herdr_id = term["public_pane_id"]
+    api("pane.send_text", {"pane_id": herdr_id,
+                           "text": "printf '\\033]9;from-the-shell\\007'\n"})
+
+    def noted() -> bool:
+        return any(n["title"] == "from-the-shell" and n["surface_id"] == term["id"]
+                   for n in api("notification.list", {})["notifications"])
+
+    wait_until(noted, 20, message="the shell's notification, on its terminal surface")
+    api("events.subscribe", {"subscriptions": [{"type": "pane.exited"}]})
+    api("pane.send_text", {"pane_id": herdr_id, "text": "exit 5\n"})
+    event = api.event(20)
+    assert event["event"] == "pane_exited" and event["data"]["pane_id"] == herdr_id
+    assert event["data"]["exit_code"] == 5

@@ -287,7 +287,7 @@ class Mux:
     def _on_exit(self, surface: Surface) -> None:
         pane = surface.pane
         self._wake(pane)
-        if pane.key in self.panes and pane.selected is surface:
+        if pane.key in self.panes and pane.terminal_surface is surface:
             self.events.publish(PaneExited(pane, surface.terminal.exit_code))
 
     # -- lookups --------------------------------------------------------------------

@@ -114,7 +114,7 @@ class NotificationBook:
                 # A notification with one text (OSC 9) shows it as its title.
                 title, body = ((event.title, event.body) if event.title
                                else (event.body, ""))
-                self.add(pane.tab.workspace, pane.surface, title, body=body,
+                self.add(pane.tab.workspace, pane.terminal_surface, title, body=body,
                          source="terminal")
 
     def on_view(self, tab: Tab) -> None:
