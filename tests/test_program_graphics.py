@@ -212,8 +212,9 @@ send("a=T,f=24,s=1,v=1,i=4,r=2,C=1,q=1", b"abc")
 sys.stdout.write("\x1b[24;1H" + "\n" * 5); sys.stdout.flush()
 ''')
     # Placed on row 19; five lines scrolled, then the script's DONE line and the prompt.
-    row = layers(server, pane)["program:4"]["placement"]["viewport_row"]
-    assert 10 <= row <= 14
+    layer = layers(server, pane)["program:4"]
+    assert 10 <= layer["placement"]["viewport_row"] <= 14
+    assert (layer["frames"], layer["revision"] > 1) == (1, True)  # moved, not redrawn
     run(server, pane, 'sys.stdout.write("\\n" * 30); sys.stdout.flush()')
     assert layers(server, pane) == {}
 

@@ -255,6 +255,14 @@ class GraphicsBook:
         self._remove(layer)
         return True
 
+    def move(self, layer: Layer, placement: Placement) -> None:
+        """Give the layer a new placement, keeping its image (no new frame)."""
+        if self._layers.get((layer.pane_key, layer.layer_id)) is layer \
+                and placement != layer.placement:
+            layer.placement = placement
+            layer.revision += 1
+            self._changed(layer.pane_key)
+
     def disown(self, layer: Layer) -> None:
         """Keep the layer and its image but let anyone change it (a source that ended)."""
         if self._layers.get((layer.pane_key, layer.layer_id)) is layer:

@@ -226,8 +226,7 @@ class ProgramScreen:
         if row + placed.rows <= 0:
             self._remove(placed)
             return
-        self.book.set(self.pane, placed.layer_id, layer.image, self._placement(placed),
-                      limit=IMAGE_MAX_BYTES, owner=OWNER)
+        self.book.move(layer, self._placement(placed))
 
     def _remove(self, placed: Placed) -> None:
         self.placed.pop(placed.layer_id, None)
