@@ -3,6 +3,8 @@
 :mod:`~cmux_core.graphics.layers` keeps every pane's layers (by ``layer_id``) and enforces
 the limits; :mod:`~cmux_core.graphics.sources` pulls frames from plugins' graphics sources
 into layers; :mod:`~cmux_core.graphics.leases` holds frames leased from files in the
-server's frame directory. Nothing here draws: attached clients are told of changes
+server's frame directory; :mod:`~cmux_core.graphics.program` turns the kitty graphics
+commands a program writes in a pane (found by :mod:`~cmux_core.graphics.kitty_apc`) into
+layers of that pane. Nothing here draws: attached clients are told of changes
 through the book's listeners and draw the layers themselves.
 """
