@@ -290,3 +290,20 @@ def test_the_terminal_behind_a_document_reports_notifications_and_exit(
     event = api.event(20)
     assert event["event"] == "pane_exited" and event["data"]["pane_id"] == herdr_id
     assert event["data"]["exit_code"] == 5
+
+
+def test_herdr_layout_export_describes_the_terminal_behind_a_document(
+        api: Api, tmp_path: Path) -> None:
+    _, plan = docs(tmp_path)
+    pane_id = api.run(["sh"])
+    surface = api("pane.get", {"pane_id": pane_id})["pane"]["surface_id"]
+    api("markdown.open", {"path": str(plan), "surface_id": surface})
+    exported = api("layout.export", {"pane_id": pane_id})["layout"]
+
+    def leaves(node: dict[str, Any]) -> list[dict[str, Any]]:
+        if node["type"] == "pane":
+            return [node]
+        return leaves(node["first"]) + leaves(node["second"])
+
+    leaf = next(x for x in leaves(exported["root"]) if x["pane_id"] == pane_id)
+    assert leaf["command"] == ["sh"]

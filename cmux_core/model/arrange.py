@@ -87,7 +87,7 @@ def current_cwd(mux: Mux, pane: Pane) -> str | None:
         cwd = procfs.cwd(term.pid)
         if cwd is not None:
             return cwd
-    return pane.surface.launch_cwd
+    return pane.terminal_surface.launch_cwd
 
 
 # -- reads ----------------------------------------------------------------------------
@@ -283,8 +283,8 @@ def describe(mux: Mux, tab: Tab) -> Result:
         cwd = current_cwd(mux, pane)
         if cwd:
             fields["cwd"] = cwd
-        if pane.surface.command:
-            fields["command"] = list(pane.surface.command)
+        if pane.terminal_surface.command:
+            fields["command"] = list(pane.terminal_surface.command)
         return fields
 
     return {"workspace_id": tab.workspace.id, "tab_id": tab.id, "zoomed": tab.zoomed,

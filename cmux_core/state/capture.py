@@ -201,7 +201,8 @@ class _Walk:
         resume = self.resume_for(session) if session is not None else None
         term = pane.terminal
         pgid = term.foreground_pgid()
-        in_shell = pane.surface.command is None or (pgid is not None and pgid != term.pid)
+        in_shell = pane.terminal_surface.command is None or (
+            pgid is not None and pgid != term.pid)
         return PaneAgentState(
             name=rec.name,
             session=SessionRefState(source=session.source, agent=session.agent,
