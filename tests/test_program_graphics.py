@@ -321,10 +321,15 @@ for i, (row, col) in enumerate([(2, 2), (2, 10), (6, 2), (8, 30)], start=31):
 apc("a=T,f=24,s=1,v=1,i=39,q=2", b"!!")     # an error, but q=2: no reply
 apc("a=T,f=24,s=1,v=1,i=40,q=1", b"AAAA")   # OK, but q=1: no reply
 apc("i=41,a=p")                             # a reply: no image 41
-replies(1)
+send("a=t,f=24,s=1,v=1,I=77", b"abc")       # by number: the server gives it an id
+apc("a=p,I=77,C=1")
+replies(3)
 ''')
-    assert replies_in(lines) == ["i=41;ENOENT:no image with id 41"]
-    assert set(layers(server, pane)) == {f"program:{i}" for i in (31, 32, 33, 34, 40)}
+    assert replies_in(lines) == ["i=41;ENOENT:no image with id 41",
+                                 "i=3221225472,I=77;OK", "i=3221225472,I=77;OK"]
+    assert set(layers(server, pane)) == {f"program:{i}" for i in (31, 32, 33, 34, 40,
+                                                                  3221225472)}
+    run(server, pane, 'apc("a=d,d=N,I=77")')
     run(server, pane, r'''
 apc("a=d,d=p,x=11,y=2")   # the cell at column 11, row 2: image 32
 apc("a=d,d=x,x=3")        # column 3: images 31 and 33
