@@ -237,3 +237,18 @@ def test_status_through_the_server(served: tuple[ServerProcess, Path]) -> None:
         status = client.call("integration.status", {"target": "codex"})["status"]
         assert (status["trusted"], status["trust_checked_by"]) == (True, "codex")
         assert status["installed"] is True
+
+
+def test_uninstall_leaves_codex_trust_and_reinstall_finds_it(home: Path) -> None:
+    """Codex wrote the trust entries, at the user's word: uninstall keeps them (only our
+    hook entries go), so installing the same hooks again is trusted as before."""
+    doc, path = use_config("trusted", home)
+    state = tomlkit.dumps(doc["hooks"]["state"])
+    cmux_codex.uninstall()
+    after = tomlkit.parse(path.read_text())
+    assert set(after["hooks"]) == {"state"}
+    assert tomlkit.dumps(after["hooks"]["state"]) == state
+    assert trust.recorded_trust(after, path, EVENTS) == {}
+    cmux_codex.install()
+    again = tomlkit.parse(path.read_text())
+    assert trust.recorded_trust(again, path, EVENTS) == EXPECTED_RECORDED["trusted"]
