@@ -158,7 +158,9 @@ def status() -> dict[str, Any]:
     except (OSError, ValueError, tomlkit.exceptions.TOMLKitError):
         doc = {}  # settings_status reports the error
     extra = trust.trust_status(doc, path, EVENTS)
-    if extra["trusted"] is False:
+    if not extra["trust"]:
+        extra["note"] = TRUST_NOTE  # nothing of ours to trust yet
+    elif extra["trusted"] is False:
         extra["note"] = SKIPPED_NOTE
     elif extra["trusted"] is None:
         extra["note"] = UNCONFIRMED_NOTE

@@ -19,10 +19,12 @@ reader that can tell a trusted hook from one changed since it was trusted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -159,18 +161,20 @@ def _send(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     for stream in (proc.stdin, proc.stdout):
-        try:
-            if stream is not None:
+        if stream is not None:
+            with contextlib.suppress(OSError):
                 stream.close()
-        except OSError:
-            pass
-    if proc.poll() is None:
-        proc.terminate()
+    # the app server was started in a session of its own: end its whole process group
+    # (``codex`` on PATH is often a node wrapper around the native binary)
+    for sig, wait in ((signal.SIGTERM, 1.0), (signal.SIGKILL, None)):
+        if proc.poll() is not None:
+            break
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, sig)
         try:
-            proc.wait(1.0)
+            proc.wait(wait)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            continue
 
 
 class _Lines:
