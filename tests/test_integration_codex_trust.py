@@ -252,3 +252,15 @@ def test_uninstall_leaves_codex_trust_and_reinstall_finds_it(home: Path) -> None
     cmux_codex.install()
     again = tomlkit.parse(path.read_text())
     assert trust.recorded_trust(again, path, EVENTS) == EXPECTED_RECORDED["trusted"]
+
+
+def test_state_keys_match_another_spelling_of_the_path(home: Path) -> None:
+    """Codex writes keys with the path it resolved; CODEX_HOME given through a symbolic
+    link (or with a trailing ``/.``) still finds them."""
+    doc, path = use_config("trusted", home)
+    (home / "link").symlink_to(home / ".codex")
+    for config in (home / "link" / "config.toml", Path(f"{home}/.codex/./config.toml")):
+        assert trust.recorded_trust(doc, config, EVENTS) == EXPECTED_RECORDED["trusted"]
+        reply = hooks_list("trusted", home)
+        assert trust.trust_from_hooks_list(reply["result"], config, EVENTS) == \
+            EXPECTED_CODEX["trusted"]

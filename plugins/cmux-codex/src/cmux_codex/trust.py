@@ -52,12 +52,13 @@ def _worst(states: Sequence[str]) -> str:
     return max(states, key=RANK.index)
 
 
-def our_hook_keys(doc: Any, config: Path, events: Sequence[str]) -> dict[str, list[str]]:
-    """The state key Codex gives each of our handlers, per event of ``events`` that runs one."""
+def _positions(doc: Any, events: Sequence[str]) -> dict[str, list[tuple[str, int, int]]]:
+    """Per event of ``events``, Codex's label and (group, handler) index of each handler of
+    ours in ``doc``'s ``[hooks]``."""
     hooks = doc.get("hooks") if isinstance(doc, Mapping) else None
-    keys: dict[str, list[str]] = {}
+    found: dict[str, list[tuple[str, int, int]]] = {}
     if not isinstance(hooks, Mapping):
-        return keys
+        return found
     for event in events:
         groups = hooks.get(event)
         if not isinstance(groups, list):
@@ -65,23 +66,48 @@ def our_hook_keys(doc: Any, config: Path, events: Sequence[str]) -> dict[str, li
         for g, group in enumerate(groups):
             for h, handler in enumerate(hook_kit.handlers(group)):
                 if hook_kit.is_our_hook(handler, AGENT):
-                    keys.setdefault(event, []).append(f"{config}:{event_label(event)}:{g}:{h}")
-    return keys
+                    found.setdefault(event, []).append((event_label(event), g, h))
+    return found
+
+
+def _same_file(path: str | Path) -> str:
+    """``path`` made comparable: absolute, symbolic links resolved."""
+    return os.path.realpath(os.path.abspath(path))
+
+
+def our_hook_keys(doc: Any, config: Path, events: Sequence[str]) -> dict[str, list[str]]:
+    """The state key Codex gives each of our handlers, per event of ``events`` that runs one."""
+    return {event: [f"{config}:{label}:{g}:{h}" for label, g, h in places]
+            for event, places in _positions(doc, events).items()}
+
+
+def _state_entries(doc: Any, config: Path) -> dict[tuple[str, int, int], Any]:
+    """``[hooks.state]`` tables of hooks in ``config``, by (label, group, handler); a key
+    naming the file by another spelling of its path counts too."""
+    hooks = doc.get("hooks") if isinstance(doc, Mapping) else None
+    state = hooks.get("state") if isinstance(hooks, Mapping) else None
+    entries: dict[tuple[str, int, int], Any] = {}
+    if not isinstance(state, Mapping):
+        return entries
+    target = _same_file(config)
+    for key, entry in state.items():
+        parts = str(key).rsplit(":", 3)
+        if (len(parts) == 4 and parts[2].isdigit() and parts[3].isdigit()
+                and _same_file(parts[0]) == target):
+            entries[(parts[1], int(parts[2]), int(parts[3]))] = entry
+    return entries
 
 
 def recorded_trust(doc: Any, config: Path, events: Sequence[str]) -> dict[str, str]:
     """Per event that runs our hook, what ``[hooks.state]`` records for our handlers:
     ``recorded`` (a trusted hash for each: trusted, unless the hook changed since),
     ``untrusted`` (no hash: Codex will not run it) or ``disabled`` (switched off)."""
-    hooks = doc.get("hooks") if isinstance(doc, Mapping) else None
-    state = hooks.get("state") if isinstance(hooks, Mapping) else None
-    if not isinstance(state, Mapping):
-        state = {}
+    entries = _state_entries(doc, config)
     result: dict[str, str] = {}
-    for event, keys in our_hook_keys(doc, config, events).items():
+    for event, places in _positions(doc, events).items():
         states = []
-        for key in keys:
-            entry = state.get(key)
+        for place in places:
+            entry = entries.get(place)
             if not isinstance(entry, Mapping):
                 states.append("untrusted")
             elif entry.get("enabled") is False:
@@ -99,12 +125,14 @@ def trust_from_hooks_list(result: Any, config: Path, events: Sequence[str]) -> d
     ``trustStatus`` (``trusted``, ``untrusted``, ``modified``, ``managed``), or
     ``disabled`` for a hook switched off. Only user hooks from ``config`` count."""
     names = {event[:1].lower() + event[1:]: event for event in events}
+    target = _same_file(config)
     found: dict[str, list[str]] = {}
     entries = result.get("data") if isinstance(result, Mapping) else None
     for entry in entries if isinstance(entries, list) else []:
         hooks = entry.get("hooks") if isinstance(entry, Mapping) else None
         for hook in hooks if isinstance(hooks, list) else []:
-            if not isinstance(hook, Mapping) or hook.get("sourcePath") != str(config):
+            if (not isinstance(hook, Mapping) or not isinstance(hook.get("sourcePath"), str)
+                    or _same_file(hook["sourcePath"]) != target):
                 continue
             event = names.get(str(hook.get("eventName")))
             if event is None or not hook_kit.is_our_hook(hook, AGENT):
