@@ -256,10 +256,11 @@ def test_uninstall_leaves_codex_trust_and_reinstall_finds_it(home: Path) -> None
 
 def test_state_keys_match_another_spelling_of_the_path(home: Path) -> None:
     """Codex writes keys with the path it resolved; CODEX_HOME given through a symbolic
-    link (or with a trailing ``/.``) still finds them."""
-    doc, path = use_config("trusted", home)
+    link (or with a ``..`` in it) still finds them."""
+    doc, _ = use_config("trusted", home)
     (home / "link").symlink_to(home / ".codex")
-    for config in (home / "link" / "config.toml", Path(f"{home}/.codex/./config.toml")):
+    spellings = (home / "link" / "config.toml", home / ".codex" / ".." / ".codex" / "config.toml")
+    for config in spellings:
         assert trust.recorded_trust(doc, config, EVENTS) == EXPECTED_RECORDED["trusted"]
         reply = hooks_list("trusted", home)
         assert trust.trust_from_hooks_list(reply["result"], config, EVENTS) == \
