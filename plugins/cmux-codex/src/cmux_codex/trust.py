@@ -6,7 +6,7 @@ in the same ``config.toml``, one table per hook handler::
 
     [hooks.state."<config.toml path>:<event>:<group index>:<handler index>"]
     trusted_hash = "sha256:..."    # Codex's hash of the definition the user trusted
-    enabled = false                # only once the hook was switched off under /hooks
+    enabled = false                # once switched off under /hooks (true when back on)
 
 ``<event>`` is the snake-case event name (``session_start``) and the indices are the
 handler's position in ``[[hooks.<Event>]]`` / ``[[hooks.<Event>.hooks]]``, so a hook
