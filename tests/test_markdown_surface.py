@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,8 @@ from typing import Any
 from cmux_v2 import V2
 from conftest import Api
 
-from cmux_core.testing import start_server, wait_until
+from cmux_core.client import Client
+from cmux_core.testing import ServerProcess, start_server, wait_until
 
 
 def md(path: str, **fields: Any) -> dict[str, Any]:
@@ -307,3 +310,22 @@ def test_herdr_layout_export_describes_the_terminal_behind_a_document(
 
     leaf = next(x for x in leaves(exported["root"]) if x["pane_id"] == pane_id)
     assert leaf["command"] == ["sh"]
+
+
+def test_cmux_markdown_open_on_the_command_line(cmux_server: ServerProcess,
+                                                tmp_path: Path) -> None:
+    _, plan = docs(tmp_path)
+    with Client(cmux_server.socket_path) as c:
+        term = c.call("surface.list", {})["surfaces"][0]
+    proc = subprocess.run(
+        [sys.executable, "-m", "cmux_core", "markdown", "open", "docs/plan.md",
+         "--socket", str(cmux_server.socket_path)],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        env={**cmux_server.env, "CMUX_SURFACE_ID": term["id"]})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("OK surface=surface:") and f"path={plan}" in proc.stdout
+    with Client(cmux_server.socket_path) as c:
+        listed = c.call("surface.list", {})["surfaces"]
+    assert [(s["type"], s.get("path")) for s in listed] == [
+        ("terminal", None), ("markdown", str(plan))]
+    assert listed[1]["pane_id"] == term["pane_id"]

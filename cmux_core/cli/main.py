@@ -32,6 +32,7 @@ from cmux_core.cli.common import (
 from cmux_core.cli.integration import add_integration_commands
 from cmux_core.cli.layout import add_layout_commands
 from cmux_core.cli.manifests import add_explain_command, add_manifest_commands
+from cmux_core.cli.markdown import add_markdown_commands
 from cmux_core.cli.new_workspace import add_new_workspace_command
 from cmux_core.cli.notification import add_notification_commands
 from cmux_core.cli.pane import add_pane_commands
@@ -214,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_api_schema)
 
     for add in (add_workspace_commands, add_tab_commands, add_pane_commands,
-                add_window_commands, add_server_commands, add_session_commands):
+                add_window_commands, add_server_commands, add_session_commands,
+                add_markdown_commands):
         add(sub, add_common)
     for cmd in TOP_LEVEL:
         add_command(sub, cmd, add_common)
