@@ -8,6 +8,7 @@ echoed), printing them as text the test reads back from the screen.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import os
 from collections.abc import Iterator
@@ -356,3 +357,23 @@ replies(2)
         "i=65;ENOSPC:the 64 MiB graphics budget is full",
         "i=66;EFBIG:the zlib data is too large or incomplete"]
     assert sorted(layers(server, pane)) == [f"program:{i}" for i in range(61, 65)]
+
+
+def test_clients_cannot_take_a_program_image_or_its_owner_name(server: ServerProcess) -> None:
+    pane = focused(server)
+    run(server, pane, r'''
+send("a=T,f=100,i=9", PNG)
+replies(1)
+'''.replace("PNG", repr(png(2, 1))))
+    assert "program:9" in layers(server, pane)
+    with pytest.raises(CmuxError) as reserved:
+        server.call("pane.graphics.stream.open", {"pane_id": pane, "layer_id": "mine",
+                                                  "owner": "program"})
+    assert reserved.value.code == "invalid_stream" and "reserved" in reserved.value.message
+    assert "mine" not in layers(server, pane)
+    with pytest.raises(CmuxError) as held:
+        server.call("pane.graphics.set", {"pane_id": pane, "layer_id": "program:9",
+                                          "format": "png", "image_width": 2,
+                                          "image_height": 1, "data_base64": base64.b64encode(
+                                              png(2, 1)).decode()})
+    assert held.value.code == "stream_conflict" and "program drew" in held.value.message

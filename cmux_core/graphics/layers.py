@@ -39,6 +39,9 @@ STREAM_MAX_BYTES = 16 * 1024 * 1024
 BUDGET_BYTES = 64 * 1024 * 1024
 """Image bytes held across all layers of the server."""
 DEFAULT_LAYER = "primary"
+PROGRAM_OWNER = "program"
+"""The owner of the layers images drawn by a pane's own program become; no client stream
+may take this name."""
 
 BYTES_PER_PIXEL = {"png": 0, "rgb": 3, "rgba": 4, "bgra": 4}
 """The formats a layer takes; 0: compressed, no length contract."""
@@ -302,7 +305,9 @@ class GraphicsBook:
             callback(layer)
 
     def _conflict(self, pane: Pane, layer: Layer) -> CmuxError:
-        holder = f"plugin source {layer.source}" if layer.source else "a stream"
+        holder = (f"plugin source {layer.source}" if layer.source else
+                  "an image the pane's program drew" if layer.owner == PROGRAM_OWNER else
+                  "a stream")
         return CmuxError("stream_conflict", f"layer {layer.layer_id!r} of pane {pane.id} is "
                          f"held by {holder}")
 

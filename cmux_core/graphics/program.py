@@ -39,12 +39,18 @@ from cmux_core.graphics.kitty_apc import (
     read_medium,
     reply,
 )
-from cmux_core.graphics.layers import BUDGET_BYTES, GraphicsBook, Image, Placement
+from cmux_core.graphics.layers import (
+    BUDGET_BYTES,
+    PROGRAM_OWNER,
+    GraphicsBook,
+    Image,
+    Placement,
+)
 from cmux_core.model.tree import Pane
 
 log = logging.getLogger(__name__)
 
-OWNER = "program"
+OWNER = PROGRAM_OWNER
 STORE_MAX_BYTES = 64 * 1024 * 1024
 """Transmitted image bytes kept for later placement across the server; past it the
 oldest images are forgotten first."""

@@ -32,6 +32,7 @@ from cmux_core.graphics.layers import (
     BYTES_PER_PIXEL,
     DEFAULT_LAYER,
     MAX_LAYERS_PER_PANE,
+    PROGRAM_OWNER,
     SET_MAX_BYTES,
     STREAM_MAX_BYTES,
     GraphicsBook,
@@ -295,6 +296,9 @@ def _owner(call: Call, given: str | None) -> str:
         call.connection.client_id if call.connection else "")
     if not owner:
         raise CmuxError("invalid_stream", "a stream needs a non-empty owner")
+    if owner == PROGRAM_OWNER:
+        raise CmuxError("invalid_stream", f"owner {PROGRAM_OWNER!r} is reserved for the "
+                        "images a pane's own program draws")
     return owner
 
 
