@@ -31,10 +31,11 @@ import time
 import tty
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from cmux_core.cli.common import AddCommon
 from cmux_core.cli.kitty import KittyLayers, probe
+from cmux_core.cli.outer_terminal import EndSignals, TerminalOutput, signal_status
 from cmux_core.client import Client
 from cmux_core.config import socket_path
 from cmux_core.errors import CmuxError
@@ -75,7 +76,7 @@ class TerminalRenderer:
              b"\x1b[?1003l\x1b[?1006l\x1b[=0;1u\x1b[0 q\x1b[?25h\x1b[?7h\x1b[0m"
              b"\x1b[?1049l\x1b[23;0t")
 
-    def __init__(self, out: BinaryIO) -> None:
+    def __init__(self, out: TerminalOutput) -> None:
         self.out = out
         self.is_open = False
         self.kitty: KittyLayers | None = None
@@ -98,9 +99,7 @@ class TerminalRenderer:
             self._write(self.CLOSE)
 
     def _write(self, data: bytes) -> None:
-        with contextlib.suppress(BrokenPipeError):
-            self.out.write(data)
-            self.out.flush()
+        self.out.write(data)
 
 
 class FrameReader:
@@ -206,17 +205,25 @@ def resolve_target(c: Client, target: str | None) -> tuple[str | None, str | Non
 
 @contextlib.contextmanager
 def raw_terminal(fd: int) -> Iterator[None]:
-    """``fd`` in raw mode (no echo, no signals from keys) until the block ends."""
+    """``fd`` in raw mode (no echo, no signals from keys) until the block ends; a terminal
+    that is gone by then is left as it is."""
     saved = termios.tcgetattr(fd)
     try:
         tty.setraw(fd, termios.TCSANOW)
         yield
     finally:
-        termios.tcsetattr(fd, termios.TCSAFLUSH, saved)
+        with contextlib.suppress(termios.error, OSError):
+            termios.tcsetattr(fd, termios.TCSAFLUSH, saved)
 
 
 class AttachClient:
-    """One attach session from this terminal: call :meth:`run`."""
+    """One attach session from this terminal: call :meth:`run`, then :meth:`close`.
+
+    The session ends (:attr:`reason`) on the server's ``end`` frame, the detach key, the
+    server going away (``server_closed``), the terminal closing (``input_closed`` when
+    reading from it fails, ``terminal_closed`` when writing does), or a signal in
+    :attr:`signals` (its name).
+    """
 
     def __init__(self, sock: socket.socket, pending: bytes, renderer: TerminalRenderer,
                  in_fd: int, *, detach: tuple[bytes, ...], read_only: bool) -> None:
@@ -229,63 +236,75 @@ class AttachClient:
         self.pending = pending
         self.reason: str | None = None
         self.error: str | None = None
+        self.signals = EndSignals(renderer.out, self._wake)
+        """Install (``with``) around everything done in raw mode."""
         self._detach_re = re.compile(b"|".join(re.escape(s) for s in detach))
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+
+    def _wake(self, _sig: int = 0) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"\0")
+
+    def close(self) -> None:
+        os.close(self._wake_r)
+        os.close(self._wake_w)
 
     def run(self) -> str:
         """Pass frames and keys until the session ends; returns the end reason."""
         sel = selectors.DefaultSelector()
-        wake_r, wake_w = os.pipe()
-        os.set_blocking(wake_w, False)
         resized = [False]
-        stopped: list[str] = []
 
         def on_winch(_sig: int, _frame: object) -> None:
             resized[0] = True
-            with contextlib.suppress(OSError):
-                os.write(wake_w, b"\0")
+            self._wake()
 
-        def on_stop(sig: int, _frame: object) -> None:
-            # Ended from outside: leave the loop so the terminal is restored on the way out.
-            stopped.append(signal.Signals(sig).name)
-            with contextlib.suppress(OSError):
-                os.write(wake_w, b"\0")
-
-        previous = {sig: signal.signal(sig, handler) for sig, handler in (
-            (signal.SIGWINCH, on_winch), (signal.SIGTERM, on_stop), (signal.SIGHUP, on_stop))}
+        previous = signal.signal(signal.SIGWINCH, on_winch)
         try:
             sel.register(self.sock, selectors.EVENT_READ, "server")
             sel.register(self.in_fd, selectors.EVENT_READ, "keys")
-            sel.register(wake_r, selectors.EVENT_READ, "winch")
+            sel.register(self._wake_r, selectors.EVENT_READ, "wake")
             self._from_server(self.pending)
             while self.reason is None:
+                if self.signals.received is not None:
+                    self.reason = signal.Signals(self.signals.received).name
+                    break
                 for key, _ in sel.select():
                     if key.data == "server":
-                        data = self.sock.recv(1 << 16)
+                        try:
+                            data = self.sock.recv(1 << 16)
+                        except OSError:
+                            data = b""
                         if not data:
                             self.reason = self.reason or "server_closed"
                             break
                         self._from_server(data)
                     elif key.data == "keys":
-                        self._keys(os.read(self.in_fd, 1 << 16))
+                        try:
+                            self._keys(os.read(self.in_fd, 1 << 16))
+                        except OSError:
+                            self._keys(b"")
                     else:
-                        os.read(wake_r, 512)
-                        if stopped:
-                            self.reason = stopped[0]
-                            break
-                        if resized[0]:
+                        os.read(self._wake_r, 512)
+                        if resized[0] and self.signals.received is None:
                             resized[0] = False
                             columns, lines = terminal_size(self.in_fd)
-                            self.sock.sendall(_request("attach.resize", {
+                            self._send(_request("attach.resize", {
                                 "columns": columns, "lines": lines}))
-                    if self.reason is not None:
+                    if self.renderer.out.gone:
+                        self.reason = self.reason or "terminal_closed"
+                    if self.reason is not None or self.signals.received is not None:
                         break
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            signal.signal(signal.SIGWINCH, previous)
             sel.close()
-            os.close(wake_r)
-            os.close(wake_w)
         return self.reason or "server_closed"
+
+    def _send(self, data: bytes) -> None:
+        try:
+            self.sock.sendall(data)
+        except OSError:
+            self.reason = self.reason or "server_closed"
 
     def _from_server(self, data: bytes) -> None:
         for header, payload in self.frames.feed(data):
@@ -311,9 +330,9 @@ class AttachClient:
         before = data if found is None else data[:found.start()]
         if before and not self.read_only:
             for i in range(0, len(before), INPUT_CHUNK):
-                self.sock.sendall(_input_request(before[i:i + INPUT_CHUNK]))
+                self._send(_input_request(before[i:i + INPUT_CHUNK]))
         if found is not None:
-            self.sock.sendall(_request("attach.detach"))
+            self._send(_request("attach.detach"))
 
 
 def start_graphics(sock: socket.socket, renderer: TerminalRenderer, in_fd: int,
@@ -351,11 +370,12 @@ def cmd_attach(args: argparse.Namespace) -> int:
         c.call("pane.attach", {"pane_id": handle, "columns": columns, "lines": lines,
                                "read_only": args.read_only, "resize": not args.no_resize})
         sock, pending = c.take_connection()
-    renderer = TerminalRenderer(sys.stdout.buffer)
+    out = TerminalOutput(sys.stdout.fileno())
+    renderer = TerminalRenderer(out)
     session = AttachClient(sock, pending, renderer, in_fd, detach=detach,
                            read_only=args.read_only)
     try:
-        with raw_terminal(in_fd):
+        with session.signals, raw_terminal(in_fd):
             typed = start_graphics(sock, renderer, in_fd, sys.stdout.fileno())
             renderer.open()
             try:
@@ -366,13 +386,18 @@ def cmd_attach(args: argparse.Namespace) -> int:
                 renderer.close()
     finally:
         sock.close()
-    messages = {"detached": "detached", "pane_exited": "the pane's process exited",
-                "SIGTERM": "terminated", "SIGHUP": "the terminal went away",
-                "pane_closed": "the pane was closed", "server_closed": "the server went away",
-                "input_closed": "input ended"}
-    print(f"[{messages.get(reason, reason)}]", file=sys.stderr)
-    if session.error:
-        print(session.error, file=sys.stderr)
+        session.close()
+    if not (out.gone or out.hung_up):
+        messages = {"detached": "detached", "pane_exited": "the pane's process exited",
+                    "SIGTERM": "terminated", "SIGHUP": "the terminal went away",
+                    "SIGINT": "interrupted", "pane_closed": "the pane was closed",
+                    "server_closed": "the server went away", "input_closed": "input ended"}
+        with contextlib.suppress(OSError):
+            print(f"[{messages.get(reason, reason)}]", file=sys.stderr, flush=True)
+            if session.error:
+                print(session.error, file=sys.stderr, flush=True)
+    if session.signals.received is not None:
+        return signal_status(session.signals.received)
     return 0 if reason == "detached" else 1
 
 

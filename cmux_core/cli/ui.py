@@ -14,13 +14,20 @@ Keys: ``j``/``k`` or arrows move between agents (the pane area follows), ``tab``
 into the shown pane beside the sidebar (every key goes to it until ctrl+\\), Enter
 attaches to the shown pane full-screen (``cmux attach``; its detach key comes back here),
 ``f`` focuses the shown pane on the server, ``q`` or Ctrl-C quits (every pane keeps
-running). While keys go to the pane, the terminal is switched to the cursor-key, keypad
-and mouse modes the pane's program set (a rows frame's ``modes``), so it sends what the
-program expects; mouse reports are moved into the pane's cells.
+running). While keys go to the pane, the terminal is switched to the cursor-key, keypad,
+mouse, focus-reporting and kitty keyboard modes the pane's program set (a rows frame's
+``modes``), so it sends what the program expects; mouse reports are moved into the pane's
+cells, and ctrl+\\ is recognised in its kitty keyboard form too.
 
-When the terminal answers the kitty graphics query (:func:`graphics_cell`), the shown
+When the terminal answers the kitty graphics query (:func:`graphics_probe`), the shown
 pane's graphics layers are drawn over the pane area (``kitty.AreaLayers``), written after
-each screen prompt_toolkit draws.
+each screen prompt_toolkit draws; leased frames are drawn from their files when the
+terminal loads files.
+
+SIGTERM, SIGHUP and SIGINT end the ui the way ``q`` does (images deleted, modes off, the
+main screen back), exiting with 128 plus the signal's number; everything written to the
+terminal goes through :class:`~cmux_core.cli.outer_terminal.TerminalOutput`, so a closed or
+hung-up terminal never blocks or breaks the way out.
 """
 
 from __future__ import annotations
@@ -29,18 +36,29 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import re
 import subprocess
 import sys
 import termios
 import time
 import tty
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from cmux_core.cli import kitty
 from cmux_core.cli.common import AddCommon
-from cmux_core.client import AsyncClient, Client
+from cmux_core.cli.outer_terminal import EndSignals, TerminalOutput, signal_status
+from cmux_core.cli.ui_pane import (
+    Fragments,
+    PanePreview,
+    mouse_for_pane,
+    outer_keyboard,
+    outer_modes,
+    switch_keyboard,
+    switch_modes,
+)
+from cmux_core.client import AsyncClient
 from cmux_core.config import socket_path
 from cmux_core.errors import CmuxError
 
@@ -55,9 +73,6 @@ Row = Mapping[str, Any]
 
 DEFAULT_CLIENT = "sidebar"
 SIDEBAR_WIDTH = 36
-FRAGMENT_CACHE_ROWS = 4096
-"""Styled rows whose parsed fragments are kept (a row that did not change is not parsed
-again)."""
 MIN_REDRAW_S = 1 / 60
 """Least time between two redraws: a burst of changes is drawn as one screen."""
 SPIN_SECONDS = 0.1
@@ -76,6 +91,8 @@ STATUS_STYLE = {"blocked": "fg:ansired bold", "done": "fg:ansigreen",
                 "working": "fg:ansiyellow", "idle": "fg:ansibrightblack",
                 "unknown": "fg:ansibrightblack"}
 SELECTED = "bg:#303030"
+KITTY_STOP_TYPING = re.compile(r"\x1b\[92(?::[\d:]*)?;(\d+)(?::1)?u")
+"""ctrl+\\ pressed, in the kitty keyboard protocol's form (its modifiers checked apart)."""
 
 
 def age(seconds: float) -> str:
@@ -126,241 +143,18 @@ def counts(rows: list[Row]) -> str:
     return "  ".join(f"{GLYPH.get(s, '*')} {per[s]} {s}" for s in STATUS_ORDER if per.get(s))
 
 
-class Fragments:
-    """Styled rows as prompt_toolkit fragments, one fragment per run of one style.
-
-    Parsing SGR gives a fragment per character, which prompt_toolkit then splits and
-    measures one by one; merged runs and a cache by row text keep a redraw cheap.
-    """
-
-    def __init__(self) -> None:
-        self._cache: dict[str, StyleAndTextTuples] = {}
-
-    def row(self, text: str) -> StyleAndTextTuples:
-        hit = self._cache.get(text)
-        if hit is None:
-            from prompt_toolkit.formatted_text import ANSI  # see the module docstring
-
-            hit = []
-            for fragment in ANSI(text).__pt_formatted_text__():
-                style, chars = fragment[0], fragment[1]
-                if hit and hit[-1][0] == style:
-                    hit[-1] = (style, hit[-1][1] + chars)
-                else:
-                    hit.append((style, chars))
-            if len(self._cache) >= FRAGMENT_CACHE_ROWS:
-                self._cache.clear()
-            self._cache[text] = hit
-        return hit
-
-    def rows(self, texts: list[str]) -> StyleAndTextTuples:
-        out: StyleAndTextTuples = []
-        for i, text in enumerate(texts):
-            if i:
-                out.append(("", "\n"))
-            out.extend(self.row(text))
-        return out
-
-
-_SGR_MOUSE = re.compile(r"\x1b\[<(\d+);(\d+);(\d+)([Mm])")
-
-
-def outer_modes(modes: Mapping[str, Any]) -> tuple[bool, bool, int]:
-    """What the ui's terminal is switched to while keys go to a pane whose program set
-    ``modes``: application cursor keys, application keypad, mouse tracking (0: off)."""
-    return (bool(modes.get("app_cursor")), bool(modes.get("app_keypad")),
-            int(modes.get("mouse_tracking") or 0))
-
-
-def switch_modes(new: tuple[bool, bool, int], old: tuple[bool, bool, int]) -> bytes:
-    """Sequences that take a terminal from ``old`` to ``new`` (see :func:`outer_modes`).
-    Mouse reports are asked for in SGR form, whatever the program wants: the ui moves them
-    into the pane's coordinates and encodes them again (:func:`mouse_for_pane`)."""
-    out = b""
-    if new[0] != old[0]:
-        out += b"\x1b[?1h" if new[0] else b"\x1b[?1l"
-    if new[1] != old[1]:
-        out += b"\x1b=" if new[1] else b"\x1b>"
-    if new[2] != old[2]:
-        if old[2]:
-            out += f"\x1b[?{old[2]}l\x1b[?1006l".encode()
-        if new[2]:
-            out += f"\x1b[?{new[2]}h\x1b[?1006h".encode()
-    return out
-
-
-def mouse_for_pane(report: str, area: tuple[int, int, int, int],
-                   modes: Mapping[str, Any]) -> str | None:
-    """The mouse ``report`` the terminal sent (SGR or X10 form, screen cells) as the pane's
-    program expects it: in the pane area's cells, SGR or X10 as it asked; None when it
-    happened outside the area or cannot be encoded."""
-    found = _SGR_MOUSE.fullmatch(report)
-    if found is not None:
-        button, x, y = int(found[1]), int(found[2]), int(found[3])
-        release = found[4] == "m"
-    elif report.startswith("\x1b[M") and len(report) == 6:
-        button, x, y = (ord(c) - 32 for c in report[3:])
-        release = button & 3 == 3 and not button & 64
-    else:
-        return None
-    left, top, width, height = area
-    x, y = x - left, y - top
-    if not (1 <= x <= width and 1 <= y <= height):
-        return None
-    if modes.get("mouse_sgr"):
-        return f"\x1b[<{button};{x};{y}{'m' if release else 'M'}"
-    if release:
-        button = button & ~3 | 3
-    if max(button, x, y) > 223:
-        return None
-    return "\x1b[M" + "".join(chr(32 + n) for n in (button, x, y))
-
-
-class PanePreview:
-    """One pane's rows, kept current through a ``pane.attach`` connection (rows frames).
-
-    :meth:`show` switches to another pane (closing the previous connection);
-    ``on_change`` is called on the loop after every frame. With ``graphics`` (the terminal
-    draws kitty images), the connection also asks for the pane's graphics layers
-    (``attach.graphics`` with the terminal's cell size) and gives their frames to it.
-    """
-
-    def __init__(self, path: str, on_change: Callable[[], None],
-                 graphics: kitty.AreaLayers | None = None) -> None:
-        self.path = path
-        self.on_change = on_change
-        self.graphics = graphics
-        self.pane_id: str | None = None
-        self.rows: list[str] = []
-        self.title: str | None = None
-        self.bracketed_paste = False
-        self.modes: dict[str, Any] = {}
-        """The input modes the pane's program set (a rows frame's ``modes``)."""
-        self.ended: str | None = None
-        self.size = (0, 0)
-        self._writer: asyncio.StreamWriter | None = None
-        self._task: asyncio.Task[None] | None = None
-
-    async def show(self, pane_id: str | None, columns: int, lines: int) -> None:
-        if pane_id == self.pane_id and self._task is not None and not self._task.done():
-            await self.resize(columns, lines)
-            return
-        await self.close()
-        self.pane_id, self.rows, self.title, self.ended = pane_id, [], None, None
-        self.modes = {}
-        self.size = (columns, lines)
-        if self.graphics is not None:
-            self.graphics.reset()
-        if pane_id is None:
-            return
-        client = Client(self.path, timeout=10)
-        try:
-            client.call("pane.attach", {"pane_id": pane_id, "columns": columns,
-                                        "lines": lines, "frames": "rows"})
-        except CmuxError as exc:
-            client.close()
-            self.ended = exc.message
-            self.on_change()
-            return
-        sock, pending = client.take_connection()
-        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 24)
-        self._writer = writer
-        if self.graphics is not None:
-            cell_w, cell_h = self.graphics.cell
-            writer.write(json.dumps({"id": "ui-graphics", "method": "attach.graphics",
-                                     "params": {"cell_width_px": cell_w,
-                                                "cell_height_px": cell_h}}).encode() + b"\n")
-        self._task = asyncio.create_task(self._follow(reader, pending))
-
-    async def resize(self, columns: int, lines: int) -> None:
-        if (columns, lines) == self.size or self._writer is None:
-            return
-        self.size = (columns, lines)
-        self._writer.write(json.dumps({"method": "attach.resize", "params": {
-            "columns": columns, "lines": lines}}).encode() + b"\n")
-        with contextlib.suppress(ConnectionError, OSError):
-            await self._writer.drain()
-
-    async def type(self, data: str) -> None:
-        """Write ``data`` to the pane as typed (``attach.input``)."""
-        if self._writer is None or not data:
-            return
-        self._writer.write(json.dumps({"method": "attach.input", "params": {
-            "data": data}}).encode() + b"\n")
-        with contextlib.suppress(ConnectionError, OSError):
-            await self._writer.drain()
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
-            self._task = None
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-
-    async def _follow(self, reader: asyncio.StreamReader, pending: bytes) -> None:
-        # Frames: a header line, then ``length`` bytes when it says so. What came with the
-        # reply (``pending``) is read before the connection.
-        buf = bytearray(pending)
-
-        async def more() -> bool:
-            chunk = await reader.read(1 << 16)
-            buf.extend(chunk)
-            return bool(chunk)
-
-        try:
-            while self.ended is None:
-                while (end := buf.find(b"\n")) < 0:
-                    if not await more():
-                        self.ended = "the server closed the connection"
-                        return
-                line = bytes(buf[:end])
-                del buf[:end + 1]
-                if not line.strip():
-                    continue
-                header = json.loads(line)
-                length = int(header.get("length", 0)) if "frame" in header else 0
-                while len(buf) < length:
-                    if not await more():
-                        self.ended = "the server closed the connection"
-                        return
-                payload = bytes(buf[:length])
-                del buf[:length]
-                self._apply(header, payload)
-        finally:
-            self.on_change()
-
-    def _apply(self, header: dict[str, Any], payload: bytes) -> None:
-        kind = header.get("frame")
-        if kind == "rows":
-            lines = int(header["lines"])
-            if header.get("whole") or len(self.rows) != lines:
-                self.rows = [""] * lines
-            for index, text in header["rows"]:
-                self.rows[index] = text
-            self.title = header.get("title")
-            self.bracketed_paste = bool(header.get("bracketed_paste"))
-            self.modes = dict(header.get("modes") or {})
-            self.on_change()
-        elif kind in ("graphics", "graphics_clear"):
-            if self.graphics is not None:
-                self.graphics.frame(header, payload)
-                self.on_change()
-        elif kind == "end":
-            self.ended = str(header.get("reason"))
-
-
 class Ui:
     """The ``cmux ui`` application: one request connection, one event stream, one
     preview connection, one prompt_toolkit application."""
 
     def __init__(self, path: str, view: bool | str, params: dict[str, Any] | None, *,
                  sidebar_width: int = SIDEBAR_WIDTH,
-                 cell: tuple[int, int] | None = None) -> None:
+                 cell: tuple[int, int] | None = None, files: bool = False,
+                 signals: EndSignals | None = None) -> None:
         """``cell``: the terminal's cell size in pixels when it draws kitty graphics (the
-        shown pane's layers are then drawn over it); None: no graphics."""
+        shown pane's layers are then drawn over it); None: no graphics. ``files``: the
+        terminal loads images from files. ``signals``: the ending signals installed around
+        the ui; one received ends it."""
         from prompt_toolkit.application import Application  # see the module docstring
 
         self.path = path
@@ -375,17 +169,21 @@ class Ui:
         self.stale = asyncio.Event()
         self.requests = AsyncClient(path)
         self.graphics = None if cell is None else kitty.AreaLayers(self._write, cell)
-        self.preview = PanePreview(path, self._preview_changed, self.graphics)
+        self.preview = PanePreview(path, self._preview_changed, self.graphics, files=files)
+        self.signals = signals
         self.app: Application[int] = Application(
             layout=self._layout(), key_bindings=self._keys(), full_screen=True,
             mouse_support=False, refresh_interval=None, min_redraw_interval=MIN_REDRAW_S,
             after_render=self._after_render)
         self._outer = outer_modes({})
         """The modes this ui switched its terminal to for the pane it types into."""
+        self._keyboard = outer_keyboard({})
+        """Likewise its focus reporting and kitty keyboard flags."""
         self._typed: list[str] = []
         self._sidebar_key: tuple[object, ...] = ()
         self._sidebar_lines: StyleAndTextTuples = []
         self.fragments = Fragments()
+        self._finished = False
         self.typing = False
         """Keys go to the shown pane (``i``) instead of the sidebar, until ctrl+\\."""
 
@@ -480,10 +278,12 @@ class Ui:
     def _sync_modes(self) -> None:
         """Switch the terminal to the modes of the pane's program while keys go to it, and
         back when they do not, so arrows, keypad and mouse send what the program expects."""
-        wanted = outer_modes(self.preview.modes if self.typing else {})
-        if wanted != self._outer:
-            self._write(switch_modes(wanted, self._outer))
-            self._outer = wanted
+        modes = self.preview.modes if self.typing else {}
+        wanted, keyboard = outer_modes(modes), outer_keyboard(modes)
+        if (wanted, keyboard) != (self._outer, self._keyboard):
+            self._write(switch_modes(wanted, self._outer)
+                        + switch_keyboard(keyboard, self._keyboard))
+            self._outer, self._keyboard = wanted, keyboard
 
     def _type(self, data: str) -> None:
         """Send ``data`` to the shown pane with the other keys of the same read: a
@@ -495,10 +295,22 @@ class Ui:
 
     def _send_typed(self) -> None:
         data, self._typed = "".join(self._typed), []
+        for found in KITTY_STOP_TYPING.finditer(data):
+            if (int(found[1]) - 1) & ~(64 | 128) == 4:  # ctrl alone (lock keys aside)
+                self.app.create_background_task(self.preview.type(data[:found.start()]))
+                self._stop_typing()
+                return
         self.app.create_background_task(self.preview.type(data))
+
+    def _stop_typing(self) -> None:
+        self.typing = False
+        self._sync_modes()
+        self.app.invalidate()
 
     def _leave(self, code: int) -> None:
         """End the ui: its images deleted and the terminal's modes back first."""
+        if self.app.future is None or self.app.future.done():
+            return  # already leaving
         self.typing = False
         self._sync_modes()
         if self.graphics is not None:
@@ -523,9 +335,7 @@ class Ui:
 
         @kb.add("c-\\", filter=typing)
         def _stop_typing(event: KeyPressEvent) -> None:
-            self.typing = False
-            self._sync_modes()
-            self.app.invalidate()
+            self._stop_typing()
 
         @kb.add(Keys.Vt100MouseEvent, filter=typing)
         def _mouse(event: KeyPressEvent) -> None:
@@ -665,18 +475,38 @@ class Ui:
     # -- data --------------------------------------------------------------------------
 
     async def run(self) -> int:
+        if self.signals is not None:
+            loop = asyncio.get_running_loop()
+
+            def notify(sig: int) -> None:
+                loop.call_soon_threadsafe(self._on_signal, sig)
+
+            self.signals.notify = notify
+            if self.signals.received is not None:
+                return signal_status(self.signals.received)
         await self.requests.connect()
         if self.params is not None:
             await self.requests.call("agent.view.set", self.params)
         tasks = [asyncio.create_task(self._follow_events()),
                  asyncio.create_task(self._refresh()), asyncio.create_task(self._tick())]
         try:
-            return await self.app.run_async()
+            # With ``signals`` SIGINT is theirs; prompt_toolkit's own handler ignores it.
+            return await self.app.run_async(handle_sigint=self.signals is None)
         finally:
+            self._finished = True
             for task in tasks:
                 task.cancel()
             await self.preview.close()
             await self.requests.close()
+
+    def _on_signal(self, sig: int) -> None:
+        """An ending signal arrived: leave as ``q`` does, as soon as the application runs."""
+        if self._finished:
+            return
+        if self.app.future is None:
+            asyncio.get_running_loop().call_later(0.05, self._on_signal, sig)
+            return
+        self._leave(signal_status(sig))
 
     async def _refresh(self) -> None:
         self.stale.set()
@@ -729,20 +559,45 @@ class Ui:
             self._leave(1)
 
 
-def graphics_cell(in_fd: int, out_fd: int) -> tuple[int, int] | None:
-    """The terminal's cell size in pixels when it answers the kitty graphics query (asked
-    as ``cmux attach`` asks it) and the size is known; else None: no graphics. Keys typed
+def graphics_probe(in_fd: int, out_fd: int) -> kitty.Probe:
+    """What the terminal says to the kitty graphics query (asked as ``cmux attach`` asks
+    it): whether it draws images, its cell size, whether it loads files. Keys typed
     during the query are dropped."""
     saved = termios.tcgetattr(in_fd)
     try:
         tty.setraw(in_fd, termios.TCSANOW)
-        found = kitty.probe(in_fd, out_fd)
+        return kitty.probe(in_fd, out_fd)
     finally:
         termios.tcsetattr(in_fd, termios.TCSAFLUSH, saved)
-    return found.cell if found.graphics else None
+
+
+class TerminalText:
+    """The text stream prompt_toolkit writes to: UTF-8 into a :class:`TerminalOutput`, so
+    a closed or hung-up terminal neither raises nor blocks in prompt_toolkit's writes."""
+
+    encoding = "utf-8"
+
+    def __init__(self, out: TerminalOutput) -> None:
+        self.out = out
+
+    def write(self, data: str) -> int:
+        self.out.write(data.encode("utf-8", "replace"))
+        return len(data)
+
+    def flush(self) -> None:
+        """Nothing is held back: :meth:`write` has written it."""
+
+    def fileno(self) -> int:
+        return self.out.fd
+
+    def isatty(self) -> bool:
+        return True
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
+    from prompt_toolkit.application import create_app_session  # see the module docstring
+    from prompt_toolkit.output.vt100 import Vt100_Output
+
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise CmuxError("not_a_terminal", "cmux ui needs a terminal on stdin and stdout")
     params: dict[str, Any] | None = None
@@ -756,11 +611,22 @@ def cmd_ui(args: argparse.Namespace) -> int:
         params.setdefault("source", "cli")
     view: bool | str = True if params is not None else (args.client or DEFAULT_CLIENT)
     path = str(socket_path(args.socket, args.session))
-    ui = Ui(path, view, params, sidebar_width=args.sidebar_width,
-            cell=graphics_cell(sys.stdin.fileno(), sys.stdout.fileno()))
-    code = asyncio.run(ui.run())
-    if code and ui.notice:
-        print(ui.notice, file=sys.stderr)
+    out = TerminalOutput(sys.stdout.fileno())
+    with EndSignals(out) as signals:
+        found = graphics_probe(sys.stdin.fileno(), out.fd)
+        output = Vt100_Output.from_pty(cast(TextIO, TerminalText(out)),
+                                       term=os.environ.get("TERM"))
+        with create_app_session(output=output):
+            ui = Ui(path, view, params, sidebar_width=args.sidebar_width,
+                    cell=found.cell if found.graphics else None, files=found.files,
+                    signals=signals)
+            try:
+                code = asyncio.run(ui.run())
+            except EOFError:  # the terminal closed under the ui
+                code = 1
+    if code and ui.notice and not (out.gone or out.hung_up):
+        with contextlib.suppress(OSError):
+            print(ui.notice, file=sys.stderr, flush=True)
     return code
 
 
