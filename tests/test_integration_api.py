@@ -236,3 +236,19 @@ def test_cli(acme: tuple[ServerProcess, Path]) -> None:
     assert bad_option.returncode != 0 and "KEY=VALUE" in bad_option.stderr
     gone = cli(server, "uninstall", "grok")
     assert gone.returncode == 0 and "removed" in gone.stdout
+
+
+def test_cli_prints_nested_status_fields_as_text() -> None:
+    from cmux_core.cli.integration import describe
+
+    row = {"name": "codex", "plugin_id": "cmux-codex",
+           "status": {"installed": True, "trusted": None, "events": ["Stop", "SessionStart"],
+                      "trust": {"SessionStart": "trusted", "Stop": "untrusted"}}}
+    assert describe(row) == [
+        "codex  [installed]  plugin cmux-codex",
+        "    trusted: -",
+        "    events: Stop, SessionStart",
+        "    trust:",
+        "      SessionStart: trusted",
+        "      Stop: untrusted",
+    ]

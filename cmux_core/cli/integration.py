@@ -7,6 +7,7 @@ carry the diff of every file that would change, and nothing is written.
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from cmux_core.cli.common import AddCommon, client, print_json
@@ -85,8 +86,32 @@ def describe(row: dict[str, Any]) -> list[str]:
     status = row.get("status") or {}
     for key, value in status.items():
         if key not in ("installed", "error"):
-            lines.append(f"    {key}: {value}")
+            lines.extend(_field(key, value, "    "))
     return lines
+
+
+def _field(key: str, value: Any, indent: str) -> list[str]:
+    """``key: value`` as text: a mapping one entry per line below it, a list joined by
+    commas, null as ``-``."""
+    if isinstance(value, dict):
+        if not value:
+            return [f"{indent}{key}: -"]
+        return [f"{indent}{key}:"] + [line for k, v in value.items()
+                                       for line in _field(str(k), v, indent + "  ")]
+    if isinstance(value, list):
+        text = ", ".join(_scalar(v) for v in value) if value else "-"
+        return [f"{indent}{key}: {text}"]
+    return [f"{indent}{key}: {_scalar(value)}"]
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(", ", ": "))
+    return str(value)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
