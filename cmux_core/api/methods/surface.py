@@ -10,11 +10,14 @@ adds one); asking for a browser or other GUI surface is ``not_supported``.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from typing import Any, Literal
 
 from pydantic import Field
 
+from cmux_core.agents.tracker import AgentTracker
+from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.routing import (
@@ -67,8 +70,10 @@ def surface_title(surface: Surface) -> str:
     return surface.title or surface.own_title
 
 
-def surface_row(mux: Mux, surface: Surface, index: int) -> dict[str, Any]:
-    """One surface as ``surface.list`` and ``system.tree`` show it."""
+def surface_row(mux: Mux, agents: AgentTracker, surface: Surface, index: int
+                ) -> dict[str, Any]:
+    """One surface as ``surface.list`` and ``system.tree`` show it, with its own
+    terminal's agent fields (:func:`~cmux_core.api.wire.surface_agent_fields`)."""
     pane = surface.pane
     focused = mux.is_focused(pane) and pane.selected is surface
     return {"id": surface.uuid, "ref": surface.ref, "index": index, "type": surface.kind,
@@ -83,7 +88,8 @@ def surface_row(mux: Mux, surface: Surface, index: int) -> dict[str, Any]:
                 " ".join(surface.command) if surface.command else None),
             "terminal_id": surface.term.id if surface.term is not None else None,
             "public_pane_id": pane.id,
-            **({"path": surface.path} if surface.path is not None else {})}
+            **({"path": surface.path} if surface.path is not None else {}),
+            **wire.surface_agent_fields(agents, surface)}
 
 
 def workspace_surfaces(mux: Mux, ws: Workspace) -> list[Surface]:
@@ -119,7 +125,7 @@ async def surface_list(call: Call, p: Routing) -> Result:
     mux = call.ctx.mux
     ws = workspace_of(mux, p)
     return {"type": "surface_list", **workspace_keys(ws),
-            "surfaces": [surface_row(mux, s, i)
+            "surfaces": [surface_row(mux, call.ctx.agents, s, i)
                          for i, s in enumerate(workspace_surfaces(mux, ws))]}
 
 
@@ -209,7 +215,7 @@ async def surface_read_text(call: Call, p: SurfaceReadParams) -> Result:
     if p.lines is not None and p.lines <= 0:
         raise InvalidParams("lines", "must be greater than 0")
     if surface.term is None:
-        return document_text(surface, p)
+        return await document_text(surface, p)
     emulator = surface.terminal.emulator
     fmt: Literal["text", "ansi"] = "ansi" if p.format == "vt" else "text"
     if p.scrollback or p.lines is not None:
@@ -223,9 +229,10 @@ async def surface_read_text(call: Call, p: SurfaceReadParams) -> Result:
             "base64": base64.b64encode(text.encode()).decode(), **surface_keys(surface)}
 
 
-def document_text(surface: Surface, p: SurfaceReadParams) -> Result:
-    """A markdown surface's file as it is now (``lines``: its last lines)."""
-    text = surfaces.read_document(surface)
+async def document_text(surface: Surface, p: SurfaceReadParams) -> Result:
+    """A markdown surface's file as it is now (``lines``: its last lines), read off the
+    event loop (a slow filesystem must not stall the server)."""
+    text = await asyncio.to_thread(surfaces.read_document, surface)
     if p.lines is not None:
         kept = text.splitlines(keepends=True)[-p.lines:]
         text = "".join(kept)
