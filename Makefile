@@ -12,7 +12,8 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml plugins/cmux-claude/pyproject.toml plugins/cmux-codex/pyproject.toml \
 		plugins/cmux-gemini/pyproject.toml plugins/cmux-opencode/pyproject.toml \
-		plugins/cmux-qwen/pyproject.toml plugins/cmux-status-card/pyproject.toml
+		plugins/cmux-qwen/pyproject.toml plugins/cmux-status-card/pyproject.toml \
+		plugins/cmux-copilot/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,ghostty]'
@@ -22,6 +23,7 @@ $(STAMP): pyproject.toml plugins/cmux-claude/pyproject.toml plugins/cmux-codex/p
 	$(BIN)/python -m pip install --quiet -e plugins/cmux-gemini
 	$(BIN)/python -m pip install --quiet -e plugins/cmux-opencode
 	$(BIN)/python -m pip install --quiet -e plugins/cmux-qwen
+	$(BIN)/python -m pip install --quiet -e plugins/cmux-copilot
 	$(BIN)/python -m pip install --quiet -e plugins/cmux-status-card
 	touch $(STAMP)
 

@@ -207,9 +207,24 @@ def opencode(p: Payload) -> Report | None:
     return None
 
 
+# -- GitHub Copilot CLI -----------------------------------------------------------------------
+
+
+def copilot(p: Payload) -> Report | None:
+    """Hooks installed under Claude Code's event names get Claude Code's payload shape, all
+    but ``PermissionRequest``: that one comes in Copilot's own camelCase shape."""
+    if p.get("hookName") == "permissionRequest":
+        p = {"hook_event_name": "PermissionRequest", "session_id": p.get("sessionId"),
+             "tool_name": p.get("toolName"), "tool_input": p.get("toolInput")}
+    report = claude_like(p)
+    if report is not None:
+        report.setdefault("ref", session_ref(p))
+    return report
+
+
 EVENTS: dict[str, Callable[[Payload], Report | None]] = {  # agent label → its table
     "claude": claude_like, "codex": claude_like, "qwen": claude_like, "gemini": gemini,
-    "opencode": opencode}
+    "opencode": opencode, "copilot": copilot}
 
 
 # -- JSON on the C accelerator alone ---------------------------------------------------------

@@ -86,7 +86,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / ".config"))
     for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "OPENCODE_CONFIG_DIR",
-                 "QWEN_HOME"):
+                 "QWEN_HOME", "COPILOT_HOME"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path
 
@@ -103,6 +103,11 @@ def installed_commands(agent: str, home: Path) -> dict[str, str]:
 
         cmux_qwen.install()
         groups = json.loads((home / ".qwen" / "settings.json").read_text())["hooks"]
+    elif agent == "copilot":
+        import cmux_copilot
+
+        cmux_copilot.install()
+        groups = json.loads((home / ".copilot" / "settings.json").read_text())["hooks"]
     elif agent == "gemini":
         import cmux_gemini
 
@@ -242,6 +247,27 @@ def test_gemini_recorded_session(home: Path, server: ServerProcess) -> None:
     })
     assert row["agent_session"]["value"] == session_id("gemini", "49-SessionStart")
     assert row["status_source_detail"] == "cmux:gemini"
+
+
+def test_copilot_recorded_session(home: Path, server: ServerProcess) -> None:
+    """Copilot CLI starts its session at the first prompt and runs no hook after an interrupt
+    (07-08 then 09-10 follow each other) or a denial (25 is the last hooked call of its
+    turn); its PermissionRequest payload has Copilot's own shape."""
+    row = replay_all("copilot", home, server, {
+        "02": (None, {"tool": None}),
+        "04": ("working", {"prompt": "hi there"}),
+        "06": ("idle", {}),
+        "08": ("working", {"prompt": "respond slowly please"}),
+        "12": ("working", {"tool": "Bash", "tool_input": "touch approved.txt"}),
+        "14": ("blocked", {}),
+        "17": ("working", {"tool": None, "tool_input": None}),
+        "19": ("idle", {}),
+        "25": ("blocked", {}),
+        "29": (None, {"prompt": None}),
+    })
+    assert row["agent_session"] == {"source": "cmux:copilot", "agent": "copilot", "kind": "id",
+                                    "value": session_id("copilot", "02-SessionStart")}
+    assert row["status_source_detail"] == "cmux:copilot"
 
 
 NODE = shutil.which("node")

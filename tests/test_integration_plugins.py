@@ -1,8 +1,8 @@
-"""The first-party integration plugins (cmux-claude, cmux-codex, cmux-gemini, cmux-opencode,
-cmux-qwen): install/uninstall round trips on temporary homes, settings that cannot be parsed,
-two installs at once, the same through ``integration.*`` of a real server, the hook files they
-install (the core's bundled ``hooks/``, no copies of their own), and a plain (non-editable)
-``pip install`` of each; ``hook_kit``'s JSON hook-group edits on their own.
+"""The first-party integration plugins (cmux-claude, cmux-codex, cmux-copilot, cmux-gemini,
+cmux-opencode, cmux-qwen): install/uninstall round trips on temporary homes, settings that
+cannot be parsed, two installs at once, the same through ``integration.*`` of a real server,
+the hook files they install (the core's bundled ``hooks/``, no copies of their own), and a
+plain (non-editable) ``pip install`` of each; ``hook_kit``'s JSON hook-group edits on their own.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 import cmux_claude
 import cmux_codex
+import cmux_copilot
 import cmux_gemini
 import cmux_opencode
 import cmux_qwen
@@ -33,10 +34,10 @@ from cmux_core.testing import ServerProcess, start_server
 ROOT = Path(__file__).resolve().parents[1]
 HOOKS = ROOT / "hooks"
 PLUGINS: dict[str, ModuleType] = {"claude": cmux_claude, "codex": cmux_codex,
-                                  "gemini": cmux_gemini, "opencode": cmux_opencode,
-                                  "qwen": cmux_qwen}
+                                  "copilot": cmux_copilot, "gemini": cmux_gemini,
+                                  "opencode": cmux_opencode, "qwen": cmux_qwen}
 ENV_OVERRIDES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "OPENCODE_CONFIG_DIR",
-                 "QWEN_HOME")
+                 "QWEN_HOME", "COPILOT_HOME")
 
 
 @pytest.fixture
@@ -53,10 +54,13 @@ def settings_file(agent: str, home: Path) -> Path:
             "codex": home / ".codex" / "config.toml",
             "gemini": home / ".gemini" / "settings.json",
             "qwen": home / ".qwen" / "settings.json",
+            "copilot": home / ".copilot" / "settings.json",
             "opencode": home / ".config" / "opencode" / "plugins" / "cmux.js"}[agent]
 
 
 USER_FILES = {
+    "copilot": json.dumps({"banner": "never", "trustedFolders": ["/src"], "hooks": {
+        "sessionEnd": [{"type": "command", "bash": "notify-send done"}]}}, indent=2) + "\n",
     "qwen": json.dumps({"model": {"name": "qwen3-coder-plus"}, "hooks": {
         "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}},
         indent=2) + "\n",
@@ -85,12 +89,12 @@ def our_commands(agent: str, home: Path) -> dict[str, list[str]]:
     data: Any = (tomllib.loads(path.read_text()) if agent == "codex"
                  else json.loads(path.read_text()))
     marker = f"/cmux/hooks/{agent}/cmux-hook"
-    return {event: [h["command"] for g in groups for h in g["hooks"]
+    return {event: [h["command"] for g in groups for h in g.get("hooks", [])
                     if marker in h["command"]]
             for event, groups in data.get("hooks", {}).items()}
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "qwen"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "copilot", "gemini", "qwen"])
 def test_round_trip_keeps_the_users_settings(agent: str, home: Path) -> None:
     plugin = PLUGINS[agent]
     path = settings_file(agent, home)
@@ -131,7 +135,7 @@ def test_round_trip_keeps_the_users_settings(agent: str, home: Path) -> None:
     assert plugin.status()["installed"] is False
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "qwen"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "copilot", "gemini", "qwen"])
 def test_install_into_a_home_with_nothing(agent: str, home: Path) -> None:
     plugin = PLUGINS[agent]
     dry = plugin.install(dry_run=True)
@@ -143,7 +147,7 @@ def test_install_into_a_home_with_nothing(agent: str, home: Path) -> None:
     assert our_commands(agent, home) == {}
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "qwen"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "copilot", "gemini", "qwen"])
 def test_unparsable_settings_are_left_alone(agent: str, home: Path) -> None:
     path = settings_file(agent, home)
     path.parent.mkdir(parents=True)
@@ -165,14 +169,17 @@ def test_env_overrides_pick_the_agents_dirs(home: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("GEMINI_CLI_HOME", str(home / "gemini-home"))
     monkeypatch.setenv("OPENCODE_CONFIG_DIR", str(home / "oc"))
     monkeypatch.setenv("QWEN_HOME", str(home / "qwen-home"))
+    monkeypatch.setenv("COPILOT_HOME", str(home / "copilot-home"))
     for plugin in PLUGINS.values():
         plugin.install()
+    assert (home / "copilot-home" / "settings.json").is_file()
     assert (home / "qwen-home" / "settings.json").is_file()
     assert (home / "claude-cfg" / "settings.json").is_file()
     assert (home / "codex-home" / "config.toml").is_file()
     assert (home / "gemini-home" / ".gemini" / "settings.json").is_file()
     assert (home / "oc" / "plugins" / "cmux.js").is_file()
     assert not (home / ".claude").exists() and not (home / ".codex").exists()
+    assert not (home / ".copilot").exists()
 
 
 def test_claude_skill_option(home: Path) -> None:
@@ -223,7 +230,7 @@ def test_opencode_plugin_file(home: Path) -> None:
 CONCURRENT = "import cmux_{agent} as plugin; plugin.install()"
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "qwen"])
+@pytest.mark.parametrize("agent", ["claude", "codex", "copilot", "gemini", "qwen"])
 def test_two_installs_at_once(agent: str, home: Path) -> None:
     path = settings_file(agent, home)
     path.parent.mkdir(parents=True)
@@ -365,7 +372,7 @@ def served(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path]]:
     home = tmp_path / "home"
     home.mkdir()
     env = {"HOME": str(home), "CMUX_LOAD_PLUGINS": "cmux-claude,cmux-codex,cmux-gemini,"
-                                                    "cmux-opencode,cmux-qwen"}
+                                                    "cmux-opencode,cmux-qwen,cmux-copilot"}
     server = start_server(env=env)
     try:
         yield server, home

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Record the hook payloads real agent CLIs send, as test data for ``tests/test_hooks.py``.
 
-Usage: ``record.py AGENT`` with AGENT one of claude, codex, gemini, opencode, qwen.
+Usage: ``record.py AGENT`` with AGENT one of claude, codex, copilot, gemini, opencode, qwen.
 
 The agent runs in a private tmux server against ``tests/captured/fake_api.py`` (which
 scripts the model: ``please run`` asks for a tool that needs permission, ``slowly``
@@ -45,6 +45,13 @@ QWEN_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Notification"
                "UserPromptSubmit", "SessionStart", "SessionEnd", "Stop", "StopFailure",
                "SubagentStart", "SubagentStop", "PreCompact", "PostCompact", "PermissionRequest",
                "PermissionDenied")
+COPILOT_EVENTS = ("SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse", "PostToolUse",
+                  "PostToolUseFailure", "PermissionRequest", "Notification", "Stop",
+                  "SubagentStart", "SubagentStop", "PreCompact", "ErrorOccurred")
+COPILOT_NATIVE_EVENTS = ("sessionStart", "sessionEnd", "userPromptSubmitted", "preToolUse",
+                         "postToolUse", "postToolUseFailure", "permissionRequest", "notification",
+                         "agentStop", "subagentStart", "subagentStop", "preCompact",
+                         "errorOccurred")
 GEMINI_EVENTS = ("SessionStart", "SessionEnd", "BeforeAgent", "AfterAgent", "BeforeModel",
                  "AfterModel", "BeforeToolSelection", "BeforeTool", "AfterTool",
                  "PreCompress", "Notification")
@@ -169,6 +176,28 @@ trust_level = "trusted"
         env |= {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
                 "OPENAI_API_KEY": "sk-capture-0000", "OPENAI_MODEL": "qwen3-coder-plus"}
         return ["qwen"], env
+    if agent == "copilot":
+        copilot_home = home / ".copilot"
+        copilot_home.mkdir(parents=True)
+        # Claude-style groups under PascalCase names (what the integration installs) in the
+        # user settings, and Copilot's own camelCase events in a user hook file.
+        hooks = {event: [{"matcher": "*", "hooks": [
+            {"type": "command", "command": hook_command(agent, event)}]}]
+            for event in COPILOT_EVENTS}
+        (copilot_home / "settings.json").write_text(json.dumps({
+            "banner": "never", "autoUpdate": False, "hooks": hooks}, indent=2))
+        (copilot_home / "config.json").write_text(json.dumps({
+            "appTipShown": True, "trustedFolders": [str(work)]}))
+        native = {event: [{"type": "command", "bash": hook_command(agent, event)}]
+                  for event in COPILOT_NATIVE_EVENTS}
+        (copilot_home / "hooks").mkdir()
+        (copilot_home / "hooks" / "record.json").write_text(json.dumps(
+            {"version": 1, "hooks": native}, indent=2))
+        env |= {"COPILOT_HOME": str(copilot_home), "COPILOT_OFFLINE": "true",
+                "COPILOT_PROVIDER_BASE_URL": f"http://127.0.0.1:{port}/v1",
+                "COPILOT_PROVIDER_API_KEY": "sk-capture-0000", "COPILOT_MODEL": "gpt-4.1",
+                "COPILOT_AUTO_UPDATE": "false"}
+        return ["copilot"], env
     if agent == "opencode":
         config = home / ".config" / "opencode"
         (config / "plugins").mkdir(parents=True)
@@ -189,7 +218,8 @@ trust_level = "trusted"
 def scenario(agent: str) -> None:
     """Drive the agent through the fixed scenario."""
     ready = {"claude": "? for shortcuts", "codex": "? for shortcuts", "qwen": "Type your message",
-             "gemini": "Type your message", "opencode": "ctrl+p commands"}[agent]
+             "gemini": "Type your message", "opencode": "ctrl+p commands",
+             "copilot": "/ commands"}[agent]
     wait(ready, 60)
     time.sleep(1.5)
     send("hi there")
@@ -199,7 +229,7 @@ def scenario(agent: str) -> None:
     send("respond slowly please")
     time.sleep(7)
     key("Escape")
-    if agent == "opencode":
+    if agent in ("opencode", "copilot"):  # their interrupt is Esc twice
         time.sleep(0.3)
         key("Escape")
     time.sleep(3)
@@ -217,6 +247,10 @@ def scenario(agent: str) -> None:
         wait("Allow", 30)
         time.sleep(2)
         key("Enter")
+    elif agent == "copilot":
+        wait("Do you want to run this command?", 30)
+        time.sleep(2)
+        key("Enter")
     else:
         wait("Allow", 30)
         time.sleep(2)
@@ -229,19 +263,21 @@ def scenario(agent: str) -> None:
         wait("Do you want to proceed")
     elif agent == "codex":
         wait("Press enter to confirm")
+    elif agent == "copilot":
+        wait("Do you want to run this command?", 30)
     else:
         wait("Allow", 30)
     time.sleep(1.5)
     key("Escape")
     time.sleep(3)
     # the agent's own context compaction, then (Claude Code) its idle notification
-    if agent in ("claude", "codex", "gemini", "qwen"):
+    if agent in ("claude", "codex", "copilot", "gemini", "qwen"):
         send("/compress" if agent in ("gemini", "qwen") else "/compact")
         time.sleep(8)
     if agent == "claude":
         time.sleep(65)
     # the agent's own way out
-    if agent in ("claude", "codex", "gemini", "qwen"):
+    if agent in ("claude", "codex", "copilot", "gemini", "qwen"):
         if agent != "codex":
             send("/clear")
             time.sleep(3)

@@ -1,0 +1,58 @@
+"""cmux-copilot: GitHub Copilot CLI's own hooks report to the cmux pane Copilot CLI runs in.
+
+``cmux integration install copilot`` (the integration ``copilot``, plugin id ``cmux-copilot``):
+
+* copies cmux's bundled ``cmux-hook`` (with its Python body) to
+  ``$XDG_CONFIG_HOME/cmux/hooks/copilot/``;
+* adds one command hook running it to each event in :data:`EVENTS` of Copilot CLI's user
+  settings, ``~/.copilot/settings.json`` (``$COPILOT_HOME/settings.json`` when set), keeping
+  every other key and hook as it was.
+
+Copilot CLI takes Claude Code's hook groups under Claude Code's event names and then hands
+those hooks Claude Code's payload shape (``PermissionRequest`` excepted, which the hook reads
+in Copilot's own shape). Uninstall removes exactly those hook entries (an event, or
+``hooks``, left empty by that is removed too) and the copied hook. The reports use source
+``cmux:copilot`` with the ``shared`` authority; see ``docs/agents.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from cmux_core.hookspecs import RegisterIntegration, hookimpl
+from cmux_core.plugin_host import hook_kit
+
+__version__ = "0.1.0"
+
+AGENT = "copilot"
+SOURCE = "cmux:copilot"
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PermissionRequest",
+          "Stop", "SessionEnd")
+"""The Copilot CLI hook events the integration hooks (what each reports: docs/agents.md)."""
+
+MATCHERS = {"PreToolUse": "*", "PostToolUse": "*", "PermissionRequest": "*"}
+"""Events whose hooks take a matcher: every tool."""
+
+HOOKS = hook_kit.JsonHookGroups(AGENT, EVENTS, matchers=MATCHERS)
+
+
+def copilot_dir() -> Path:
+    return Path(os.environ.get("COPILOT_HOME") or Path.home() / ".copilot")
+
+
+def settings_path() -> Path:
+    return copilot_dir() / "settings.json"
+
+
+INTEGRATION = hook_kit.JsonHookIntegration(HOOKS, settings_path, SOURCE)
+install = INTEGRATION.install
+uninstall = INTEGRATION.uninstall
+status = INTEGRATION.status
+
+
+@hookimpl
+def cmux_register_integrations(register: RegisterIntegration) -> None:
+    register(AGENT, install=install, uninstall=uninstall, status=status,
+             description="GitHub Copilot CLI hooks: session, prompt, tool and permission reports",
+             source=SOURCE, agent=AGENT, authority="shared")
