@@ -78,6 +78,15 @@ def test_split_runs_the_initial_command_in_a_background_workspace(
         assert v2("workspace.current")["workspace_id"] == home
         wait_until(lambda: "split-42" in v2("surface.read_text",
                                            surface_id=made["surface_id"])["text"])
+        # A respawn starts the new process with the env the surface was created with,
+        # and layout.save's command follows the new one.
+        v2("surface.respawn", surface_id=made["surface_id"],
+           command='echo "env-$CMUX_T-again"; exec cat')
+        wait_until(lambda: "env-x-again" in v2("surface.read_text",
+                                               surface_id=made["surface_id"])["text"])
+        row = next(s for s in v2("surface.list", workspace_id=other)["surfaces"]
+                   if s["id"] == made["surface_id"])
+        assert row["initial_command"] == 'echo "env-$CMUX_T-again"; exec cat'
         bad_env = v2.error("surface.split", direction="right", startup_environment={"1X": "y"})
         assert bad_env.code == "invalid_env"
 

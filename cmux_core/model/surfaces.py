@@ -297,7 +297,8 @@ def swap_selected(mux: Mux, source: Pane, target: Pane, *, focus: bool = False) 
 
 
 def respawn(mux: Mux, surface: Surface, *, command: list[str] | None, cwd: str) -> None:
-    """Start a new process in ``surface`` and end the old one; the surface keeps its ids.
+    """Start a new process in ``surface`` and end the old one; the surface keeps its ids
+    and the env its creator gave it.
 
     The new process starts first: when it cannot, ``spawn_failed`` is raised and the old
     one keeps running.
@@ -306,7 +307,7 @@ def respawn(mux: Mux, surface: Surface, *, command: list[str] | None, cwd: str) 
     old = surface.terminal  # a markdown surface is refused before anything starts
     rect = _rect(mux, pane)
     term = mux._spawn(pane.tab.workspace, pane.tab, pane, surface.uuid, cwd=cwd,
-                      command=command, env=None, size=(rect.width, rect.height))
+                      command=command, env=surface.env, size=(rect.width, rect.height))
     surface.terminal = term
     surface.command = command
     surface.launch_cwd = cwd

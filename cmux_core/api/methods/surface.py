@@ -581,6 +581,7 @@ async def surface_respawn(call: Call, p: RespawnParams) -> Result:
         surfaces.respawn(mux, surface, command=command, cwd=cwd)
     except CmuxError as exc:
         raise spawn_error(exc, "surface_respawn_failed") from None
+    surface.requested_command = requested_command(p.command, p.initial_command)
     if p.focus:
         surface.pane.selected = surface
         mux.focus_pane(surface.pane)
