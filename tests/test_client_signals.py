@@ -1,0 +1,251 @@
+"""``cmux attach`` and ``cmux ui`` give the terminal back however they end: on SIGTERM,
+SIGHUP and SIGINT (which no key sends in raw mode), when the server goes away, and when the
+terminal itself closes or stops reading.
+
+Each client runs on a pseudo-terminal this test holds the master of, so the test is the
+terminal: it answers the kitty graphics query, reads every byte the client writes, and
+checks the terminal's settings through the slave it keeps open.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import os
+import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from cmux_core.cli.kitty import QUERY
+from cmux_core.testing import ServerProcess, start_server, wait_until
+
+APC = re.compile(rb"\x1b_G([^;\x1b]*)(?:;([^\x1b]*))?\x1b\\")
+PIXEL = base64.b64encode(b"\x10\x20\x30").decode()
+EXIT_S = 15.0
+"""How long a client may take to leave after the signal (the machine is loaded)."""
+SET_MODES = ("printf '\\033[?1h\\033[?1004h\\033[?1000h\\033[>1u'; "
+             "echo modes-$((6*7)); read go; seq 999999999\r")
+"""A program that switches on application cursor keys, focus reporting, mouse tracking and
+the kitty keyboard protocol, then waits for a line before it floods the screen."""
+
+
+@pytest.fixture
+def server() -> Iterator[ServerProcess]:
+    srv = start_server(env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+class Terminal:
+    """A client on a pty; the test plays a kitty terminal (files loaded when ``files``).
+
+    With ``controlling`` the pty is the client's controlling terminal, so closing the
+    master hangs it up (SIGHUP) as a terminal window closing does."""
+
+    def __init__(self, server: ServerProcess, *argv: str, controlling: bool = False,
+                 files: bool = False, stderr: Path | None = None) -> None:
+        self.master, self.slave = os.openpty()
+        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 1200, 600))
+        self.cooked = termios.tcgetattr(self.slave)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CMUX_")}
+        env.update(server.env)
+        env["TERM"] = "xterm-256color"
+        err = open(stderr, "wb") if stderr is not None else self.slave  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cmux_core", *argv, "--socket", str(server.socket_path)],
+            stdin=self.slave, stdout=self.slave, stderr=err, env=env,
+            start_new_session=True,
+            preexec_fn=(lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0)) if controlling
+            else None)
+        if stderr is not None:
+            err.close()  # type: ignore[union-attr]
+        self.out = b""
+        self.files = files
+        self.answers = 0
+        self.master_open = True
+
+    def pump(self, timeout: float = 0.1) -> None:
+        ready, _, _ = select.select([self.master], [], [], timeout)
+        if not ready:
+            return
+        try:
+            self.out += os.read(self.master, 1 << 16)
+        except OSError:
+            return
+        while self.out.count(QUERY) > self.answers:
+            self.answers += 1
+            reply = b"\x1b_Gi=31;OK\x1b\\"
+            if self.files:
+                query = self.out.rindex(QUERY)
+                for keys, payload in APC.findall(self.out[query:]):
+                    if b"i=32" in keys and b"t=f" in keys:
+                        pixel = Path(base64.b64decode(payload).decode())
+                        ok = pixel.is_file() and len(pixel.read_bytes()) == 3
+                        reply += b"\x1b_Gi=32;" + (b"OK" if ok else b"ENOENT") + b"\x1b\\"
+            os.write(self.master, reply + b"\x1b[?62;22c")
+
+    def until(self, predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            assert time.monotonic() < deadline, f"timed out; output tail: {self.out[-600:]!r}"
+            self.pump()
+
+    def type(self, data: bytes) -> None:
+        os.write(self.master, data)
+
+    def exited(self, timeout: float = EXIT_S) -> int:
+        """The client's exit status, reading its output meanwhile; fails after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while self.proc.poll() is None:
+            assert time.monotonic() < deadline, "the client did not exit"
+            if self.master_open:
+                self.pump()
+            else:
+                time.sleep(0.05)
+        if self.master_open:
+            self.pump(0.2)
+        return self.proc.returncode
+
+    def close_master(self) -> None:
+        os.close(self.master)
+        self.master_open = False
+
+    def image_ids(self) -> set[str]:
+        return {dict(p.split("=", 1) for p in c.decode().split(",")).get("i", "")
+                for c, _ in APC.findall(self.out) if b"a=T" in c or b"a=t" in c}
+
+    def restored(self) -> bool:
+        """The slave's settings are the cooked ones it had before the client ran."""
+        now = termios.tcgetattr(self.slave)
+        return bool(now[3] & termios.ICANON and now[3] & termios.ECHO
+                    and now[3] == self.cooked[3])
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+        if self.master_open:
+            os.close(self.master)
+        os.close(self.slave)
+
+
+def pane_of(server: ServerProcess) -> str:
+    return str(server.call("pane.current")["pane"]["pane_id"])
+
+
+def set_layer(server: ServerProcess, pane: str) -> None:
+    server.call("pane.graphics.set", {
+        "pane_id": pane, "layer_id": "primary", "format": "rgb", "image_width": 1,
+        "image_height": 1, "data_base64": PIXEL,
+        "placement": {"viewport_col": 2, "viewport_row": 1}})
+
+
+def deleted(tail: bytes, image_id: str) -> bool:
+    return b"a=d,d=I,i=" + image_id.encode() in tail
+
+
+def pane_text(server: ServerProcess, pane: str) -> str:
+    return str(server.call("pane.read", {"pane_id": pane, "source": "visible"})["read"]["text"])
+
+
+# -- cmux attach ---------------------------------------------------------------------------
+
+
+def attach_ready(server: ServerProcess, *, controlling: bool = False,
+                 stderr: Path | None = None) -> tuple[Terminal, str]:
+    """``cmux attach`` on a pane whose program set modes and which shows an image."""
+    pane = pane_of(server)
+    set_layer(server, pane)
+    server.call("pane.send_text", {"pane_id": pane, "text": SET_MODES})
+    wait_until(lambda: "modes-42" in pane_text(server, pane), 30, message="modes set")
+    term = Terminal(server, "attach", pane, controlling=controlling, stderr=stderr)
+    term.until(lambda: b"\x1b[?1004h" in term.out and b"\x1b[=1;1u" in term.out
+               and bool(term.image_ids()))
+    return term, pane
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_attach_ended_by_a_signal_restores_the_terminal(
+        server: ServerProcess, sig: signal.Signals) -> None:
+    term, pane = attach_ready(server)
+    try:
+        (image_id,) = term.image_ids()
+        mark = len(term.out)
+        term.proc.send_signal(sig)
+        assert term.exited() == 128 + sig
+        tail = term.out[mark:]
+        assert deleted(tail, image_id)
+        for sequence in (b"\x1b[?1l", b"\x1b[?1004l", b"\x1b[?1000l", b"\x1b[=0;1u",
+                         b"\x1b[?25h", b"\x1b[?1049l", b"\x1b[23;0t"):
+            assert sequence in tail, sequence
+        assert tail.index(b"a=d,d=I") < tail.index(b"\x1b[?1049l")
+        assert term.restored()
+        assert server.call("pane.get", {"pane_id": pane})["pane"]  # the pane lives on
+    finally:
+        term.close()
+
+
+def test_attach_hung_up_while_its_terminal_stops_reading_exits_promptly(
+        server: ServerProcess) -> None:
+    term, pane = attach_ready(server)
+    try:
+        # The terminal stops reading while the pane floods: the client blocks writing.
+        server.call("pane.send_text", {"pane_id": pane, "text": "\r"})
+        wchan = Path(f"/proc/{term.proc.pid}/wchan")
+        seen: list[str] = []
+        wait_until(lambda: seen.append(wchan.read_text()) or seen[-1]
+                   in ("n_tty_write", "wait_woken", "tty_write"), 30,
+                   message="the client blocked writing to its terminal")
+        term.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + EXIT_S
+        while term.proc.poll() is None:
+            assert time.monotonic() < deadline, "a hung-up client waits for its terminal"
+            time.sleep(0.05)
+        assert term.proc.returncode == 128 + signal.SIGHUP
+    finally:
+        term.close()
+
+
+@pytest.mark.parametrize("controlling", [True, False], ids=["hangup", "eio"])
+def test_attach_leaves_quietly_when_its_terminal_closes(
+        server: ServerProcess, tmp_path: Path, controlling: bool) -> None:
+    log = tmp_path / "stderr"
+    term, pane = attach_ready(server, controlling=controlling, stderr=log)
+    try:
+        # Closed as a window closes: SIGHUP when it is the controlling terminal, else
+        # reads and writes fail (EIO).
+        term.close_master()
+        status = term.exited()
+        assert status == (128 + signal.SIGHUP if controlling else 1)
+        assert "Traceback" not in log.read_text()
+        assert server.call("pane.get", {"pane_id": pane})["pane"]
+    finally:
+        term.close()
+
+
+def test_attach_restores_the_terminal_when_the_server_goes_away(server: ServerProcess
+                                                                ) -> None:
+    term, _ = attach_ready(server)
+    try:
+        (image_id,) = term.image_ids()
+        mark = len(term.out)
+        server.process.kill()
+        assert term.exited() == 1
+        tail = term.out[mark:]
+        assert deleted(tail, image_id)
+        assert b"\x1b[?1004l" in tail and b"\x1b[?1049l" in tail
+        assert b"[the server went away]" in tail
+        assert term.restored()
+    finally:
+        term.close()
