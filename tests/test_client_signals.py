@@ -22,10 +22,13 @@ import termios
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cmux_core.cli.kitty import QUERY
+from cmux_core.client import Client
+from cmux_core.errors import CmuxError
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
 APC = re.compile(rb"\x1b_G([^;\x1b]*)(?:;([^\x1b]*))?\x1b\\")
@@ -247,5 +250,206 @@ def test_attach_restores_the_terminal_when_the_server_goes_away(server: ServerPr
         assert b"\x1b[?1004l" in tail and b"\x1b[?1049l" in tail
         assert b"[the server went away]" in tail
         assert term.restored()
+    finally:
+        term.close()
+
+
+# -- cmux ui -------------------------------------------------------------------------------
+
+
+def ui_ready(server: ServerProcess, *, controlling: bool = False,
+             stderr: Path | None = None) -> tuple[Terminal, str]:
+    """``cmux ui`` typing into a pane whose program set modes and which shows an image."""
+    pane = pane_of(server)
+    set_layer(server, pane)
+    server.call("pane.send_text", {"pane_id": pane, "text": SET_MODES})
+    wait_until(lambda: "modes-42" in pane_text(server, pane), 30, message="modes set")
+    term = Terminal(server, "ui", controlling=controlling, stderr=stderr)
+    term.until(lambda: b"q quit" in term.out and bool(term.image_ids()))
+    term.type(b"i")
+    term.until(lambda: all(s in term.out for s in (b"\x1b[?1h", b"\x1b[?1000h",
+                                                    b"\x1b[?1004h", b"\x1b[>1u")))
+    return term, pane
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_ui_ended_by_a_signal_restores_the_terminal(
+        server: ServerProcess, sig: signal.Signals) -> None:
+    term, pane = ui_ready(server)
+    try:
+        image_ids = term.image_ids()
+        mark = len(term.out)
+        term.proc.send_signal(sig)
+        assert term.exited() == 128 + sig
+        tail = term.out[mark:]
+        assert all(deleted(tail, image_id) for image_id in image_ids)
+        for sequence in (b"\x1b[?1l", b"\x1b[?1000l", b"\x1b[?1004l", b"\x1b[<u",
+                         b"\x1b[?25h", b"\x1b[?1049l"):
+            assert sequence in tail, sequence
+        assert tail.index(b"a=d,d=I") < tail.rindex(b"\x1b[?1049l")
+        assert term.restored()
+        assert server.call("pane.get", {"pane_id": pane})["pane"]
+    finally:
+        term.close()
+
+
+def test_ui_hung_up_while_its_terminal_stops_reading_exits_promptly(
+        server: ServerProcess) -> None:
+    term, pane = ui_ready(server)
+    try:
+        server.call("pane.send_text", {"pane_id": pane, "text": "\r"})  # floods
+        wchan = Path(f"/proc/{term.proc.pid}/wchan")
+        wait_until(lambda: wchan.read_text() in ("n_tty_write", "wait_woken", "tty_write"),
+                   30, message="the ui blocked writing to its terminal")
+        term.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + EXIT_S
+        while term.proc.poll() is None:
+            assert time.monotonic() < deadline, "a hung-up ui waits for its terminal"
+            time.sleep(0.05)
+        assert term.proc.returncode == 128 + signal.SIGHUP
+    finally:
+        term.close()
+
+
+@pytest.mark.parametrize("controlling", [True, False], ids=["hangup", "eio"])
+def test_ui_leaves_quietly_when_its_terminal_closes(
+        server: ServerProcess, tmp_path: Path, controlling: bool) -> None:
+    log = tmp_path / "stderr"
+    term, pane = ui_ready(server, controlling=controlling, stderr=log)
+    try:
+        term.close_master()
+        status = term.exited()
+        assert status == (128 + signal.SIGHUP if controlling else 1)
+        assert "Traceback" not in log.read_text()
+        assert server.call("pane.get", {"pane_id": pane})["pane"]
+    finally:
+        term.close()
+
+
+def test_ui_restores_the_terminal_when_the_server_goes_away(server: ServerProcess) -> None:
+    term, _ = ui_ready(server)
+    try:
+        image_ids = term.image_ids()
+        mark = len(term.out)
+        server.process.kill()
+        assert term.exited() == 1
+        tail = term.out[mark:]
+        assert all(deleted(tail, image_id) for image_id in image_ids)
+        for sequence in (b"\x1b[?1l", b"\x1b[?1004l", b"\x1b[<u", b"\x1b[?1049l"):
+            assert sequence in tail, sequence
+        assert b"the cmux server went away" in tail
+        assert term.restored()
+    finally:
+        term.close()
+
+
+READER = """\
+import os, sys, tty
+tty.setraw(0)
+on = b"\\x1b[?1004h\\x1b[>1u"
+off = b"\\x1b[<u\\x1b[?1004l"
+os.write(1, on + b"reader-ready\\r\\n")
+state = True
+while True:
+    data = os.read(0, 100)
+    if data == b"q":
+        state = not state
+        os.write(1, (on if state else off) + b"modes-%d\\r\\n" % state)
+        continue
+    os.write(1, repr(data).encode() + b"\\r\\n")
+"""
+"""A program that asks for focus reports and kitty keyboard flag 1 and prints what it
+reads; ``q`` switches both off and on again."""
+
+
+def test_ui_passes_focus_reports_and_the_kitty_keyboard_protocol_through(
+        server: ServerProcess, tmp_path: Path) -> None:
+    pane = pane_of(server)
+    script = tmp_path / "reader.py"
+    script.write_text(READER)
+    server.call("pane.send_text", {"pane_id": pane, "text": f"python3 {script}\r"})
+    wait_until(lambda: "reader-ready" in pane_text(server, pane), 30, message="reader")
+    term = Terminal(server, "ui")
+    try:
+        term.until(lambda: b"q quit" in term.out and b"reader-ready" in term.out)
+        assert b"\x1b[?1004h" not in term.out and b"\x1b[>" not in term.out
+        term.type(b"i")
+        term.until(lambda: b"\x1b[?1004h" in term.out and b"\x1b[>1u" in term.out)
+        # What the terminal sends in those modes reaches the program as it was sent.
+        term.type(b"\x1b[I")
+        wait_until(lambda: "'\\x1b[I'" in pane_text(server, pane), 30, message="focus in")
+        term.type(b"\x1b[97;5u")  # ctrl+a, in the kitty keyboard protocol's form
+        wait_until(lambda: "'\\x1b[97;5u'" in pane_text(server, pane), 30,
+                   message="a kitty key")
+        # The program switches them off: so does the ui's terminal (the flags popped).
+        mark = len(term.out)
+        term.type(b"q")
+        wait_until(lambda: "modes-0" in pane_text(server, pane), 30, message="modes off")
+        term.until(lambda: b"\x1b[?1004l" in term.out[mark:]
+                   and b"\x1b[<u" in term.out[mark:])
+        # On again; ctrl+\\ in kitty form gives the keys back to the sidebar and switches
+        # the modes off; the program never sees it.
+        mark = len(term.out)
+        term.type(b"q")
+        wait_until(lambda: "modes-1" in pane_text(server, pane), 30, message="modes on")
+        term.until(lambda: b"\x1b[?1004h" in term.out[mark:]
+                   and b"\x1b[>1u" in term.out[mark:])
+        mark = len(term.out)
+        term.type(b"\x1b[92;5u")
+        term.until(lambda: b"\x1b[?1004l" in term.out[mark:] and b"\x1b[<u" in term.out[mark:]
+                   and b"q quit" in term.out[mark:])
+        term.type(b"\x1b[O")  # focus reports are off now: nothing reaches the program
+        time.sleep(0.5)
+        assert "92;5u" not in pane_text(server, pane)
+        assert "'\\x1b[O'" not in pane_text(server, pane)
+        # Back to typing: a focus report set by the pane is on again.
+        term.type(b"i")
+        term.until(lambda: b"\x1b[?1004h" in term.out[mark:])
+    finally:
+        term.close()
+
+
+def test_ui_has_a_terminal_that_loads_files_draw_leased_frames_from_them(
+        server: ServerProcess) -> None:
+    pane = pane_of(server)
+
+    def info() -> dict[str, Any]:
+        """pane.graphics.info; empty while no client that draws graphics is attached."""
+        try:
+            return server.call("pane.graphics.info", {"pane_id": pane})
+        except CmuxError:
+            return {}
+
+    plain = Terminal(server, "ui")  # answers the query, loads no file
+    try:
+        plain.until(lambda: b"q quit" in plain.out and bool(info()))
+        assert info()["file_frame_directory"] is None
+    finally:
+        plain.close()
+    term = Terminal(server, "ui", files=True)
+    try:
+        term.until(lambda: b"q quit" in term.out
+                   and info().get("file_frame_directory") is not None)
+        folder = Path(info()["file_frame_directory"])
+        painter = Client(server.socket_path, timeout=20)  # its stream lives with it
+        painter.call("pane.graphics.stream.open", {"pane_id": pane, "owner": "painter"})
+        frame = folder / "frame.rgba"
+        frame.write_bytes(b"\x10\x20\x30\xff" * 6)
+        painter.call("pane.graphics.stream.direct", {
+            "pane_id": pane, "owner": "painter", "path": str(frame), "image_width": 3,
+            "image_height": 2, "placement": {"viewport_col": 1, "viewport_row": 1}})
+
+        def stored() -> list[tuple[dict[str, str], bytes]]:
+            return [(dict(p.split("=", 1) for p in c.decode().split(",")), payload)
+                    for c, payload in APC.findall(term.out) if b"a=t" in c]
+
+        term.until(lambda: any(keys.get("t") == "f" for keys, _ in stored()))
+        keys, payload = next((k, p) for k, p in stored() if k.get("t") == "f")
+        assert (keys["f"], keys["s"], keys["v"], keys["S"]) == ("32", "3", "2", "24")
+        assert base64.b64decode(payload).decode() == str(frame)
+        image_id = keys["i"]
+        term.until(lambda: any(b"a=p" in c and b"i=" + image_id.encode() in c
+                               for c, _ in APC.findall(term.out)))
+        painter.close()
     finally:
         term.close()
