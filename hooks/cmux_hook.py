@@ -276,10 +276,14 @@ def dumps(value: Any) -> str:
 # -- the calls --------------------------------------------------------------------------------
 
 
-def requests(agent: str, pane: str, report: Report, seq: int) -> list[dict[str, Any]]:
-    """The socket requests for one report, each with its own increasing ``seq``."""
+def requests(agent: str, pane: str, report: Report, seq: int,
+             surface: str | None = None) -> list[dict[str, Any]]:
+    """The socket requests for one report, each with its own increasing ``seq``; with
+    ``surface`` (``$CMUX_SURFACE_ID``) they land on that terminal of the pane."""
     source = f"cmux:{agent}"
     base = {"pane_id": pane, "source": source, "agent": agent}
+    if surface:
+        base["surface_id"] = surface
     out: list[dict[str, Any]] = []
     session = report.get("session")
     sid = path = None
@@ -367,7 +371,8 @@ def run(argv: list[str]) -> None:
     if not report:
         return
     report.setdefault("ref", session_ref(payload))
-    lines = requests(agent, pane, report, time.time_ns() // 1000)
+    lines = requests(agent, pane, report, time.time_ns() // 1000,
+                     os.environ.get("CMUX_SURFACE_ID"))
     if lines:
         call(socket_path, lines)
 

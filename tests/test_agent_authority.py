@@ -109,6 +109,7 @@ def test_agent_change_drops_the_hook_and_exit_releases() -> None:
         t.publish_screen(pane, ScreenReport("idle", visible_idle=True, process_exited=True))
         released = [d for k, d in seen if k == "pane_agent_detected"]
         assert released == [{"pane_id": pane.id, "workspace_id": pane.tab.workspace.id,
+                              "terminal_id": pane.terminal.id, "surface_id": pane.surface.uuid,
                               "released": True, "final_status": "idle", "agent": "codex",
                               "type": "pane_agent_detected"}]
         assert t.effective_agent(pane) is None

@@ -431,6 +431,8 @@ def test_a_report_the_server_refuses_is_logged_for_the_author(server: ServerProc
     """``CMUX_HOOK_LOG`` is where a hook author sees what went wrong; nothing else shows it."""
     _, env = new_pane(server)
     log = tmp_path / "hook.log"
+    # Without $CMUX_SURFACE_ID, which would name the terminal whatever the pane id says.
+    env = {k: v for k, v in env.items() if k != "CMUX_SURFACE_ID"}
     env = env | {"CMUX_PANE_ID": "w1:p999", "CMUX_HOOK_LOG": str(log)}
     assert_silent(*run_hook(env, PROMPT))
     assert "pane_not_found" in log.read_text()

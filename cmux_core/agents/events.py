@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from cmux_core.detect.registry import ManifestRegistry, ReloadReport
 from cmux_core.events import Event
-from cmux_core.model.tree import Pane, Workspace
+from cmux_core.model.tree import Pane, Surface, Workspace
 
 __all__ = ["PaneAgentDetected", "PaneAgentStatusChanged", "ServerManifestsReloaded",
            "WorkspaceMetadataUpdated"]
@@ -22,20 +22,23 @@ __all__ = ["PaneAgentDetected", "PaneAgentStatusChanged", "ServerManifestsReload
 
 @dataclass(frozen=True, slots=True)
 class PaneAgentDetected(Event):
-    """The pane's effective agent changed to ``agent`` (None: none), or, with ``released``,
-    its agent (``agent``, when known) let go of it in ``final_status``."""
+    """A terminal's effective agent changed to ``agent`` (None: none), or, with
+    ``released``, its agent (``agent``, when known) let go of it in ``final_status``.
+    ``surface`` is the terminal, ``pane`` the pane holding it (which may show another)."""
 
     kind: ClassVar[str] = "pane_agent_detected"
     pane: Pane
     agent: str | None
     released: bool = False
     final_status: str | None = None
+    surface: Surface | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class PaneAgentStatusChanged(Event):
-    """The pane's public status or presentation changed; the presentation fields are
-    those in effect (absent ones None)."""
+    """A terminal's public status or presentation changed; the presentation fields are
+    those in effect (absent ones None). ``surface`` is the terminal, ``pane`` the pane
+    holding it (which may show another)."""
 
     kind: ClassVar[str] = "pane_agent_status_changed"
     pane: Pane
@@ -44,6 +47,7 @@ class PaneAgentStatusChanged(Event):
     title: str | None = None
     display_agent: str | None = None
     state_labels: Mapping[str, str] | None = None
+    surface: Surface | None = None
 
 
 @dataclass(frozen=True, slots=True)

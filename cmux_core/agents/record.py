@@ -1,4 +1,4 @@
-"""What the tracker keeps for one pane's terminal: its :class:`AgentRecord`, and the state words.
+"""What the tracker keeps for one terminal surface: its :class:`AgentRecord`, and the state words.
 
 The record is plain data, created and changed only by
 :class:`~cmux_core.agents.tracker.AgentTracker` on the event loop; the rules that move it are
@@ -21,12 +21,12 @@ AgentStatus = Literal["idle", "working", "blocked", "done", "unknown"]
 StatusSource = Literal["none", "hook", "screen", "process_exit", "release"]
 
 ATTENTION: dict[str, int] = {"blocked": 4, "done": 3, "working": 2, "idle": 1, "unknown": 0}
-"""Rollup priority: the pane needing the most attention speaks for its tab and workspace."""
+"""Rollup priority: the terminal needing the most attention speaks for its tab and workspace."""
 
 
 @dataclass(eq=False)
 class AgentRecord:
-    """Agent state of one pane's terminal."""
+    """Agent state of one terminal surface."""
 
     detected: str | None = None
     screen: ScreenReport | None = None

@@ -1,8 +1,10 @@
-"""Detection scheduling: when each pane is identified and classified, and what is published.
+"""Detection scheduling: when each terminal is identified and classified, and what is published.
 
-Nothing here polls a pane in a loop. Work is triggered by:
+Every terminal surface is detected on its own, whether its pane shows it or it is a
+background tab: "pane" below means that terminal. Nothing here polls a pane in a loop.
+Work is triggered by:
 
-* **output** — each batch a pane's terminal absorbed (``mux.output_listeners``):
+* **output** — each batch a terminal absorbed (``mux.surface_output_listeners``):
   a cheap ``tcgetpgrp`` check for a new foreground process group, and for a pane
   with an agent one screen classification at most every :data:`SCREEN_DEBOUNCE_S`;
 * **foreground changes** — a new process group is probed (``/proc``) shortly
@@ -50,14 +52,15 @@ from cmux_core.detect.identify import Identity, identify_group
 from cmux_core.detect.manifest import Manifest
 from cmux_core.detect.registry import ManifestRegistry, ReloadReport
 from cmux_core.errors import CmuxError
-from cmux_core.model.events import PaneClosed, PaneCreated
+from cmux_core.model.events import PaneClosed, PaneCreated, PaneUpdated
 from cmux_core.terminal.procfs import ProcessReader
 
 if TYPE_CHECKING:
     from cmux_core.agents.tracker import AgentTracker
     from cmux_core.events import Event, EventHub
     from cmux_core.model.mux import Mux
-    from cmux_core.model.tree import Pane
+    from cmux_core.model.tree import Pane, Surface
+    from cmux_core.terminal.process import Terminal
 
 log = logging.getLogger(__name__)
 
@@ -132,9 +135,10 @@ class Deferred:
 
 @dataclass(eq=False)
 class PaneDetection:
-    """Detection state of one pane; timers are loop handles, cancelled when replaced."""
+    """Detection state of one terminal surface; timers are loop handles, cancelled when
+    replaced."""
 
-    pane: Pane
+    surface: Surface
     pgid: int | None = None
     agent: str | None = None
     identity: Identity | None = None
@@ -160,6 +164,15 @@ class PaneDetection:
     rescan: bool = False
     """The screen changed while it ran: classify again when it returns."""
 
+    @property
+    def pane(self) -> Pane:
+        """The pane holding the terminal now (it follows a move)."""
+        return self.surface.pane
+
+    @property
+    def term(self) -> Terminal:
+        return self.surface.terminal
+
     def cancel(self) -> None:
         self.next_screen.cancel()
         self.next_probe.cancel()
@@ -176,6 +189,7 @@ class DetectionScheduler:
         self.events = events
         self.registry = registry
         self.panes: dict[str, PaneDetection] = {}
+        """Detection state by terminal surface uuid."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._safety: asyncio.TimerHandle | None = None
         self._running = False
@@ -190,14 +204,14 @@ class DetectionScheduler:
         await self.registry.start()
         self.registry.add_listener(self._on_manifests)
         self.tracker.canonical_agent = self.registry.canonical
-        self.mux.output_listeners.append(self._on_output)
+        self.mux.surface_output_listeners.append(self._on_output)
         self._running = True
         self._safety_tick()
 
     async def stop(self) -> None:
         self._running = False
-        if self._on_output in self.mux.output_listeners:
-            self.mux.output_listeners.remove(self._on_output)
+        if self._on_output in self.mux.surface_output_listeners:
+            self.mux.surface_output_listeners.remove(self._on_output)
         if self._safety is not None:
             self._safety.cancel()
             self._safety = None
@@ -208,30 +222,33 @@ class DetectionScheduler:
 
     # -- triggers -------------------------------------------------------------------------
 
-    def _state(self, pane: Pane) -> PaneDetection:
-        st = self.panes.get(pane.key)
+    def _state(self, target: Pane | Surface) -> PaneDetection:
+        surface = self.tracker.surface_of(target)
+        st = self.panes.get(surface.uuid)
         if st is None:
-            st = self.panes[pane.key] = PaneDetection(pane)
+            st = self.panes[surface.uuid] = PaneDetection(surface)
         return st
 
     def _alive(self, st: PaneDetection) -> bool:
-        return self._running and self.mux.panes.get(st.pane.key) is st.pane
+        return self._running and self.tracker.live(st.surface)
+
+    def _terminals(self) -> list[Surface]:
+        return [s for p in self.mux.panes.values() for s in p.surfaces if s.term is not None]
 
     def _on_event(self, event: Event) -> None:
-        if isinstance(event, PaneCreated):
+        if isinstance(event, PaneCreated | PaneUpdated):
             self._arm_safety()
-        elif isinstance(event, PaneClosed):
-            # A closed pane's state (and its screen) goes at once, not at the next tick.
-            st = self.panes.pop(event.pane.key, None)
-            if st is not None:
-                st.cancel()
+        if isinstance(event, PaneClosed | PaneUpdated):
+            # A closed terminal's state (and its screen) goes at once, not at the next tick.
+            for key in [k for k, st in self.panes.items() if not self.tracker.live(st.surface)]:
+                self.panes.pop(key).cancel()
 
-    def _on_output(self, pane: Pane) -> None:
+    def _on_output(self, surface: Surface) -> None:
         if not self._running:
             return
-        st = self._state(pane)
+        st = self._state(surface)
         now = time.monotonic()
-        pgid = pane.terminal.foreground_pgid()
+        pgid = surface.terminal.foreground_pgid()
         if pgid != st.pgid:
             st.pgid = pgid
             self._schedule_probe(st, PROBE_DELAY_S)
@@ -269,19 +286,19 @@ class DetectionScheduler:
 
     def _safety_check(self) -> None:
         now = time.monotonic()
-        for key in [k for k in self.panes if k not in self.mux.panes]:
+        for key in [k for k, st in self.panes.items() if not self.tracker.live(st.surface)]:
             self.panes.pop(key).cancel()
-        for pane in list(self.mux.panes.values()):
-            st = self._state(pane)
-            pgid = pane.terminal.foreground_pgid()
+        for surface in self._terminals():
+            st = self._state(surface)
+            pgid = surface.terminal.foreground_pgid()
             if pgid != st.pgid or st.probed_at == -math.inf:
                 st.pgid = pgid
                 self._schedule_probe(st, 0)
             elif st.agent is not None and (now - st.probed_at >= AGENT_REPROBE_S
-                                           or (pane.terminal.exited and not st.exited)):
+                                           or (surface.terminal.exited and not st.exited)):
                 self._schedule_probe(st, 0)
             if st.agent is not None and not st.exited and (
-                    pane.terminal.output_seq != st.scanned_seq
+                    surface.terminal.output_seq != st.scanned_seq
                     or (st.published is not None and st.published[2])):
                 self._schedule_screen(st, 0)
 
@@ -315,8 +332,8 @@ class DetectionScheduler:
     # -- identification -------------------------------------------------------------------
 
     def _probe(self, st: PaneDetection, *, reset: bool = False) -> None:
-        pane = st.pane
-        term = pane.terminal
+        surface = st.surface
+        term = st.term
         now = time.monotonic()
         st.probed_at = now
         pgid = None if term.exited else term.foreground_pgid()
@@ -345,10 +362,10 @@ class DetectionScheduler:
         if label == st.agent:
             st.missing = 0
             st.identity = identity
-            if self.tracker.record(pane).detected != label:
+            if self.tracker.record(surface).detected != label:
                 # The tracker declined it (a release suppresses re-acquisition briefly).
-                self.tracker.set_detected(pane, label)
-                if self.tracker.record(pane).detected == label:
+                self.tracker.set_detected(surface, label)
+                if self.tracker.record(surface).detected == label:
                     # Taken now, with no screen report: publish the next result afresh.
                     st.published = None
                     self._schedule_screen(st, 0)
@@ -370,7 +387,7 @@ class DetectionScheduler:
         """A (new) agent owns the pane: blank OSC evidence, ``unknown`` until a rule
         matches, start the grace."""
         assert identity is not None
-        emulator = st.pane.terminal.emulator
+        emulator = st.term.emulator
         st.agent, st.identity = identity.label, identity
         st.missing, st.exited = 0, False
         st.acquire_since = None
@@ -381,7 +398,7 @@ class DetectionScheduler:
         st.published, st.drawn = None, False
         log.info("pane %s runs agent %s (%s)", st.pane.id, identity.label, identity.evidence,
                  extra={"cmux_pane": st.pane.id})
-        self.tracker.set_detected(st.pane, identity.label)
+        self.tracker.set_detected(st.surface, identity.label)
         self._schedule_screen(st, STARTUP_GRACE_S)
 
     def _exit(self, st: PaneDetection) -> None:
@@ -398,14 +415,14 @@ class DetectionScheduler:
         st.missing = 0
         st.published = None
         st.hold_since = None
-        self.tracker.set_detected(st.pane, None)
+        self.tracker.set_detected(st.surface, None)
 
     # -- classification -------------------------------------------------------------------
 
     def _inputs(self, st: PaneDetection) -> ScreenInput:
         """The detection screen and the OSC strings, blank until the agent itself set them."""
-        emulator = st.pane.terminal.emulator
-        screen = st.pane.terminal.read("detection", None, "text")[0]
+        emulator = st.term.emulator
+        screen = st.term.read("detection", None, "text")[0]
         osc = [emulator.title or "", emulator.progress or ""]
         for i in (0, 1):
             if not st.osc_fresh[i]:
@@ -422,7 +439,7 @@ class DetectionScheduler:
         if now < st.grace_until:
             self._schedule_screen(st, st.grace_until - now)
             return
-        if self.tracker.screen_detection_skipped(st.pane):
+        if self.tracker.screen_detection_skipped(st.surface):
             return
         manifest = self.registry.get(st.agent)
         if manifest is None:
@@ -430,7 +447,7 @@ class DetectionScheduler:
         if st.classifying:
             st.rescan = True
             return
-        st.scanned_seq = st.pane.terminal.output_seq
+        st.scanned_seq = st.term.output_seq
         inputs = self._inputs(st)
         if not costly(manifest, inputs):
             self._apply(st, classify(manifest, inputs), now)
@@ -447,7 +464,7 @@ class DetectionScheduler:
             log.error("classifying pane %s as %s failed: %s", st.pane.id, agent, result,
                       extra={"cmux_pane": st.pane.id})
             return
-        if (not self._running or self.panes.get(st.pane.key) is not st or st.agent != agent
+        if (not self._running or self.panes.get(st.surface.uuid) is not st or st.agent != agent
                 or st.exited):
             return
         self._apply(st, result, time.monotonic())
@@ -486,7 +503,7 @@ class DetectionScheduler:
                 report.visible_blocker and now - st.published_at >= BLOCKER_REPUBLISH_S):
             return
         st.published, st.published_at = key, now
-        self.tracker.publish_screen(st.pane, report)
+        self.tracker.publish_screen(st.surface, report)
 
     # -- manifests --------------------------------------------------------------------------
 
@@ -495,8 +512,8 @@ class DetectionScheduler:
         self.events.publish(ServerManifestsReloaded(report, self.registry))
         if not self._running:
             return
-        for pane in list(self.mux.panes.values()):
-            st = self._state(pane)
+        for surface in self._terminals():
+            st = self._state(surface)
             if st.agent is not None and self.registry.lookup(st.agent) != st.agent:
                 self._clear(st)
             self._probe(st, reset=True)
@@ -507,17 +524,20 @@ class DetectionScheduler:
 
     # -- explain ----------------------------------------------------------------------------
 
-    async def explain(self, pane: Pane) -> dict[str, Any]:
-        """The ``agent.explain`` object for ``pane``'s live screen (a costly one is worked
-        out beside the loop, as classifications are).
+    async def explain(self, target: Pane | Surface) -> dict[str, Any]:
+        """The ``agent.explain`` object for the live screen of ``target``'s terminal (a
+        pane's: the one it shows; a costly one is worked out beside the loop, as
+        classifications are).
 
-        Raises ``agent_explain_unavailable`` when the pane has no agent with a manifest.
+        Raises ``agent_explain_unavailable`` when the terminal has no agent with a manifest.
         """
         tracker = self.tracker
-        if tracker.screen_detection_skipped(pane):
-            rec = tracker.record(pane)
+        surface = tracker.surface_of(target)
+        pane = surface.pane
+        if tracker.screen_detection_skipped(surface):
+            rec = tracker.record(surface)
             return {
-                "agent": tracker.effective_agent(pane), "state": rec.state,
+                "agent": tracker.effective_agent(surface), "state": rec.state,
                 "manifest_source": None, "manifest_version": None,
                 "cached_remote_version": None, "local_override_shadowing_remote": False,
                 "remote_update_status": None, "remote_update_error": None,
@@ -526,10 +546,10 @@ class DetectionScheduler:
                 "screen_detection_skip_reason": "full_lifecycle_hook_authority",
                 "skip_state_update": False, "skipped_update_reason": None,
                 "fallback_reason": None, "warning": None, "evaluated_rules": []}
-        st = self._state(pane)
+        st = self._state(surface)
         label = st.agent if st.agent is not None and not st.exited else None
         if label is None:
-            effective = tracker.effective_agent(pane)
+            effective = tracker.effective_agent(surface)
             label = self.registry.lookup(effective) if effective is not None else None
         manifest = self.registry.get(label) if label is not None else None
         if label is None or manifest is None:

@@ -1,13 +1,21 @@
-"""Per-pane agent state: who the agent is, who owns its status, seen/done, metadata, events.
+"""Per-terminal agent state: who the agent is, who owns its status, seen/done, metadata, events.
 
-Three kinds of signal feed a pane's :class:`AgentRecord`:
+Every terminal surface has its own :class:`AgentRecord` (keyed by the surface's uuid): two
+tabs of one pane running two agents are two records, each with its own detection, state,
+authority, session reference and metadata. A record follows its surface when the surface
+moves to another pane, workspace or window, and goes when the surface closes. Methods take
+an :data:`AgentTarget`: a surface, or a pane standing for the terminal it shows
+(:attr:`~cmux_core.model.tree.Pane.terminal_surface`), which is what the herdr family's
+pane is.
+
+Three kinds of signal feed a terminal's record:
 
 * detection (``cmux_core.detect``): :meth:`AgentTracker.set_detected` when process
   identification finds or loses an agent, :meth:`AgentTracker.publish_screen` with each
   screen classification (the *fallback* state);
 * hook reports (``pane.report_agent`` and friends): a :class:`HookAuthority` that owns the
   state while it is effective;
-* the pane's own process exiting (the ``pane_exited`` event).
+* the terminal's own process exiting (the ``pane_exited`` event).
 
 Authority is data, not names: a report's ``(source, agent)`` pair is looked up among the
 integrations plugins declared (:class:`SourceDeclaration`). A ``lifecycle`` source owns
@@ -29,13 +37,15 @@ TTLs expire on time and each expiry is published.
 
 A terminal ``agent.start`` named is followed until its agent is ready (``launch_pending``,
 ``interactive_ready``) by the rules of :mod:`cmux_core.agents.launch`. The record kept per
-pane is :mod:`cmux_core.agents.record`'s.
+terminal is :mod:`cmux_core.agents.record`'s.
 
 Events (typed, :mod:`cmux_core.agents.events`): ``pane_agent_detected`` (effective agent
 changed, or a release), ``pane_agent_status_changed`` (status or presentation changed),
 ``pane_updated`` (tokens, name, revision or launch readiness changed) and
-``workspace_metadata_updated``. The tracker follows the model through its events (a closed
-pane is forgotten, an exited one released, a closed workspace's metadata dropped) and its
+``workspace_metadata_updated``; the agent events name the terminal's pane and carry its
+surface, and a pane that starts showing another terminal publishes that terminal's status.
+The tracker follows the model through its events (a closed surface or pane is
+forgotten, an exited one released, a closed workspace's metadata dropped) and its
 ``view_listeners`` (a tab the user looks at is seen). The wire forms of panes and agents
 (PaneInfo's agent fields, AgentInfo) are built from the tracker at the API edge
 (``cmux_core.api.wire``). All methods run on the event loop.
@@ -89,7 +99,7 @@ from cmux_core.errors import CmuxError
 from cmux_core.events import Event, EventHub
 from cmux_core.model.events import PaneClosed, PaneExited, PaneUpdated, WorkspaceClosed
 from cmux_core.model.mux import Mux
-from cmux_core.model.tree import Pane, Tab, Workspace
+from cmux_core.model.tree import Pane, Surface, Tab, Workspace
 
 __all__ = [
     "ATTENTION", "LAUNCH_SETTLE_S", "LAUNCH_TIMEOUT_S", "MAX_SEQUENCED_TOKEN_SOURCES",
@@ -98,6 +108,10 @@ __all__ = [
     "PresentationEntry", "Presented", "ScreenReport", "SessionRef", "SourceDeclaration",
     "StatusSource", "Token", "declarations_from",
 ]
+
+AgentTarget = Pane | Surface
+"""What the tracker's methods take: a terminal surface, or a pane meaning the terminal it
+shows (the herdr family's view of a pane)."""
 
 REACQUIRE_SUPPRESS_S = 1.0
 """After a release, process detection of the released agent is ignored this long."""
@@ -114,7 +128,7 @@ class _Snapshot:
 
 
 class AgentTracker:
-    """Owns every pane's :class:`AgentRecord` and every workspace's metadata.
+    """Owns every terminal surface's :class:`AgentRecord` and every workspace's metadata.
 
     ``canonical_agent`` maps a label to the canonical id of a known agent (or None for a
     custom label); detection installs its alias table there. ``declarations`` returns the
@@ -125,6 +139,11 @@ class AgentTracker:
         self.mux = mux
         self.events = events
         self.records: dict[str, AgentRecord] = {}
+        """Agent records by terminal surface uuid."""
+        self.surfaces: dict[str, Surface] = {}
+        """The surface of each record, by the same key."""
+        self._shown: dict[str, str] = {}
+        """The terminal surface each pane showed at its last update, by pane key."""
         self.workspace_metadata: dict[str, MetadataStore] = {}
         self.next_state_change_seq = 0
         self.canonical_agent: Callable[[str], str | None] = lambda label: None
@@ -135,16 +154,38 @@ class AgentTracker:
         events.observe(self._on_event)
         mux.view_listeners.append(self.mark_tab_seen)
 
-    def record(self, pane: Pane) -> AgentRecord:
-        rec = self.records.get(pane.key)
+    def surface_of(self, target: AgentTarget) -> Surface:
+        """The terminal surface ``target`` names: a surface itself, or for a pane the
+        terminal it shows (:attr:`Pane.terminal_surface`). ``invalid_params`` for a
+        markdown surface, which runs no agent."""
+        if isinstance(target, Pane):
+            return target.terminal_surface
+        if target.term is None:
+            raise CmuxError("invalid_params", "Surface is not a terminal",
+                            {"surface_id": target.uuid, "type": target.kind})
+        return target
+
+    def record(self, target: AgentTarget) -> AgentRecord:
+        s = self.surface_of(target)
+        rec = self.records.get(s.uuid)
         if rec is None:
-            rec = self.records[pane.key] = AgentRecord()
+            rec = self.records[s.uuid] = AgentRecord()
+            self.surfaces[s.uuid] = s
         return rec
 
-    def forget(self, pane: Pane) -> None:
-        self.records.pop(pane.key, None)
-        self._timers.cancel(pane.key)
-        self._launch_timers.cancel(pane.key)
+    def find_record(self, target: AgentTarget) -> AgentRecord | None:
+        """The record of ``target``'s terminal, None when it has none yet."""
+        return self.records.get(self.surface_of(target).uuid)
+
+    def forget(self, s: Surface) -> None:
+        self.records.pop(s.uuid, None)
+        self.surfaces.pop(s.uuid, None)
+        self._timers.cancel(s.uuid)
+        self._launch_timers.cancel(s.uuid)
+
+    def live(self, s: Surface) -> bool:
+        """Whether ``s`` is still a surface of a live pane (not closed)."""
+        return self.mux.panes.get(s.pane.key) is s.pane and s in s.pane.surfaces
 
     # -- labels and declarations ------------------------------------------------------------
 
@@ -180,49 +221,52 @@ class AgentTracker:
 
     # -- observations from detection ----------------------------------------------------
 
-    def set_detected(self, pane: Pane, label: str | None) -> None:
+    def set_detected(self, target: AgentTarget, label: str | None) -> None:
         """Process identification found ``label`` (canonical manifest id) or nothing."""
-        rec = self.record(pane)
+        s = self.surface_of(target)
+        rec = self.record(s)
         if label is not None and rec.suppressed.get(label, 0.0) > time.monotonic():
             return
         if rec.detected == label:
             return
-        before = self._snapshot(pane, rec)
+        before = self._snapshot(s, rec)
         rec.detected = label
         rec.exited_agent = None
         auth = rec.authority
         if (auth is not None and label is not None and label != auth.agent
                 and self.canonical_agent(auth.agent) is not None):
-            # The pane now runs a different known agent than the hook claimed.
+            # The terminal now runs a different known agent than the hook claimed.
             rec.session = auth.session or rec.session
             rec.authority = None
         # A screen report speaks for the agent it was made for, never for the next one.
         rec.screen = None
-        self._recompute(pane, rec)
-        self._emit(pane, rec, before)
+        self._recompute(s, rec)
+        self._emit(s, rec, before)
 
-    def publish_screen(self, pane: Pane, report: ScreenReport) -> None:
-        """A screen classification for the pane's agent (the fallback state)."""
-        rec = self.record(pane)
+    def publish_screen(self, target: AgentTarget, report: ScreenReport) -> None:
+        """A screen classification for the terminal's agent (the fallback state)."""
+        s = self.surface_of(target)
+        rec = self.record(s)
         rec.screen = report
         if report.process_exited:
             if rec.exited_agent is None:
-                self._agent_exited(pane, rec)
+                self._agent_exited(s, rec)
             return
-        before = self._snapshot(pane, rec)
-        self._recompute(pane, rec)
-        self._emit(pane, rec, before)
+        before = self._snapshot(s, rec)
+        self._recompute(s, rec)
+        self._emit(s, rec, before)
 
-    def screen_detection_skipped(self, pane: Pane) -> bool:
+    def screen_detection_skipped(self, target: AgentTarget) -> bool:
         """True while a lifecycle authority owns the state (its agent process is present)."""
-        rec = self.records.get(pane.key)
+        s = self.surface_of(target)
+        rec = self.records.get(s.uuid)
         if rec is None or rec.authority is None:
             return False
         return rec.authority.kind == "lifecycle" and self._effective(rec, rec.authority)
 
     # -- hook reports -------------------------------------------------------------------
 
-    def report_agent(self, pane: Pane, *, source: str, agent: str, state: AgentState,
+    def report_agent(self, target: AgentTarget, *, source: str, agent: str, state: AgentState,
                      seq: int | None = None, message: str | None = None,
                      custom_status: str | None = None, session: SessionRef | None = None,
                      ttl_s: float | None = None, subagent: bool = False) -> bool:
@@ -234,16 +278,17 @@ class AgentTracker:
         detected process, and a stale ``seq``. ``ttl_s`` bounds how long the state counts;
         a ``shared`` ``blocked`` without one gets the declaration's or the default TTL.
         """
+        s = self.surface_of(target)
         if subagent:
             return False
-        rec = self.record(pane)
+        rec = self.record(s)
         decl = self.declaration_of(source, agent)
         authority = decl.authority if decl is not None else None
         if not self.is_declared_source(source):
             session = None
         if authority == "session":
             if session is not None and rec.accept_hook_seq(source, seq):
-                self._store_session(pane, rec, session)
+                self._store_session(s, rec, session)
                 return True
             return False
         if rec.exited_agent is not None and agent == rec.exited_agent:
@@ -260,7 +305,7 @@ class AgentTracker:
             return False
         if not rec.accept_hook_seq(source, seq):
             return False
-        before = self._snapshot(pane, rec)
+        before = self._snapshot(s, rec)
         previous = rec.authority
         if session is None and previous is not None and previous.source == source:
             session = previous.session
@@ -275,18 +320,20 @@ class AgentTracker:
             source, agent, state, kind, message, custom_status, now, session,
             now + ttl_s if ttl_s is not None else None)
         rec.session = None
-        self._recompute(pane, rec)
-        self._emit(pane, rec, before)
+        self._recompute(s, rec)
+        self._emit(s, rec, before)
         return True
 
-    def report_session(self, pane: Pane, *, source: str, agent: str, session: SessionRef | None,
-                       seq: int | None = None, replaces: bool = False) -> bool:
+    def report_session(self, target: AgentTarget, *, source: str, agent: str,
+                       session: SessionRef | None, seq: int | None = None,
+                       replaces: bool = False) -> bool:
         """Apply a ``pane.report_agent_session``; never changes state. True if stored.
 
         Only declared sources carry session refs. A different session from the same owner
         replaces the stored one only when ``replaces`` (a recognised start source).
         """
-        rec = self.record(pane)
+        s = self.surface_of(target)
+        rec = self.record(s)
         if session is None or not self.is_declared_source(source):
             return False
         if (rec.detected is not None and self.canonical_agent(agent) is not None
@@ -298,39 +345,40 @@ class AgentTracker:
         if (current is not None and current != session and not replaces
                 and (current.source, current.agent) == (session.source, session.agent)):
             return False
-        self._store_session(pane, rec, session)
+        self._store_session(s, rec, session)
         return True
 
-    def release_agent(self, pane: Pane, *, source: str, agent: str, seq: int | None = None
+    def release_agent(self, target: AgentTarget, *, source: str, agent: str, seq: int | None = None
                       ) -> bool:
         """Apply a ``pane.release_agent``; declared sources are ignored. True if released."""
-        rec = self.record(pane)
+        s = self.surface_of(target)
+        rec = self.record(s)
         if self.is_declared_source(source):
             return False
         auth = rec.authority
         if auth is not None and (auth.source, auth.agent) != (source, agent):
             return False
-        if self.effective_agent(pane) != agent:
+        if self.effective_agent(s) != agent:
             return False
         if not rec.accept_hook_seq(source, seq):
             return False
-        before = self._snapshot(pane, rec)
+        before = self._snapshot(s, rec)
         rec.authority = None
         rec.session = None
         if rec.detected == agent:
-            self._recompute(pane, rec)
-            self._emit(pane, rec, before)
+            self._recompute(s, rec)
+            self._emit(s, rec, before)
             return True
         rec.detected = None
         rec.screen = None
         rec.name = None
         rec.suppressed[agent] = time.monotonic() + REACQUIRE_SUPPRESS_S
-        self._set_state(pane, rec, "unknown", "release", source)
-        self._emit(pane, rec, before, released=agent, final_status=before.status)
+        self._set_state(s, rec, "unknown", "release", source)
+        self._emit(s, rec, before, released=agent, final_status=before.status)
         return True
 
-    def clear_authority(self, pane: Pane, *, source: str | None = None, seq: int | None = None
-                        ) -> bool:
+    def clear_authority(self, target: AgentTarget, *, source: str | None = None,
+                        seq: int | None = None) -> bool:
         """Apply a ``pane.clear_agent_authority``: the state falls back to the screen.
 
         Whichever hook set the authority, it is dropped (seed 004: ``source`` is for
@@ -339,31 +387,33 @@ class AgentTracker:
         becomes that source's latest, so a report sent before the clear and arriving after
         it is ignored. True if there was an authority to clear.
         """
-        rec = self.record(pane)
+        s = self.surface_of(target)
+        rec = self.record(s)
         auth = rec.authority
         owner = source if source is not None else (auth.source if auth is not None else None)
         if seq is not None and owner is not None and seq > rec.hook_seqs.get(owner, -1):
             rec.hook_seqs[owner] = seq
         if auth is None:
             return False
-        before = self._snapshot(pane, rec)
+        before = self._snapshot(s, rec)
         if auth.kind == "lifecycle":
             rec.cleared_lifecycle[auth.source] = auth.session
         rec.authority = None
         rec.session = None
-        self._recompute(pane, rec)
-        self._emit(pane, rec, before)
+        self._recompute(s, rec)
+        self._emit(s, rec, before)
         return True
 
     # -- metadata -----------------------------------------------------------------------
 
-    def report_metadata(self, pane: Pane, patch: MetadataPatch) -> bool:
+    def report_metadata(self, target: AgentTarget, patch: MetadataPatch) -> bool:
         """Apply a validated pane metadata patch. True if applied (stale ``seq``: False).
 
         Raises ``invalid_metadata_tokens`` (more than 32 tokens would result) or
         ``metadata_sequence_source_limit`` before changing anything.
         """
-        rec = self.record(pane)
+        s = self.surface_of(target)
+        rec = self.record(s)
         exited = rec.exited_agent
         if exited is not None and exited in (patch.agent, self._owner_agent(patch.source),
                                              self._owner_agent(patch.applies_to_source)):
@@ -372,14 +422,14 @@ class AgentTracker:
         if not store.accept_seq(patch.source, patch.seq):
             return False
         store.check_tokens(patch.source, patch.seq, patch.tokens, "pane")
-        before = self._snapshot(pane, rec)
+        before = self._snapshot(s, rec)
         if patch.seq is not None:
             store.seqs[patch.source] = patch.seq
         deadline = deadline_after(patch.ttl_s)
         store.patch_tokens(patch.source, patch.seq, patch.tokens, deadline)
         self._patch_presentation(rec, patch, deadline)
-        self._schedule(pane.key)
-        self._emit(pane, rec, before)
+        self._schedule(s.uuid)
+        self._emit(s, rec, before)
         return True
 
     def report_workspace_metadata(self, ws: Workspace, source: str, tokens: dict[str, str | None],
@@ -396,35 +446,41 @@ class AgentTracker:
         self._schedule(ws.id)
         return True
 
-    def set_name(self, pane: Pane, name: str | None) -> None:
+    def set_name(self, target: AgentTarget, name: str | None) -> None:
         """Set or clear the agent name (the caller also sets the pane's manual label)."""
-        rec = self.record(pane)
-        before = self._snapshot(pane, rec)
+        s = self.surface_of(target)
+        rec = self.record(s)
+        before = self._snapshot(s, rec)
         rec.name = name
-        self._emit(pane, rec, before)
+        self._emit(s, rec, before)
 
-    def begin_launch(self, pane: Pane, name: str, timeout_s: float = LAUNCH_TIMEOUT_S) -> None:
-        """``agent.start`` named ``pane``'s terminal: set the name and follow the launch
+    def begin_launch(self, target: AgentTarget, name: str,
+                     timeout_s: float = LAUNCH_TIMEOUT_S) -> None:
+        """``agent.start`` named the target terminal: set the name and follow the launch
         until it is ready (``launch_pending`` now; see :mod:`cmux_core.agents.launch`)."""
-        rec = self.record(pane)
-        before = self._snapshot(pane, rec)
+        s = self.surface_of(target)
+        rec = self.record(s)
+        before = self._snapshot(s, rec)
         rec.name = name
         rec.launch = Launch(time.monotonic() + timeout_s)
-        self._emit(pane, rec, before)
+        self._emit(s, rec, before)
 
-    def launch_pending(self, pane: Pane) -> bool:
-        """True while ``pane``'s terminal is a managed launch that is not settled yet."""
-        rec = self.records.get(pane.key)
+    def launch_pending(self, target: AgentTarget) -> bool:
+        """True while the target terminal is a managed launch that is not settled yet."""
+        s = self.surface_of(target)
+        rec = self.records.get(s.uuid)
         return rec is not None and rec.launch is not None and rec.launch.pending
 
-    def name_taken(self, name: str, other_than: Pane | None = None) -> bool:
-        return any(p is not other_than and self.record(p).name == name
-                   for p in self.agent_panes())
+    def name_taken(self, name: str, other_than: AgentTarget | None = None) -> bool:
+        other = self.surface_of(other_than) if other_than is not None else None
+        return any(s is not other and self.record(s).name == name
+                   for s in self.agent_surfaces())
 
     # -- derived values -------------------------------------------------------------------
 
-    def effective_agent(self, pane: Pane) -> str | None:
-        rec = self.records.get(pane.key)
+    def effective_agent(self, target: AgentTarget) -> str | None:
+        s = self.surface_of(target)
+        rec = self.records.get(s.uuid)
         if rec is None:
             return None
         auth = rec.authority
@@ -434,32 +490,38 @@ class AgentTracker:
             return rec.detected
         return None
 
-    def is_agent(self, pane: Pane) -> bool:
-        rec = self.records.get(pane.key)
-        return rec is not None and (rec.name is not None or self.effective_agent(pane) is not None)
+    def is_agent(self, target: AgentTarget) -> bool:
+        s = self.surface_of(target)
+        rec = self.records.get(s.uuid)
+        return rec is not None and (rec.name is not None or self.effective_agent(s) is not None)
 
-    def status(self, pane: Pane) -> AgentStatus:
-        rec = self.records.get(pane.key)
+    def status(self, target: AgentTarget) -> AgentStatus:
+        s = self.surface_of(target)
+        rec = self.records.get(s.uuid)
         return rec.status if rec is not None else "unknown"
 
     def rollup(self, panes: list[Pane]) -> AgentStatus:
+        """The status needing the most attention among every terminal of ``panes``, the
+        tabs they do not show included."""
         best: AgentStatus = "unknown"
         for pane in panes:
-            status = self.status(pane)
-            if ATTENTION[status] > ATTENTION[best]:
-                best = status
+            for s in pane.surfaces:
+                rec = self.records.get(s.uuid)
+                if rec is not None and ATTENTION[rec.status] > ATTENTION[best]:
+                    best = rec.status
         return best
 
-    def presentation(self, pane: Pane, now: float | None = None) -> dict[str, Any]:
+    def presentation(self, target: AgentTarget, now: float | None = None) -> dict[str, Any]:
         """Effective presentation: newest value per field unexpired at ``now`` (default: the
         present) among sources whose guards pass; state labels merged, newer report winning
         per status."""
-        rec = self.records.get(pane.key)
+        s = self.surface_of(target)
+        rec = self.records.get(s.uuid)
         if rec is None:
             return {}
         auth_source = rec.authority.source if rec.authority is not None else None
         fields, labels = effective_presentation(
-            rec.presentation.values(), self.effective_agent(pane), auth_source,
+            rec.presentation.values(), self.effective_agent(s), auth_source,
             time.monotonic() if now is None else now)
         out: dict[str, Any] = dict(fields)
         if "custom_status" not in out and rec.authority is not None \
@@ -469,47 +531,65 @@ class AgentTracker:
             out["state_labels"] = labels
         return out
 
-    def session(self, pane: Pane) -> SessionRef | None:
+    def session(self, target: AgentTarget) -> SessionRef | None:
         """The agent's native session reference: its authority's, else the stored one."""
-        rec = self.records.get(pane.key)
+        s = self.surface_of(target)
+        rec = self.records.get(s.uuid)
         return self._session(rec) if rec is not None else None
 
     def workspace_tokens(self, ws: Workspace) -> dict[str, str]:
         store = self.workspace_metadata.get(ws.id)
         return store.token_values() if store is not None else {}
 
-    def status_event(self, pane: Pane) -> PaneAgentStatusChanged:
-        """``pane_agent_status_changed`` for the pane as it is now."""
-        pres = self.presentation(pane)
-        return PaneAgentStatusChanged(pane, self.status(pane), self.effective_agent(pane),
+    def status_event(self, target: AgentTarget) -> PaneAgentStatusChanged:
+        """``pane_agent_status_changed`` for the terminal as it is now."""
+        s = self.surface_of(target)
+        pres = self.presentation(s)
+        return PaneAgentStatusChanged(s.pane, self.status(s), self.effective_agent(s),
                                       pres.get("title"), pres.get("display_agent"),
-                                      pres.get("state_labels"))
+                                      pres.get("state_labels"), surface=s)
+
+    def agent_surfaces(self) -> list[Surface]:
+        """Every agent terminal, shown or in a pane's background tab, in workspace, tab,
+        layout and then the pane's tab order."""
+        return [s for p in self.mux.all_panes() for s in p.surfaces
+                if s.term is not None and self.is_agent(s)]
 
     def agent_panes(self) -> list[Pane]:
-        """Every agent terminal's pane, in workspace, tab and layout order."""
+        """Every pane whose shown terminal runs an agent, in workspace, tab and layout
+        order."""
         return [p for p in self.mux.all_panes() if self.is_agent(p)]
 
-    def resolve_agent_target(self, text: str) -> Pane:
-        """Resolve an agent target: a terminal id, a pane id, then an agent name or label.
+    def resolve_agent_target(self, text: str) -> Surface:
+        """Resolve an agent target to its terminal surface: a terminal id, a surface
+        handle (uuid or ``surface:N``), a pane id (the terminal it shows), then an agent
+        name or label.
 
-        Only agent terminals are targets. Raises ``agent_not_found`` or
-        ``agent_target_ambiguous`` (``data.candidates``: one summary per terminal).
+        Only agent terminals are targets, those in background tabs included. Raises
+        ``agent_not_found`` or ``agent_target_ambiguous`` (``data.candidates``: one
+        summary per terminal).
         """
         target = text.strip()
-        agents = self.agent_panes()
-        by_terminal = [p for p in agents if p.terminal.id == target]
-        if not by_terminal:
-            pane = self.mux.find_pane(target) if target else None
-            if pane is not None and self.is_agent(pane):
-                return pane
-            by_terminal = [p for p in agents if self.record(p).name == target]
+        agents = self.agent_surfaces()
+        by_terminal = [s for s in agents if s.terminal.id == target]
+        if not by_terminal and target:
+            surface = self.mux.find_surface(target)
+            # Named by its own uuid or ref (a pane's handle finds the pane's selected one).
+            if surface is not None and target.upper() in (surface.uuid, surface.ref.upper()):
+                by_terminal = [s for s in agents if s is surface]
             if not by_terminal:
-                by_terminal = [p for p in agents if self.effective_agent(p) == target]
+                pane = self.mux.find_pane(target)
+                if pane is not None and self.is_agent(pane):
+                    return pane.terminal_surface
+        if not by_terminal:
+            by_terminal = [s for s in agents if self.record(s).name == target]
+            if not by_terminal:
+                by_terminal = [s for s in agents if self.effective_agent(s) == target]
         if len(by_terminal) == 1:
             return by_terminal[0]
         if not by_terminal:
             raise CmuxError("agent_not_found", f"agent target {text} not found")
-        candidates = [self._candidate(p) for p in by_terminal]
+        candidates = [self._candidate(s) for s in by_terminal]
         listed = "; ".join(" ".join(f"{k}={v}" for k, v in c.items()) for c in candidates)
         raise CmuxError("agent_target_ambiguous",
                         f"agent target {text} is ambiguous: {listed}",
@@ -518,58 +598,62 @@ class AgentTracker:
     # -- seen / done ----------------------------------------------------------------------
 
     def mark_tab_seen(self, tab: Tab) -> None:
-        """The user looked at ``tab``: every ``done`` pane in it becomes ``idle``."""
+        """The user looked at ``tab``: every ``done`` terminal it shows becomes ``idle``
+        (a pane's background tabs stay ``done``)."""
         for pane in self.mux.tab_panes(tab):
-            rec = self.records.get(pane.key)
-            if rec is not None and not rec.seen:
-                before = self._snapshot(pane, rec)
+            s = pane.selected
+            rec = self.records.get(s.uuid) if s is not None else None
+            if s is not None and rec is not None and not rec.seen:
+                before = self._snapshot(s, rec)
                 rec.seen = True
-                self._emit(pane, rec, before)
+                self._emit(s, rec, before)
 
     # -- internals ----------------------------------------------------------------------
 
     def _effective(self, rec: AgentRecord, auth: HookAuthority) -> bool:
         return hook_speaks(auth, rec.detected, rec.exited_agent)
 
-    def _recompute(self, pane: Pane, rec: AgentRecord) -> None:
+    def _recompute(self, s: Surface, rec: AgentRecord) -> None:
         """Set the state :func:`~cmux_core.agents.authority.decide` gives, and arm the timer
         for when it may change on its own (a TTL, a confirmation window)."""
         now = time.monotonic()
         decision = decide(rec.authority, rec.screen, rec.detected, rec.exited_agent, now)
-        self._set_state(pane, rec, decision.state, decision.source, decision.detail)
+        self._set_state(s, rec, decision.state, decision.source, decision.detail)
         recheck = decision.recheck_at
         if recheck is not None and recheck <= now:
             recheck = None
         if recheck != rec.authority_recheck:
             rec.authority_recheck = recheck
-            self._schedule(pane.key)
+            self._schedule(s.uuid)
 
-    def _set_state(self, pane: Pane, rec: AgentRecord, state: AgentState, source: StatusSource,
+    def _set_state(self, s: Surface, rec: AgentRecord, state: AgentState, source: StatusSource,
                    detail: str | None) -> None:
         rec.status_source = source
         rec.status_source_detail = detail
         if state == rec.state:
             return
         previous = rec.state
-        agent = self.effective_agent(pane)
+        agent = self.effective_agent(s)
         if state != "idle":
             rec.seen = True
         elif previous in ("working", "blocked") or (
                 previous == "unknown" and agent is not None and agent == rec.state_agent):
-            rec.seen = self._in_view(pane)
+            rec.seen = self._in_view(s)
         rec.state = state
         rec.state_agent = agent
         rec.status_changed_at = time.time()
         self.next_state_change_seq += 1
         rec.state_change_seq = self.next_state_change_seq
 
-    def _in_view(self, pane: Pane) -> bool:
+    def _in_view(self, s: Surface) -> bool:
+        pane = s.pane
         ws = pane.tab.workspace
-        return self.mux.active_workspace() is ws and ws.active_tab is pane.tab
+        return (self.mux.active_workspace() is ws and ws.active_tab is pane.tab
+                and pane.selected is s)
 
-    def _agent_exited(self, pane: Pane, rec: AgentRecord) -> None:
-        """The pane's agent process ended: idle, authority and name dropped, released."""
-        before = self._snapshot(pane, rec)
+    def _agent_exited(self, s: Surface, rec: AgentRecord) -> None:
+        """The terminal's agent process ended: idle, authority and name dropped, released."""
+        before = self._snapshot(s, rec)
         label = before.agent
         if label is None and rec.name is None:
             return
@@ -582,16 +666,16 @@ class AgentTracker:
         for source, entry in list(rec.presentation.items()):
             if entry.agent_guard == label or self._owner_agent(source) == label:
                 del rec.presentation[source]
-        self._set_state(pane, rec, "idle", "process_exit", label)
-        self._emit(pane, rec, before, released=label or "", final_status=rec.status)
+        self._set_state(s, rec, "idle", "process_exit", label)
+        self._emit(s, rec, before, released=label or "", final_status=rec.status)
 
-    def _store_session(self, pane: Pane, rec: AgentRecord, session: SessionRef) -> None:
-        before = self._snapshot(pane, rec)
+    def _store_session(self, s: Surface, rec: AgentRecord, session: SessionRef) -> None:
+        before = self._snapshot(s, rec)
         if rec.authority is not None and rec.authority.source == session.source:
             rec.authority.session = session
         else:
             rec.session = session
-        self._emit(pane, rec, before, force_update=True)
+        self._emit(s, rec, before, force_update=True)
 
     def _session(self, rec: AgentRecord) -> SessionRef | None:
         if rec.authority is not None and rec.authority.session is not None:
@@ -614,78 +698,102 @@ class AgentTracker:
         if entry.empty():
             del rec.presentation[patch.source]
 
-    def _candidate(self, pane: Pane) -> dict[str, Any]:
-        return {"terminal_id": pane.terminal.id, "pane_id": pane.id,
+    def _candidate(self, s: Surface) -> dict[str, Any]:
+        pane = s.pane
+        return {"terminal_id": s.terminal.id, "surface_id": s.uuid, "pane_id": pane.id,
                 "workspace_id": pane.tab.workspace.id, "tab_id": pane.tab.id,
-                "cwd": self.mux.pane_cwd(pane) or "", "status": self.status(pane)}
+                "cwd": self.mux.pane_cwd(pane) or "", "status": self.status(s)}
 
     # -- events ---------------------------------------------------------------------------
 
-    def _snapshot(self, pane: Pane, rec: AgentRecord, now: float | None = None) -> _Snapshot:
-        pres = self.presentation(pane, now)
+    def _snapshot(self, s: Surface, rec: AgentRecord, now: float | None = None) -> _Snapshot:
+        pres = self.presentation(s, now)
         launch = rec.launch
-        return _Snapshot(self.effective_agent(pane), rec.status,
+        return _Snapshot(self.effective_agent(s), rec.status,
                          tuple(sorted((k, str(v)) for k, v in pres.items())),
                          rec.metadata.revision, rec.name,
                          (launch is not None and launch.pending,
                           launch is not None and launch.ready))
 
-    def _emit(self, pane: Pane, rec: AgentRecord, before: _Snapshot, *,
+    def _emit(self, s: Surface, rec: AgentRecord, before: _Snapshot, *,
               released: str | None = None, final_status: AgentStatus | None = None,
               force_update: bool = False) -> None:
-        """Publish what changed since ``before``: detection, status, pane updates."""
-        self._settle_launch(pane, rec)
-        after = self._snapshot(pane, rec)
+        """Publish what changed since ``before``: detection, status, pane updates. The
+        events name the terminal's pane and the surface itself."""
+        self._settle_launch(s, rec)
+        after = self._snapshot(s, rec)
         if released is not None:
-            self.events.publish(PaneAgentDetected(pane, released or None, released=True,
-                                                  final_status=final_status))
+            self.events.publish(PaneAgentDetected(s.pane, released or None, released=True,
+                                                  final_status=final_status, surface=s))
         elif after.agent != before.agent:
-            self.events.publish(PaneAgentDetected(pane, after.agent))
+            self.events.publish(PaneAgentDetected(s.pane, after.agent, surface=s))
         if (after.status, after.presentation, after.agent) != (
                 before.status, before.presentation, before.agent):
-            self.events.publish(self.status_event(pane))
+            self.events.publish(self.status_event(s))
         if force_update or (after.revision, after.name, after.launch) != (
                 before.revision, before.name, before.launch):
-            self.events.publish(PaneUpdated(pane))
+            self.events.publish(PaneUpdated(s.pane))
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, PaneExited):
+            # Published for the terminal the pane shows, whose process it was.
             pane = event.pane
-            rec = self.records.get(pane.key)
-            if pane.key in self.mux.panes and rec is not None and rec.exited_agent is None:
-                self._agent_exited(pane, rec)
-        elif isinstance(event, PaneClosed):
-            self.forget(event.pane)
+            s = pane.selected
+            rec = self.records.get(s.uuid) if s is not None else None
+            if (s is not None and pane.key in self.mux.panes and rec is not None
+                    and rec.exited_agent is None):
+                self._agent_exited(s, rec)
+        elif isinstance(event, PaneClosed | PaneUpdated):
+            self._sweep()
+            if isinstance(event, PaneUpdated):
+                self._shown_changed(event.pane)
+            else:
+                self._shown.pop(event.pane.key, None)
         elif isinstance(event, WorkspaceClosed):
             ws_id = event.workspace.id
             self.workspace_metadata.pop(ws_id, None)
             self._timers.cancel(ws_id)
 
+    def _sweep(self) -> None:
+        """Forget the records of closed surfaces (a moved one keeps its record)."""
+        for s in [s for s in self.surfaces.values() if not self.live(s)]:
+            self.forget(s)
+
+    def _shown_changed(self, pane: Pane) -> None:
+        """The pane shows another terminal: its herdr-family status is now that one's."""
+        if pane.key not in self.mux.panes:
+            return
+        shown = pane.terminal_surface
+        before = self._shown.get(pane.key)
+        self._shown[pane.key] = shown.uuid
+        if before is not None and before != shown.uuid:
+            self.events.publish(self.status_event(shown))
+
     # -- managed launches -------------------------------------------------------------------
 
-    def _settle_launch(self, pane: Pane, rec: AgentRecord) -> None:
+    def _settle_launch(self, s: Surface, rec: AgentRecord) -> None:
         """Advance ``rec.launch`` (:meth:`Launch.advance`) and arm its timer, or forget it."""
         launch = rec.launch
         if launch is None:
             return
-        gone = pane.terminal.exited or rec.exited_agent is not None or not self.is_agent(pane)
+        gone = s.terminal.exited or rec.exited_agent is not None or not self.is_agent(s)
         due = launch.advance(time.monotonic(), gone=gone,
-                             identified=self.effective_agent(pane) is not None,
+                             identified=self.effective_agent(s) is not None,
                              state=rec.state, status_source=rec.status_source)
         if due is None:
-            self._end_launch(pane, rec)
+            self._end_launch(s, rec)
         else:
-            self._launch_timers.arm(pane.key, due)
+            self._launch_timers.arm(s.uuid, due)
 
-    def _end_launch(self, pane: Pane, rec: AgentRecord) -> None:
+    def _end_launch(self, s: Surface, rec: AgentRecord) -> None:
         rec.launch = None
-        self._launch_timers.cancel(pane.key)
+        self._launch_timers.cancel(s.uuid)
 
     def _launch_due(self, key: str) -> None:
-        pane = self.mux.panes.get(key)
+        s = self.surfaces.get(key)
         rec = self.records.get(key)
-        if pane is not None and rec is not None:
-            self._emit(pane, rec, self._snapshot(pane, rec))
+        if s is not None and rec is not None:
+            self._emit(s, rec, self._snapshot(s, rec))
 
     # -- TTL expiry -------------------------------------------------------------------------
 
@@ -706,19 +814,19 @@ class AgentTracker:
 
     def _expire(self, key: str) -> None:
         now = time.monotonic()
-        pane = self.mux.panes.get(key)
+        s = self.surfaces.get(key)
         rec = self.records.get(key)
-        if pane is not None and rec is not None:
+        if s is not None and rec is not None:
             # Seen from just before the deadline, so the expiry itself is the change.
-            before = self._snapshot(pane, rec, float("-inf"))
+            before = self._snapshot(s, rec, float("-inf"))
             rec.metadata.expire(now)
             for source, entry in list(rec.presentation.items()):
                 entry.expire(now)
                 if entry.empty():
                     del rec.presentation[source]
             rec.authority_recheck = None
-            self._recompute(pane, rec)
-            self._emit(pane, rec, before)
+            self._recompute(s, rec)
+            self._emit(s, rec, before)
         store = self.workspace_metadata.get(key)
         if store is not None and store.expire(now):
             ws = next((w for w in self.mux.workspaces() if w.id == key), None)

@@ -73,6 +73,11 @@ class Peer(Protocol):
     client_id: str
     """This connection's id (``conn-<n>``), unique for the life of the server."""
 
+    @property
+    def peer_pid(self) -> int | None:
+        """The pid of the process that connected (``SO_PEERCRED``); None when unknown."""
+        ...
+
     async def until_gone(self, awaitable: Coroutine[Any, Any, T]) -> T:
         """Await ``awaitable`` unless the peer disconnects first: then ``awaitable`` is
         cancelled (its ``finally`` blocks run) or closed unstarted, and

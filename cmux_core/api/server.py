@@ -91,6 +91,18 @@ class Connection:
         """Taken over by a byte stream (:meth:`take_raw`): no more requests are read."""
         self._reader_task: asyncio.Task[None] | None = None
 
+    @property
+    def peer_pid(self) -> int | None:
+        """The pid of the process that connected (``SO_PEERCRED``); None when unknown."""
+        sock = self.writer.get_extra_info("socket")
+        try:
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                    struct.calcsize("3i"))
+        except (AttributeError, OSError):
+            return None
+        pid = struct.unpack("3i", creds)[0]
+        return pid if pid > 0 else None
+
     async def read_lines(self) -> None:
         splitter = LineSplitter(MAX_LINE_BYTES)
         ended = False

@@ -47,7 +47,7 @@ from cmux_core.model.events import (
     WorkspaceReordered,
 )
 from cmux_core.model.mux import Mux
-from cmux_core.model.tree import Pane, Tab, Workspace
+from cmux_core.model.tree import Pane, Surface, Tab, Workspace
 from cmux_core.plugin_host.events import PluginError, PluginEvent, PluginLoaded, PluginUnloaded
 from cmux_core.terminal.emulator import strip_title
 
@@ -93,16 +93,25 @@ def tab_info(mux: Mux, agents: AgentTracker, tab: Tab) -> Wire:
 
 def pane_info(mux: Mux, agents: AgentTracker, pane: Pane) -> Wire:
     """PaneInfo: the pane, its selected surface's terminal, and its agent fields."""
-    term = pane.terminal
+    return terminal_info(mux, agents, pane.terminal_surface)
+
+
+def terminal_info(mux: Mux, agents: AgentTracker, surface: Surface) -> Wire:
+    """PaneInfo of ``surface``'s pane as it reads with ``surface``'s terminal in it: the
+    pane's own when the pane shows that terminal; for a background tab ``focused`` is
+    false and ``shown`` is false."""
+    pane = surface.pane
+    term = surface.terminal
+    shown = pane.terminal_surface is surface
     ws = pane.tab.workspace
     info: Wire = {
         "pane_id": pane.id,
         "terminal_id": term.id,
         "workspace_id": ws.id,
         "tab_id": pane.tab.id,
-        "focused": mux.is_focused(pane),
+        "focused": shown and mux.is_focused(pane),
         "revision": pane.title_revision,
-        **pane_agent_fields(agents, pane),
+        **pane_agent_fields(agents, surface),
     }
     cwd = mux.pane_cwd(pane)
     if cwd:
@@ -122,8 +131,8 @@ def pane_info(mux: Mux, agents: AgentTracker, pane: Pane) -> Wire:
         "number": pane.number,
         "uuid": pane.key,
         "ref": pane.ref,
-        "surface_id": pane.terminal_surface.uuid,
-        "surface_ref": pane.terminal_surface.ref,
+        "surface_id": surface.uuid,
+        "surface_ref": surface.ref,
         "emulator": term.emulator.backend,
         "columns": term.columns,
         "rows": term.rows,
@@ -132,6 +141,8 @@ def pane_info(mux: Mux, agents: AgentTracker, pane: Pane) -> Wire:
     if term.exited:
         info["exited"] = True
         info["exit_code"] = term.exit_code
+    if not shown:
+        info["shown"] = False
     return info
 
 
@@ -161,28 +172,46 @@ def layout_snapshot(mux: Mux, tab: Tab) -> Wire:
 # -- agents ---------------------------------------------------------------------------------
 
 
-def pane_agent_fields(agents: AgentTracker, pane: Pane) -> Wire:
-    """Agent and metadata fields of PaneInfo (omitted when empty).
+def pane_agent_fields(agents: AgentTracker, target: Pane | Surface) -> Wire:
+    """Agent and metadata fields of PaneInfo (omitted when empty) for a terminal surface,
+    or a pane's shown one.
 
     ``revision`` replaces the pane's title revision with title + token revisions.
     """
-    rec = agents.records.get(pane.key)
-    out: Wire = {"agent_status": agents.status(pane), "revision": pane.title_revision}
+    pane = agents.surface_of(target).pane
+    rec = agents.find_record(target)
+    out: Wire = {"agent_status": agents.status(target), "revision": pane.title_revision}
     if rec is None:
         return out
     out["revision"] += rec.metadata.revision
-    agent = agents.effective_agent(pane)
+    agent = agents.effective_agent(target)
     if agent is not None:
         out["agent"] = agent
-    out.update(agents.presentation(pane))
+    out.update(agents.presentation(target))
     tokens = rec.metadata.token_values()
     if tokens:
         out["tokens"] = tokens
-    session = agents.session(pane)
+    session = agents.session(target)
     if session is not None:
         out["agent_session"] = session.to_wire()
-    if agents.is_agent(pane):
+    if agents.is_agent(target):
         out.update(_provenance(rec))
+    return out
+
+
+def surface_agent_fields(agents: AgentTracker, surface: Surface) -> Wire:
+    """The agent fields of a cmux-family surface row: ``agent_status`` of a terminal, and
+    when it runs an agent ``agent`` (and the ``agent_name`` it was started or renamed
+    with); nothing for a markdown surface."""
+    if surface.term is None:
+        return {}
+    out: Wire = {"agent_status": agents.status(surface)}
+    agent = agents.effective_agent(surface)
+    if agent is not None:
+        out["agent"] = agent
+    rec = agents.find_record(surface)
+    if rec is not None and rec.name is not None:
+        out["agent_name"] = rec.name
     return out
 
 
@@ -195,8 +224,9 @@ def _provenance(rec: AgentRecord) -> Wire:
     return out
 
 
-def agent_info(mux: Mux, agents: AgentTracker, pane: Pane) -> Wire:
-    """AgentInfo of ``pane`` plus the provenance extension fields.
+def agent_info(mux: Mux, agents: AgentTracker, target: Pane | Surface) -> Wire:
+    """AgentInfo of a terminal surface (a pane: the one it shows) plus the provenance
+    extension fields, ``surface_id`` and, for a pane's background tab, ``shown: false``.
 
     ``launch_pending`` and ``interactive_ready`` are present only when true, and only
     for a managed launch (see :mod:`cmux_core.agents.tracker`). Extensions: ``seen``,
@@ -204,9 +234,10 @@ def agent_info(mux: Mux, agents: AgentTracker, pane: Pane) -> Wire:
     ``status_source_detail`` (the hook source or matched rule), ``status_changed_at``
     (unix seconds), ``custom_status``, ``message``.
     """
-    info = pane_info(mux, agents, pane)
+    surface = agents.surface_of(target)
+    info = terminal_info(mux, agents, surface)
     out: Wire = {"terminal_id": info["terminal_id"]}
-    rec = agents.record(pane)
+    rec = agents.record(surface)
     if rec.name is not None:
         out["name"] = rec.name
     for key in ("agent", "title", "terminal_title", "terminal_title_stripped",
@@ -214,13 +245,16 @@ def agent_info(mux: Mux, agents: AgentTracker, pane: Pane) -> Wire:
         if key in info:
             out[key] = info[key]
     out["agent_status"] = info["agent_status"]
-    if agents.screen_detection_skipped(pane):
+    if agents.screen_detection_skipped(surface):
         out["screen_detection_skipped"] = True
     for key in ("state_labels", "tokens", "agent_session"):
         if key in info:
             out[key] = info[key]
     out.update({"workspace_id": info["workspace_id"], "tab_id": info["tab_id"],
-                "pane_id": info["pane_id"], "focused": info["focused"]})
+                "pane_id": info["pane_id"], "surface_id": surface.uuid,
+                "focused": info["focused"]})
+    if "shown" in info:
+        out["shown"] = False
     if rec.launch is not None and rec.launch.pending:
         out["launch_pending"] = True
     if rec.launch is not None and rec.launch.ready:
@@ -240,9 +274,7 @@ def agent_info(mux: Mux, agents: AgentTracker, pane: Pane) -> Wire:
 
 def agent_status(event: PaneAgentStatusChanged) -> Wire:
     """The data of ``pane_agent_status_changed`` (without ``type``)."""
-    pane = event.pane
-    data: Wire = {"pane_id": pane.id, "workspace_id": pane.tab.workspace.id,
-                  "agent_status": event.agent_status}
+    data: Wire = {**_at(event.pane, event.surface), "agent_status": event.agent_status}
     if event.agent is not None:
         data["agent"] = event.agent
     if event.title is not None:
@@ -354,8 +386,15 @@ def plugin_event(event: PluginEvent) -> Wire:
                     "message": event.message, "blocked": event.blocked}
 
 
-def _at(pane: Pane) -> Wire:
-    return {"pane_id": pane.id, "workspace_id": pane.tab.workspace.id}
+def _at(pane: Pane, surface: Surface | None = None) -> Wire:
+    """Where an event happened; an agent event adds its terminal and surface, and
+    ``shown: false`` when the pane shows another terminal than that one."""
+    data: Wire = {"pane_id": pane.id, "workspace_id": pane.tab.workspace.id}
+    if surface is not None and surface.term is not None:
+        data.update(terminal_id=surface.term.id, surface_id=surface.uuid)
+        if pane.terminal_surface is not surface:
+            data["shown"] = False
+    return data
 
 
 def project(mux: Mux, agents: AgentTracker, event: Event) -> Wire:
@@ -373,7 +412,7 @@ def project(mux: Mux, agents: AgentTracker, event: Event) -> Wire:
         case PaneAgentStatusChanged():
             return agent_status(event)
         case PaneAgentDetected():
-            data = _at(event.pane)
+            data = _at(event.pane, event.surface)
             if event.released:
                 data.update(released=True, final_status=event.final_status)
             if event.agent is not None:

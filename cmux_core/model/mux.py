@@ -83,6 +83,8 @@ class Mux:
         self._output_events: dict[str, asyncio.Event] = {}
         self.signal_throttle = SignalThrottle(self._publish_signal)
         self.output_listeners: list[Callable[[Pane], None]] = []
+        self.surface_output_listeners: list[Callable[[Surface], None]] = []
+        """Called with the surface whose terminal absorbed output (shown or not)."""
         self.terminal_listeners: list[Callable[[Pane, Terminal], None]] = []
         """Called with each terminal a pane gets, before any of its output is read."""
         self.view_listeners: list[Callable[[Tab], None]] = []
@@ -230,14 +232,16 @@ class Mux:
         term = surface.terminal
         term.on_signal = lambda t, sig: self._on_signal(surface, sig)
         term.on_exit = lambda t: self._on_exit(surface)
-        term.on_output = lambda t: self._on_output(pane)
+        term.on_output = lambda t: self._on_output(pane, surface)
         for listener in self.terminal_listeners:
             listener(pane, term)
 
-    def _on_output(self, pane: Pane) -> None:
+    def _on_output(self, pane: Pane, surface: Surface) -> None:
         self._wake(pane)
         for listener in self.output_listeners:
             listener(pane)
+        for on_surface in self.surface_output_listeners:
+            on_surface(surface)
 
     def output_signal(self, pane: Pane) -> asyncio.Event:
         """An event set at the pane's next output (or exit, or close); fresh after it fires."""

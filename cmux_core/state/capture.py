@@ -3,8 +3,10 @@
 Each of a pane's surfaces is recorded with where its program works now (for the one the
 pane shows, an OSC 7 report first; then ``/proc/<pid>/cwd``; else where it was launched),
 the argv and env it was launched with (none for the default shell). An agent's session is
-recorded only while that agent is the pane's agent (so one that has exited is not
-resumed), or while a restored session has not yet been seen to end (``carried``).
+recorded only while that agent is its terminal's agent (so one that has exited is not
+resumed), or while a restored session has not yet been seen to end (``carried``). Each
+terminal surface has its own: the one the pane shows on the pane, the others on their
+surface.
 
 Metadata tokens of panes and workspaces are recorded with their expiry as a UTC time,
 except :data:`LIVE_TOKENS`; notifications with the UUIDs of their workspace and surface.
@@ -62,8 +64,8 @@ def capture(mux: Mux, tracker: AgentTracker, views: Mapping[str, AgentView], *,
     """The whole session: every window, workspace, tab and pane, the named views and the
     ``notifications``.
 
-    ``carried`` holds the keys of restored panes whose session is kept until their agent
-    is seen (see the module docstring). With ``text_lines``, each terminal's last lines
+    ``carried`` holds the uuids of restored terminal surfaces whose session is kept until
+    their agent is seen (see the module docstring). With ``text_lines``, each terminal's last lines
     of text are recorded too (at most :data:`~cmux_core.state.schema.MAX_TEXT_CHARS`).
     """
     walk = _Walk(mux, tracker, resume_for, carried, text_lines, _clock())
@@ -155,12 +157,13 @@ class _Walk:
                         zoomed=tab.zoomed, label=tab.label)
 
     def pane(self, pane: Pane) -> PaneState:
-        rec = self.tracker.records.get(pane.key)
+        shown = pane.terminal_surface
+        rec = self.tracker.find_record(shown)
         return PaneState(
             type="pane", key=pane.key, number=pane.number, ref=pane.ref,
             surfaces=[self.surface(pane, surface) for surface in pane.surfaces],
             selected=pane.surfaces.index(pane.surface), label=pane.label,
-            agent=self.agent(pane),
+            agent=self.agent(shown),
             aliases=sorted(a for a, key in self.mux.aliases.items() if key == pane.key),
             tokens=_tokens(rec.metadata if rec is not None else None, self.clock,
                            LIVE_TOKENS))
@@ -179,30 +182,34 @@ class _Walk:
         if self.text_lines:
             text = term.read("recent", self.text_lines, "text")[0].rstrip()
             text = text[-MAX_TEXT_CHARS:] or None
+        background = surface is not pane.terminal_surface
+        rec = self.tracker.find_record(surface) if background else None
         return SurfaceState(
             uuid=surface.uuid, ref=surface.ref, cwd=cwd or surface.launch_cwd,
             command=list(surface.command) if surface.command else None,
             requested_command=surface.requested_command,
             env=dict(surface.env) if surface.env else None, title=surface.title,
             terminal_title=term.emulator.title or None, pinned=surface.pinned,
-            unread=surface.unread, text=text)
+            unread=surface.unread, text=text,
+            agent=self.agent(surface) if background else None,
+            tokens=_tokens(rec.metadata if rec is not None else None, self.clock,
+                           LIVE_TOKENS))
 
-    def agent(self, pane: Pane) -> PaneAgentState | None:
+    def agent(self, surface: Surface) -> PaneAgentState | None:
         tracker = self.tracker
-        rec = tracker.records.get(pane.key)
+        rec = tracker.find_record(surface)
         if rec is None:
             return None
-        session = tracker.session(pane)
-        if session is not None and pane.key not in self.carried and \
-                tracker.effective_agent(pane) != tracker.canonical(session.agent):
+        session = tracker.session(surface)
+        if session is not None and surface.uuid not in self.carried and \
+                tracker.effective_agent(surface) != tracker.canonical(session.agent):
             session = None
         if session is None and rec.name is None:
             return None
         resume = self.resume_for(session) if session is not None else None
-        term = pane.terminal
+        term = surface.terminal
         pgid = term.foreground_pgid()
-        in_shell = pane.terminal_surface.command is None or (
-            pgid is not None and pgid != term.pid)
+        in_shell = surface.command is None or (pgid is not None and pgid != term.pid)
         return PaneAgentState(
             name=rec.name,
             session=SessionRefState(source=session.source, agent=session.agent,

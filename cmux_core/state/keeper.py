@@ -194,9 +194,14 @@ class SessionKeeper:
                 self._named[event.client_id] = event.view
         elif isinstance(event, PaneAgentDetected):
             if event.released or event.agent is not None:
-                self._carried.discard(event.pane.key)
-        elif isinstance(event, PaneExited | PaneClosed):
-            self._carried.discard(event.pane.key)
+                surface = event.surface or event.pane.selected
+                if surface is not None:
+                    self._carried.discard(surface.uuid)
+        elif isinstance(event, PaneExited):
+            if event.pane.selected is not None:
+                self._carried.discard(event.pane.selected.uuid)
+        elif isinstance(event, PaneClosed):
+            self._carried.difference_update(s.uuid for s in event.pane.surfaces)
         self._changed(EVENT_DELAY_S)
 
     def _on_output(self, pane: Pane) -> None:

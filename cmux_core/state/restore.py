@@ -5,10 +5,11 @@ short ref (the mux's allocators continue after them), with its labels, split rat
 and focus. Each surface of a pane starts again in its saved cwd (when that directory is
 gone: its workspace's, else the home directory) with its env, running the command it was
 launched with, or the shell, and shows the text it held at the last stop when that was
-saved. A pane whose agent had a session and a resume command
-resumes it: the command is typed into the pane's shell when the agent ran inside one, and
-otherwise runs in place of the pane's command; the session reference and the agent's
-name go back to the tracker.
+saved. A terminal whose agent had a session and a resume command
+resumes it: the command is typed into its shell when the agent ran inside one, and
+otherwise runs in place of its command; the session reference and the agent's
+name go back to the tracker. Each terminal surface of a pane does this for its own agent
+(the shown one's is saved on the pane, a background tab's on its surface).
 A resume command that cannot start falls back to the pane's own command, and a command
 that cannot start to the shell. An agent that was the pane's own program and had no
 session to resume starts afresh under its name.
@@ -67,18 +68,19 @@ TOKEN_SOURCE = "cmux:session"
 
 @dataclass(slots=True)
 class Restored:
-    """What a restore brought back: counts for the log line, and ``resumed``, the keys of
-    the panes that resume an agent session."""
+    """What a restore brought back: counts for the log line, and ``resumed``, the uuids of
+    the terminal surfaces that resume an agent session."""
 
     workspaces: int = 0
     panes: int = 0
     resumed: set[str] = field(default_factory=set)
-    agents: list[tuple[Pane, PaneAgentState, bool]] = field(default_factory=list)
-    """The agents of panes that run them again (resumed or not), given back to the tracker
-    once the panes are announced."""
+    agents: list[tuple[Surface, PaneAgentState, bool]] = field(default_factory=list)
+    """The agents of terminals that run them again (resumed or not), given back to the
+    tracker once the panes are announced."""
     views: dict[str, AgentView] = field(default_factory=dict)
     aliases: list[tuple[str, Pane]] = field(default_factory=list)
-    tokens: list[tuple[Pane | Workspace, dict[str, TokenState]]] = field(default_factory=list)
+    tokens: list[tuple[Surface | Workspace, dict[str, TokenState]]] = field(
+        default_factory=list)
 
 
 class RestoreFailed(Exception):
@@ -131,13 +133,13 @@ def restore(state: SessionState, mux: Mux, tracker: AgentTracker, book: ViewBook
             for pane in panes:
                 mux.events.publish(PaneCreated(pane))
             mux.events.publish(LayoutUpdated(tab))
-    for pane, agent, resumed in done.agents:
+    for surface, agent, resumed in done.agents:
         if resumed and agent.session is not None:
             session = agent.session
-            tracker.record(pane).session = SessionRef(session.source, session.agent,
-                                                      session.kind, session.value)
+            tracker.record(surface).session = SessionRef(session.source, session.agent,
+                                                         session.kind, session.value)
         if agent.name:
-            tracker.set_name(pane, agent.name)
+            tracker.set_name(surface, agent.name)
     for owner, tokens in done.tokens:
         _report_tokens(tracker, owner, tokens)
     if notifications is not None:
@@ -156,9 +158,9 @@ def restore(state: SessionState, mux: Mux, tracker: AgentTracker, book: ViewBook
     return done
 
 
-def _report_tokens(tracker: AgentTracker, owner: Pane | Workspace,
+def _report_tokens(tracker: AgentTracker, owner: Surface | Workspace,
                    tokens: dict[str, TokenState]) -> None:
-    """Report the saved tokens of a pane or workspace, those that expire with the time they
+    """Report the saved tokens of a terminal or workspace, those that expire with the time they
     have left (one report per expiry time)."""
     now = time.time()
     by_expiry: dict[float | None, dict[str, str | None]] = defaultdict(dict)
@@ -168,13 +170,14 @@ def _report_tokens(tracker: AgentTracker, owner: Pane | Workspace,
     for expires, values in by_expiry.items():
         ttl = expires - now if expires is not None else None
         try:
-            if isinstance(owner, Pane):
+            if isinstance(owner, Surface):
                 tracker.report_metadata(owner, MetadataPatch(TOKEN_SOURCE, tokens=values,
                                                              ttl_s=ttl))
             else:
                 tracker.report_workspace_metadata(owner, TOKEN_SOURCE, values, ttl_s=ttl)
         except CmuxError as exc:
-            log.warning("tokens of %s not restored: %s", owner.id, exc.message)
+            name = owner.id if isinstance(owner, Workspace) else owner.pane.id
+            log.warning("tokens of %s not restored: %s", name, exc.message)
 
 
 def _notifications(state: SessionState, mux: Mux, book: NotificationBook) -> None:
@@ -265,11 +268,9 @@ def _tab(mux: Mux, ws: Workspace, saved: TabState, done: Restored) -> tuple[Tab,
 
 def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Restored
           ) -> Pane:
-    """Start the pane's surfaces; the agent's resume runs in the selected one."""
+    """Start the pane's surfaces; each terminal's agent resumes in it (the pane's agent in
+    the terminal it showed)."""
     pane = Pane(saved.key, saved.number, saved.ref, tab)
-    agent = saved.agent
-    resume = agent.resume if agent is not None and agent.session is not None else None
-    typed = agent is not None and agent.in_shell
     index = min(saved.selected, len(saved.surfaces) - 1)
     terminals = [i for i, s in enumerate(saved.surfaces) if s.path is None]
     if not terminals:
@@ -277,14 +278,17 @@ def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Res
                             "terminal surface")
     # The agent ran in the pane's terminal: the selected surface unless that is markdown.
     at = index if index in terminals else terminals[0]
-    resumed = rerun = False
     for i, surface in enumerate(saved.surfaces):
         if surface.path is not None:
             _document(mux, pane, surface)
             continue
+        agent = saved.agent if i == at else surface.agent
+        resume = agent.resume if agent is not None and agent.session is not None else None
+        typed = agent is not None and agent.in_shell
+        resumed = rerun = False
         cwd = _directory(surface.cwd, tab.workspace.cwd)
         attempts: list[tuple[list[str] | None, list[str] | None]] = []
-        if i == at and resume is not None and not typed:
+        if resume is not None and not typed:
             attempts.append((resume, surface.command))
         attempts.append((None, surface.command))
         if surface.command is not None:
@@ -306,27 +310,27 @@ def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Res
                 _set_title(started, surface.terminal_title)
             if surface.text:
                 _show(started, surface.text)
-            if i == at and resume is not None and (typed or argv is not None):
+            if resume is not None and (typed or argv is not None):
                 resumed = True
                 if typed:
                     _type(started, resume)
-            rerun = rerun or (i == at and not typed and argv is None
-                              and command is not None)
+            rerun = not typed and argv is None and command is not None
             break
         else:
             raise RestoreFailed(f"pane {ids.pane_id(tab.workspace.id, saved.number)} cannot "
                                 "start, not even the shell")
+        tokens = saved.tokens if i == at else surface.tokens
+        if tokens:
+            done.tokens.append((started, dict(tokens)))
+        if agent is not None and (resumed or rerun):
+            done.agents.append((started, agent, resumed))
+        if resumed:
+            done.resumed.add(started.uuid)
     pane.selected = pane.surfaces[index]
     mux.adopt(pane, pane.key, pane.ref)
     pane.label = saved.label or None
     done.panes += 1
     done.aliases.extend((alias, pane) for alias in saved.aliases)
-    if saved.tokens:
-        done.tokens.append((pane, dict(saved.tokens)))
-    if agent is not None and (resumed or rerun):
-        done.agents.append((pane, agent, resumed))
-    if resumed:
-        done.resumed.add(pane.key)
     return pane
 
 

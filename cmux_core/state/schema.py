@@ -109,10 +109,16 @@ class SurfaceState(_Model):
     path: Annotated[str, Field(min_length=1)] | None = None
     """The file a markdown surface shows (absolute); None for a terminal. A markdown
     surface is restored without its file being checked: a read reports it missing."""
+    agent: PaneAgentState | None = None
+    """The agent of a terminal the pane did not show (the shown one's is the pane's)."""
+    tokens: dict[str, TokenState] = Field(default_factory=dict)
+    """That terminal's metadata tokens (the shown one's are the pane's)."""
 
 
 class PaneState(_Model):
-    """A leaf of a split tree. The agent, when there is one, runs in the selected surface."""
+    """A leaf of a split tree. ``agent`` and ``tokens`` are those of the terminal the pane
+    shows (the selected surface, or the first terminal when a markdown one is selected);
+    its other terminals keep theirs in their :class:`SurfaceState`."""
 
     type: Literal["pane"]
     key: Uuid

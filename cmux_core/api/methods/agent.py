@@ -41,8 +41,9 @@ from cmux_core.api.methods.pane import (
 from cmux_core.errors import CmuxError, InvalidParams, NotFound, WaitTimeout
 from cmux_core.events import EventHub, Published, Subscriber
 from cmux_core.hookspecs import Params
+from cmux_core.model.events import PaneUpdated
 from cmux_core.model.mux import Mux, spawn_error
-from cmux_core.model.tree import Pane
+from cmux_core.model.tree import Pane, Surface
 from cmux_core.terminal.keys import encode_key, encode_keys, parse_key
 from cmux_core.terminal.process import validate_env
 
@@ -90,10 +91,12 @@ class AgentListParams(Params):
 
 @methods.method("agent.list", AgentListParams)
 async def agent_list(call: Call, p: AgentListParams) -> Result:
-    """Every agent terminal, in workspace, tab and layout order; with ``view``, projected
-    through the caller's agent view (true) or that ``client_id``'s (a string)."""
+    """Every agent terminal, in workspace, tab and layout order, those in a pane's
+    background tabs included (``shown: false``, after the pane's shown one in tab order);
+    with ``view``, projected through the caller's agent view (true) or that
+    ``client_id``'s (a string)."""
     tracker = tracker_of(call)
-    rows = [wire.agent_info(call.ctx.mux, tracker, x) for x in tracker.agent_panes()]
+    rows = [wire.agent_info(call.ctx.mux, tracker, x) for x in tracker.agent_surfaces()]
     return {"type": "agent_list", "agents": await project_for(
         call.ctx.views, call.connection, rows, p.view, call.ctx.mux, call.ctx.plugins)}
 
@@ -101,17 +104,22 @@ async def agent_list(call: Call, p: AgentListParams) -> Result:
 @methods.method("agent.get", AgentTarget)
 async def agent_get(call: Call, p: AgentTarget) -> Result:
     tracker = tracker_of(call)
-    pane = tracker.resolve_agent_target(p.target)
-    return {"type": "agent_info", "agent": wire.agent_info(call.ctx.mux, tracker, pane)}
+    surface = tracker.resolve_agent_target(p.target)
+    return {"type": "agent_info", "agent": wire.agent_info(call.ctx.mux, tracker, surface)}
 
 
 @methods.method("agent.focus", AgentTarget)
 async def agent_focus(call: Call, p: AgentTarget) -> Result:
-    """Focus the agent's pane (switching workspace and tab) and mark its tab seen."""
+    """Show the agent's terminal in its pane (selecting its tab there) and focus that pane
+    (switching workspace and tab), which marks it seen."""
     tracker = tracker_of(call)
-    pane = tracker.resolve_agent_target(p.target)
+    surface = tracker.resolve_agent_target(p.target)
+    pane = surface.pane
+    if pane.selected is not surface:
+        pane.selected = surface
+        call.ctx.events.publish(PaneUpdated(pane))
     call.ctx.mux.focus_pane(pane)
-    return {"type": "agent_info", "agent": wire.agent_info(call.ctx.mux, tracker, pane)}
+    return {"type": "agent_info", "agent": wire.agent_info(call.ctx.mux, tracker, surface)}
 
 
 class AgentReadParams(Params):
@@ -124,10 +132,11 @@ class AgentReadParams(Params):
 
 @methods.method("agent.read", AgentReadParams)
 async def agent_read(call: Call, p: AgentReadParams) -> Result:
-    """``pane.read`` on the agent's pane; reading never marks anything seen."""
-    pane = tracker_of(call).resolve_agent_target(p.target)
+    """``pane.read`` on the agent's terminal; reading never marks anything seen."""
+    surface = tracker_of(call).resolve_agent_target(p.target)
     lines = None if p.lines is None else min(p.lines, 1000)
-    return {"type": "pane_read", "read": read_result(pane, p.source, lines, p.format)}
+    return {"type": "pane_read",
+            "read": read_result(surface.pane, p.source, lines, p.format, surface)}
 
 
 class AgentRenameParams(Params):
@@ -144,20 +153,22 @@ def check_agent_name(name: str) -> str:
 
 @methods.method("agent.rename", AgentRenameParams)
 async def agent_rename(call: Call, p: AgentRenameParams) -> Result:
-    """Set (or with an empty/null name clear) the agent name and the pane's manual label."""
+    """Set (or with an empty/null name clear) the agent name, and the pane's manual label
+    when the pane shows the agent's terminal (a background tab's name is its own)."""
     tracker = tracker_of(call)
-    pane = tracker.resolve_agent_target(p.target)
+    surface = tracker.resolve_agent_target(p.target)
     name = (p.name or "").strip() or None
     if name is not None:
         check_agent_name(name)
-        if tracker.name_taken(name, other_than=pane):
+        if tracker.name_taken(name, other_than=surface):
             raise CmuxError("agent_name_taken", f"agent name {name} is already taken")
-    pane.label = name
-    tracker.set_name(pane, name)
-    return {"type": "agent_info", "agent": wire.agent_info(call.ctx.mux, tracker, pane)}
+    if surface.pane.terminal_surface is surface:
+        surface.pane.label = name
+    tracker.set_name(surface, name)
+    return {"type": "agent_info", "agent": wire.agent_info(call.ctx.mux, tracker, surface)}
 
 
-async def ready_agent(call: Call, target: str, timeout_ms: int | None) -> Pane:
+async def ready_agent(call: Call, target: str, timeout_ms: int | None) -> Surface:
     """Resolve ``target`` to an agent whose terminal can take input now.
 
     A pending launch is waited for first (woken by its events, at most ``timeout_ms``,
@@ -166,14 +177,14 @@ async def ready_agent(call: Call, target: str, timeout_ms: int | None) -> Pane:
     when the bound passes or the process has exited.
     """
     tracker = tracker_of(call)
-    pane = tracker.resolve_agent_target(target)
-    if tracker.launch_pending(pane):
+    surface = tracker.resolve_agent_target(target)
+    if tracker.launch_pending(surface):
         bound = READY_TIMEOUT_MS if timeout_ms is None else timeout_ms
-        pin = Pinned.of(tracker, pane, target)
+        pin = Pinned.of(tracker, surface, target)
         await served(call, until_launched(call, pin, bound))
-    if pane.terminal.exited:
+    if surface.terminal.exited:
         raise CmuxError("agent_not_ready", "the agent's process has exited")
-    return pane
+    return surface
 
 
 async def until_launched(call: Call, pin: Pinned, bound_ms: int) -> None:
@@ -183,15 +194,15 @@ async def until_launched(call: Call, pin: Pinned, bound_ms: int) -> None:
     deadline = time.monotonic() + bound_ms / 1000
     with watching(call.ctx.events) as sub:
         while True:
-            if pin.pane.key not in mux.panes or pin.pane.terminal.exited:
+            if not tracker.live(pin.surface) or pin.surface.terminal.exited:
                 raise CmuxError("agent_not_running", "agent exited before it was ready")
             pin.check(mux, tracker)
-            if not tracker.launch_pending(pin.pane):
+            if not tracker.launch_pending(pin.surface):
                 return
             try:
                 await next_batch(sub, deadline)
             except TimeoutError:
-                if tracker.launch_pending(pin.pane):
+                if tracker.launch_pending(pin.surface):
                     raise CmuxError(
                         "agent_not_ready",
                         f"agent {pin.name or pin.pane.id} is still starting (launch_pending) "
@@ -209,11 +220,11 @@ async def agent_send_keys(call: Call, p: AgentSendKeysParams) -> Result:
     """Send key combos to the agent in one write; an invalid key rejects them all. A
     pending launch is waited for first (``timeout_ms`` bounds that wait)."""
     combos = [parse_key(k) for k in p.keys]
-    pane = await ready_agent(call, p.target, p.timeout_ms)
+    surface = await ready_agent(call, p.target, p.timeout_ms)
     # Encoded only now: a program that just started may have changed its key modes.
-    data = b"".join(encode_key(ev, pane.terminal.emulator.modes) for ev in combos)
+    data = b"".join(encode_key(ev, surface.terminal.emulator.modes) for ev in combos)
     try:
-        pane.terminal.write(data)
+        surface.terminal.write(data)
     except CmuxError as exc:
         raise CmuxError("agent_send_keys_failed", exc.message) from None
     return {"type": "ok"}
@@ -384,41 +395,51 @@ async def served(call: Call, coro: Any) -> Any:
 
 @dataclass(slots=True)
 class Pinned:
-    """The identity a wait follows: the same pane, terminal, name and agent."""
+    """The identity a wait follows: the same terminal surface, terminal, name and agent."""
 
-    pane: Pane
+    surface: Surface
     terminal_id: str
     name: str | None
     by_name: bool
     agent: str | None
 
+    @property
+    def pane(self) -> Pane:
+        """The pane holding the terminal now."""
+        return self.surface.pane
+
     @classmethod
-    def of(cls, tracker: AgentTracker, pane: Pane, target: str) -> Pinned:
-        name = tracker.record(pane).name
-        return cls(pane, pane.terminal.id, name, name is not None and name == target.strip(),
-                   tracker.effective_agent(pane))
+    def of(cls, tracker: AgentTracker, surface: Surface, target: str) -> Pinned:
+        name = tracker.record(surface).name
+        return cls(surface, surface.terminal.id, name,
+                   name is not None and name == target.strip(),
+                   tracker.effective_agent(surface))
 
     def check(self, mux: Mux, tracker: AgentTracker) -> None:
-        """Raise ``agent_not_running`` when the pane no longer runs the same agent."""
+        """Raise ``agent_not_running`` when the terminal no longer runs the same agent."""
         if not self.running(mux, tracker):
             raise CmuxError("agent_not_running",
                             "agent is no longer running in the target pane")
 
     def running(self, mux: Mux, tracker: AgentTracker) -> bool:
-        pane = self.pane
-        if pane.key not in mux.panes or pane.terminal.id != self.terminal_id \
-                or not tracker.is_agent(pane):
+        surface = self.surface
+        if not tracker.live(surface) or surface.terminal.id != self.terminal_id \
+                or not tracker.is_agent(surface):
             return False
-        name = tracker.record(pane).name
+        name = tracker.record(surface).name
         if self.by_name and name != self.name:
             return False
-        agent = tracker.effective_agent(pane)
+        agent = tracker.effective_agent(surface)
         if self.agent is not None and agent != self.agent:
             return agent is None and name is not None
         return True
 
     def concerns(self, mux: Mux, event: Published) -> bool:
         data = event.data
+        if event.kind in ("pane_agent_status_changed", "pane_agent_detected"):
+            return bool(data.get("terminal_id") == self.terminal_id)
+        if event.kind == "pane_exited" and self.pane.selected is not self.surface:
+            return False
         if event.kind == "pane_moved":
             return bool(data.get("previous_pane_id") == self.pane.id
                         or data.get("pane", {}).get("terminal_id") == self.terminal_id)
@@ -440,14 +461,14 @@ async def wait_for_status(call: Call, pin: Pinned, until: set[str], deadline: fl
     with watching(call.ctx.events) as sub:
         while True:
             pin.check(mux, tracker)
-            if tracker.status(pin.pane) in until:
-                return wire.agent_info(mux, tracker, pin.pane)
+            if tracker.status(pin.surface) in until:
+                return wire.agent_info(mux, tracker, pin.surface)
             try:
                 batch = await next_batch(sub, deadline)
             except TimeoutError:
                 pin.check(mux, tracker)
-                if tracker.status(pin.pane) in until:
-                    return wire.agent_info(mux, tracker, pin.pane)
+                if tracker.status(pin.surface) in until:
+                    return wire.agent_info(mux, tracker, pin.surface)
                 raise WaitTimeout(message="timed out waiting for agent status") from None
             for event in batch:
                 if not pin.concerns(mux, event):
@@ -459,13 +480,14 @@ async def wait_for_status(call: Call, pin: Pinned, until: set[str], deadline: fl
                 if kind == "pane_agent_detected" and data.get("released"):
                     final = data.get("final_status")
                     if final in until:
-                        return {**wire.agent_info(mux, tracker, pin.pane), "agent_status": final}
+                        return {**wire.agent_info(mux, tracker, pin.surface),
+                                "agent_status": final}
                     raise CmuxError("agent_not_running",
                                     "agent is no longer running in the target pane")
                 if transient and kind == "pane_agent_status_changed" \
                         and data.get("agent_status") in until:
                     pin.check(mux, tracker)
-                    return {**wire.agent_info(mux, tracker, pin.pane),
+                    return {**wire.agent_info(mux, tracker, pin.surface),
                             "agent_status": data["agent_status"]}
 
 
@@ -480,8 +502,8 @@ async def agent_wait(call: Call, p: AgentWaitParams) -> Result:
     """Hold the request until the agent's status is in ``until`` (default idle, done,
     blocked); returns at once when it already is."""
     tracker = tracker_of(call)
-    pane = tracker.resolve_agent_target(p.target)
-    pin = Pinned.of(tracker, pane, p.target)
+    surface = tracker.resolve_agent_target(p.target)
+    pin = Pinned.of(tracker, surface, p.target)
     until: set[str] = set(p.until or DEFAULT_UNTIL)
     info = await served(call, wait_for_status(call, pin, until, deadline_of(p.timeout_ms)))
     return {"type": "agent_info", "agent": info}
@@ -512,10 +534,10 @@ async def agent_prompt(call: Call, p: AgentPromptParams) -> Result:
     if not p.text.strip():
         raise CmuxError("empty_agent_prompt", "prompt text must not be empty")
     tracker = tracker_of(call)
-    pane = await ready_agent(call, p.target, p.timeout_ms)
-    term = pane.terminal
-    pin = Pinned.of(tracker, pane, p.target)
-    before_seq = tracker.record(pane).state_change_seq
+    surface = await ready_agent(call, p.target, p.timeout_ms)
+    term = surface.terminal
+    pin = Pinned.of(tracker, surface, p.target)
+    before_seq = tracker.record(surface).state_change_seq
     data = p.text.encode()
     if term.emulator.modes.bracketed_paste:
         data = b"\x1b[200~" + data + b"\x1b[201~"
@@ -561,15 +583,15 @@ async def prompt_taken(call: Call, pin: Pinned, before_seq: int,
     """
     mux = call.ctx.mux
     tracker = tracker_of(call)
-    pane = pin.pane
+    surface = pin.surface
     seq_at_enter = await asyncio.shield(entered)
     deadline = time.monotonic() + PROMPT_TAKEN_LIMIT_S
     screen_changed = seq_at_enter is None
     with watching(call.ctx.events) as sub:
         while (pin.running(mux, tracker)
-               and tracker.record(pane).state_change_seq <= before_seq):
+               and tracker.record(surface).state_change_seq <= before_seq):
             if not screen_changed and seq_at_enter is not None \
-                    and pane.terminal.output_seq > seq_at_enter:
+                    and surface.terminal.output_seq > seq_at_enter:
                 screen_changed = True
                 deadline = min(deadline, time.monotonic() + PROMPT_SETTLE_S)
             left = deadline - time.monotonic()
@@ -577,15 +599,15 @@ async def prompt_taken(call: Call, pin: Pinned, before_seq: int,
                 break
             wakes: list[asyncio.Future[Any]] = [asyncio.ensure_future(sub.next_batch())]
             if not screen_changed:
-                wakes.append(asyncio.ensure_future(mux.output_signal(pane).wait()))
+                wakes.append(asyncio.ensure_future(mux.output_signal(surface.pane).wait()))
             try:
                 await asyncio.wait(wakes, timeout=left, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 for wake in wakes:
                     wake.cancel()
-    if pane.key not in mux.panes:
+    if not tracker.live(surface):
         raise CmuxError("agent_not_running", "agent is no longer running in the target pane")
-    return wire.agent_info(mux, tracker, pane)
+    return wire.agent_info(mux, tracker, surface)
 
 
 async def prompt_wait(call: Call, pin: Pinned, before_seq: int, until: set[str],
@@ -594,7 +616,7 @@ async def prompt_wait(call: Call, pin: Pinned, before_seq: int, until: set[str],
     tracker = tracker_of(call)
     deadline = deadline_of(timeout_ms)
     pin.check(mux, tracker)
-    rec = tracker.record(pin.pane)
+    rec = tracker.record(pin.surface)
     if rec.state != "working":
         gate_ms = PROMPT_EFFECT_LIMIT_MS if timeout_ms is None else min(timeout_ms,
                                                                          PROMPT_EFFECT_LIMIT_MS)
@@ -614,10 +636,10 @@ async def prompt_wait(call: Call, pin: Pinned, before_seq: int, until: set[str],
                         f"agent prompt produced no observed state change within {gate_ms} ms; "
                         f"status is {rec.status} and state_change_seq remained "
                         f"{rec.state_change_seq}") from None
-                rec = tracker.record(pin.pane)
+                rec = tracker.record(pin.surface)
         pin.check(mux, tracker)
-        if tracker.status(pin.pane) in until:
-            return wire.agent_info(mux, tracker, pin.pane)
+        if tracker.status(pin.surface) in until:
+            return wire.agent_info(mux, tracker, pin.surface)
     return await wait_for_status(call, pin, until, deadline, transient=False)
 
 
@@ -666,7 +688,8 @@ async def events_wait(call: Call, p: EventsWaitParams) -> Result:
                 except TimeoutError:
                     raise WaitTimeout(message="timed out waiting for event match") from None
                 for event in batch:
-                    if event.data.get("pane_id") != pane.id:
+                    # A pane's background tabs are not the herdr family's pane.
+                    if event.data.get("pane_id") != pane.id or event.data.get("shown") is False:
                         continue
                     if event.kind == "pane_closed":
                         raise NotFound("pane", pane.id)
@@ -764,7 +787,8 @@ def status_stream(call: Call, tracker: AgentTracker, pane: Pane,
             del current
             while not out.closed:
                 for event in await sub.next_batch():
-                    if event.data.get("pane_id") != pane_id:
+                    # A pane's background tabs are not the herdr family's pane.
+                    if event.data.get("pane_id") != pane_id or event.data.get("shown") is False:
                         continue
                     if event.kind == "pane_closed":
                         return

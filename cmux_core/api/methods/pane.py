@@ -298,8 +298,10 @@ class ReadParams(Params):
 
 
 def read_result(pane: Pane, source: ReadSource, lines: int | None,
-                fmt: Literal["text", "ansi"]) -> dict[str, Any]:
-    text, truncated = pane.terminal.read(source, lines, fmt)
+                fmt: Literal["text", "ansi"], surface: Surface | None = None) -> dict[str, Any]:
+    """A ``pane.read`` result of the pane's terminal, or of ``surface``'s (one of its tabs)."""
+    term = surface.terminal if surface is not None else pane.terminal
+    text, truncated = term.read(source, lines, fmt)
     return {"pane_id": pane.id, "workspace_id": pane.tab.workspace.id, "tab_id": pane.tab.id,
             "source": source, "format": fmt, "text": text, "revision": 0,
             "truncated": truncated}
@@ -546,7 +548,8 @@ async def pane_surfaces(call: Call, p: Routing) -> Result:
                                 window_id=p.window_id))
     rows = [{"id": s.uuid, "ref": s.ref, "index": i, "title": surface_title(s),
              "type": s.kind, "selected": pane.selected is s,
-             **({"path": s.path} if s.path is not None else {})}
+             **({"path": s.path} if s.path is not None else {}),
+             **wire.surface_agent_fields(call.ctx.agents, s)}
             for i, s in enumerate(pane.surfaces)]
     return {"type": "pane_surfaces", **cmux_pane_keys(pane), "surfaces": rows}
 

@@ -7,6 +7,10 @@ are what agents' own hook systems call (through ``hooks/`` and integrations).
 They validate in the documented order (the first failure wins) and then answer ``ok``
 whether or not the tracker accepted the report (stale ``seq``, wrong owner, ...);
 accepted reports are passed on to plugins.
+
+A report lands on one terminal surface (:func:`report_target`): the one ``surface_id``
+names (hooks send ``$CMUX_SURFACE_ID``), else the terminal of ``pane_id``'s pane that the
+reporting process runs in (its session is that terminal's), else the one the pane shows.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ from cmux_core.agents.tracker import AgentState, AgentTracker, MetadataPatch, Se
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.agent import STATUS_NAMES, tracker_of
-from cmux_core.errors import CmuxError
+from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
+from cmux_core.model.tree import Surface
 
 methods = MethodTable()
 
@@ -131,8 +136,38 @@ def session_ref(source: str, agent: str, session_id: str | None,
 # -- hook reports ----------------------------------------------------------------------
 
 
+def report_target(call: Call, pane_id: str | None, surface_id: str | None) -> Surface:
+    """The terminal surface a hook report is about (module doc).
+
+    ``surface_id`` wins over ``pane_id``: a surface moved to another pane keeps the
+    ``CMUX_PANE_ID`` it was started with. Raises ``surface_not_found``/``pane_not_found``,
+    ``invalid_params`` for a markdown surface or when neither id is given.
+    """
+    mux = call.ctx.mux
+    if surface_id is not None:
+        surface = mux.surface(surface_id)
+        if surface.term is None:
+            raise InvalidParams("surface_id", "Surface is not a terminal")
+        return surface
+    if pane_id is None:
+        raise InvalidParams("pane_id", "field required")
+    pane = mux.pane(pane_id)
+    pid = call.connection.peer_pid if call.connection is not None else None
+    terminals = [s for s in pane.surfaces if s.term is not None]
+    if pid is not None and len(terminals) > 1:
+        try:
+            sid = os.getsid(pid)
+        except OSError:
+            sid = None
+        for s in terminals:
+            if sid is not None and s.terminal.pid == sid:
+                return s
+    return pane.terminal_surface
+
+
 class ReportAgentParams(Params):
-    pane_id: str
+    pane_id: str | None = None
+    surface_id: str | None = None
     source: str
     agent: str
     state: AgentState
@@ -152,23 +187,24 @@ class ReportAgentParams(Params):
 async def pane_report_agent(call: Call, p: ReportAgentParams) -> Result:
     """Report an agent state from a hook; ``ok`` even when the report is ignored."""
     tracker = tracker_of(call)
-    pane = call.ctx.mux.pane(p.pane_id)
+    surface = report_target(call, p.pane_id, p.surface_id)
     agent = tracker.normalise_label(p.agent)
     custom = clean_text(p.custom_status, MAX_CUSTOM_STATUS_CHARS) if p.custom_status else None
     accepted = tracker.report_agent(
-        pane, source=p.source, agent=agent, state=p.state, seq=p.seq, message=p.message,
+        surface, source=p.source, agent=agent, state=p.state, seq=p.seq, message=p.message,
         custom_status=custom or None,
         session=session_ref(p.source, agent, p.agent_session_id, p.agent_session_path),
         ttl_s=p.ttl_ms / 1000 if p.ttl_ms is not None else None, subagent=p.subagent)
     if accepted:
         report = p.model_dump(exclude_none=True)
         report["agent"] = agent
-        call.ctx.plugins.notify_report_agent(pane.id, report)
+        call.ctx.plugins.notify_report_agent(surface.pane.id, report)
     return {"type": "ok"}
 
 
 class ReportSessionParams(Params):
-    pane_id: str
+    pane_id: str | None = None
+    surface_id: str | None = None
     source: str
     agent: str
     seq: int | None = Field(default=None, ge=0)
@@ -182,17 +218,18 @@ class ReportSessionParams(Params):
 async def pane_report_agent_session(call: Call, p: ReportSessionParams) -> Result:
     """Record an agent's native session reference (declared sources only); never a state."""
     tracker = tracker_of(call)
-    pane = call.ctx.mux.pane(p.pane_id)
+    surface = report_target(call, p.pane_id, p.surface_id)
     agent = tracker.normalise_label(p.agent)
     start = (p.session_start_source or "").strip()
     tracker.report_session(
-        pane, source=p.source, agent=agent, seq=p.seq, replaces=start in START_SOURCES,
+        surface, source=p.source, agent=agent, seq=p.seq, replaces=start in START_SOURCES,
         session=session_ref(p.source, agent, p.agent_session_id, p.agent_session_path))
     return {"type": "ok"}
 
 
 class ReleaseAgentParams(Params):
-    pane_id: str
+    pane_id: str | None = None
+    surface_id: str | None = None
     source: str
     agent: str
     seq: int | None = Field(default=None, ge=0)
@@ -202,14 +239,15 @@ class ReleaseAgentParams(Params):
 async def pane_release_agent(call: Call, p: ReleaseAgentParams) -> Result:
     """The agent gives the pane back: its authority, name and label go (custom sources)."""
     tracker = tracker_of(call)
-    pane = call.ctx.mux.pane(p.pane_id)
+    surface = report_target(call, p.pane_id, p.surface_id)
     agent = tracker.normalise_label(p.agent)
-    tracker.release_agent(pane, source=p.source, agent=agent, seq=p.seq)
+    tracker.release_agent(surface, source=p.source, agent=agent, seq=p.seq)
     return {"type": "ok"}
 
 
 class ClearAuthorityParams(Params):
-    pane_id: str
+    pane_id: str | None = None
+    surface_id: str | None = None
     source: str | None = None
     seq: int | None = Field(default=None, ge=0)
 
@@ -218,13 +256,14 @@ class ClearAuthorityParams(Params):
 async def pane_clear_agent_authority(call: Call, p: ClearAuthorityParams) -> Result:
     """Drop the hook authority (of ``source`` when given); the screen decides again."""
     tracker = tracker_of(call)
-    pane = call.ctx.mux.pane(p.pane_id)
-    tracker.clear_authority(pane, source=p.source, seq=p.seq)
+    surface = report_target(call, p.pane_id, p.surface_id)
+    tracker.clear_authority(surface, source=p.source, seq=p.seq)
     return {"type": "ok"}
 
 
 class ReportMetadataParams(Params):
-    pane_id: str
+    pane_id: str | None = None
+    surface_id: str | None = None
     source: str
     agent: str | None = None
     applies_to_source: str | None = None
@@ -273,12 +312,12 @@ def metadata_patch(tracker: AgentTracker, p: ReportMetadataParams) -> MetadataPa
 async def pane_report_metadata(call: Call, p: ReportMetadataParams) -> Result:
     """Set or clear a pane's tokens and presentation (title, display agent, labels)."""
     tracker = tracker_of(call)
-    pane = call.ctx.mux.pane(p.pane_id)
+    surface = report_target(call, p.pane_id, p.surface_id)
     patch = metadata_patch(tracker, p)
-    if tracker.report_metadata(pane, patch):
+    if tracker.report_metadata(surface, patch):
         report = p.model_dump(exclude_none=True)
         report.update(source=patch.source, tokens=patch.tokens)
-        call.ctx.plugins.notify_report_metadata(pane.id, report)
+        call.ctx.plugins.notify_report_metadata(surface.pane.id, report)
     return {"type": "ok"}
 
 

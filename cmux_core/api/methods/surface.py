@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from cmux_core.agents.tracker import AgentTracker
+from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.routing import (
@@ -68,8 +70,10 @@ def surface_title(surface: Surface) -> str:
     return surface.title or surface.own_title
 
 
-def surface_row(mux: Mux, surface: Surface, index: int) -> dict[str, Any]:
-    """One surface as ``surface.list`` and ``system.tree`` show it."""
+def surface_row(mux: Mux, agents: AgentTracker, surface: Surface, index: int
+                ) -> dict[str, Any]:
+    """One surface as ``surface.list`` and ``system.tree`` show it, with its own
+    terminal's agent fields (:func:`~cmux_core.api.wire.surface_agent_fields`)."""
     pane = surface.pane
     focused = mux.is_focused(pane) and pane.selected is surface
     return {"id": surface.uuid, "ref": surface.ref, "index": index, "type": surface.kind,
@@ -84,7 +88,8 @@ def surface_row(mux: Mux, surface: Surface, index: int) -> dict[str, Any]:
                 " ".join(surface.command) if surface.command else None),
             "terminal_id": surface.term.id if surface.term is not None else None,
             "public_pane_id": pane.id,
-            **({"path": surface.path} if surface.path is not None else {})}
+            **({"path": surface.path} if surface.path is not None else {}),
+            **wire.surface_agent_fields(agents, surface)}
 
 
 def workspace_surfaces(mux: Mux, ws: Workspace) -> list[Surface]:
@@ -120,7 +125,7 @@ async def surface_list(call: Call, p: Routing) -> Result:
     mux = call.ctx.mux
     ws = workspace_of(mux, p)
     return {"type": "surface_list", **workspace_keys(ws),
-            "surfaces": [surface_row(mux, s, i)
+            "surfaces": [surface_row(mux, call.ctx.agents, s, i)
                          for i, s in enumerate(workspace_surfaces(mux, ws))]}
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import Field
 
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.cmux_catalog import NOT_SUPPORTED
@@ -102,21 +103,22 @@ async def system_identify(call: Call, p: IdentifyParams) -> Result:
             "version": call.ctx.info.version}
 
 
-def pane_node(mux: Mux, pane: Pane, index: int) -> dict[str, Any]:
+def pane_node(mux: Mux, agents: AgentTracker, pane: Pane, index: int) -> dict[str, Any]:
     return {"id": pane.key, "ref": pane.ref, "index": index, "focused": mux.is_focused(pane),
             "surface_ids": [s.uuid for s in pane.surfaces],
             "surface_refs": [s.ref for s in pane.surfaces],
             "selected_surface_id": pane.surface.uuid, "selected_surface_ref": pane.surface.ref,
             "surface_count": len(pane.surfaces),
-            "surfaces": [surface_row(mux, s, i) for i, s in enumerate(pane.surfaces)]}
+            "surfaces": [surface_row(mux, agents, s, i) for i, s in enumerate(pane.surfaces)]}
 
 
-def workspace_node(mux: Mux, ws: Workspace, index: int) -> dict[str, Any]:
+def workspace_node(mux: Mux, agents: AgentTracker, ws: Workspace, index: int
+                   ) -> dict[str, Any]:
     panes = mux.workspace_panes(ws)
     return {"id": ws.uuid, "ref": ws.ref, "index": index, "title": mux.workspace_label(ws),
             "description": ws.description, "selected": ws.window.selected is ws,
             "pinned": False, "workspace_id": ws.id,
-            "panes": [pane_node(mux, x, i) for i, x in enumerate(panes)]}
+            "panes": [pane_node(mux, agents, x, i) for i, x in enumerate(panes)]}
 
 
 def window_row(mux: Mux, window: Window, index: int) -> dict[str, Any]:
@@ -151,7 +153,7 @@ async def system_tree(call: Call, p: TreeParams) -> Result:
     nodes = []
     for window in windows:
         node = window_row(mux, window, mux.windows.index(window))
-        node["workspaces"] = [workspace_node(mux, ws, i)
+        node["workspaces"] = [workspace_node(mux, call.ctx.agents, ws, i)
                               for i, ws in enumerate(window.workspaces)
                               if not p.workspace_id or ws is mux.workspace(p.workspace_id)]
         nodes.append(node)

@@ -1,0 +1,367 @@
+"""Agent state per terminal surface, through a real server: two tabs of one pane running two
+fake agents, hook reports that name a surface (or come from a process in a background
+tab), surfaces moved and closed, and what the herdr family's pane shows meanwhile.
+
+``alphabot`` and ``betabot`` are two small programs (``fake_agent.screens_program``), each
+known to its own test manifest by its script name; each line typed into one shows the
+screen that line names.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import sys
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Api
+from fake_agent import (
+    agent_argv,
+    manifest_server,
+    screens_program,
+    start_in_shell,
+    wait_agent,
+    write_agent,
+    write_manifests,
+)
+
+from cmux_core.config import session_file
+from cmux_core.testing import ServerProcess, start_server, wait_until
+
+
+def manifest(name: str) -> str:
+    word = name.upper()
+    return textwrap.dedent(f"""\
+        id = "{name}"
+        version = "1.0"
+        process_names = ["{name}_agent"]
+
+        [[rules]]
+        id = "asks"
+        state = "blocked"
+        priority = 30
+        visible_blocker = true
+        contains = ["{word} asks"]
+
+        [[rules]]
+        id = "busy"
+        state = "working"
+        priority = 20
+        contains = ["{word} busy"]
+
+        [[rules]]
+        id = "prompt"
+        state = "idle"
+        priority = 10
+        visible_idle = true
+        contains = ["{word} ready"]
+    """)
+
+
+def screens(name: str, first: str) -> dict[str, str]:
+    word = name.upper()
+    shown = {"busy": f"{word} busy", "ask": f"{word} asks: allow? [y/n]",
+             "idle": f"{word} ready\n> "}
+    return {first: shown[first], **shown}
+
+
+WAIT_S = 30.0
+"""Generous bound for detection on a loaded machine (it waits out a 3 s startup grace)."""
+
+
+@pytest.fixture
+def cmux_server(tmp_path: Path) -> Iterator[ServerProcess]:
+    manifests = write_manifests(tmp_path, {"alphabot": manifest("alphabot"),
+                                           "betabot": manifest("betabot")})
+    with manifest_server(manifests) as proc:
+        yield proc
+
+
+class Tabs:
+    """One pane whose shown tab runs alphabot (typed into its shell, busy) and whose
+    background tab runs betabot (its command, asking)."""
+
+    def __init__(self, api: Api, tmp_path: Path) -> None:
+        self.api = api
+        alpha = write_agent(tmp_path, "alphabot_agent",
+                            screens_program(screens("alphabot", "busy")))
+        beta = write_agent(tmp_path, "betabot_agent",
+                           screens_program(screens("betabot", "ask")))
+        self.pane_id = start_in_shell(api, alpha)
+        pane = api("pane.get", {"pane_id": self.pane_id})["pane"]
+        self.pane_uuid = pane["uuid"]
+        self.alpha_surface = pane["surface_id"]
+        self.alpha_terminal = pane["terminal_id"]
+        created = api("surface.create", {"pane_id": self.pane_id,
+                                         "command": shlex.join(agent_argv(beta))})
+        self.beta_surface = created["surface_id"]
+        wait_agent(api, self.pane_id, "alphabot", "working", timeout=WAIT_S)
+        wait_until(lambda: self.agent("betabot").get("agent_status") == "blocked",
+                   timeout=WAIT_S, message="betabot blocked in the background tab")
+        self.beta_terminal = self.agent("betabot")["terminal_id"]
+
+    def agents(self) -> dict[str, dict[str, Any]]:
+        return {row.get("agent") or row.get("name") or "?": row
+                for row in self.api("agent.list")["agents"]}
+
+    def agent(self, label: str) -> dict[str, Any]:
+        return self.agents().get(label, {})
+
+    def pane(self) -> dict[str, Any]:
+        return dict(self.api("pane.get", {"pane_id": self.pane_id})["pane"])
+
+    def type(self, surface: str, line: str) -> None:
+        self.api("surface.send_text", {"surface_id": surface, "text": line + "\n"})
+
+
+@pytest.fixture
+def tabs(api: Api, tmp_path: Path) -> Tabs:
+    return Tabs(api, tmp_path)
+
+
+def test_two_tabs_of_one_pane_have_their_own_agents(api: Api, tabs: Tabs) -> None:
+    pane = tabs.pane()
+    assert (pane["agent"], pane["agent_status"]) == ("alphabot", "working"), \
+        "the herdr pane is the terminal it shows"
+    assert pane["terminal_id"] == tabs.alpha_terminal
+    alpha, beta = tabs.agent("alphabot"), tabs.agent("betabot")
+    assert alpha["agent_status"] == "working" and "shown" not in alpha
+    assert alpha["surface_id"] == tabs.alpha_surface
+    assert beta["agent_status"] == "blocked" and beta["shown"] is False
+    assert (beta["pane_id"], beta["surface_id"]) == (tabs.pane_id, tabs.beta_surface)
+    assert beta["terminal_id"] != tabs.alpha_terminal and beta["focused"] is False
+    assert api("agent.get", {"target": tabs.beta_surface})["agent"]["agent"] == "betabot"
+    assert api("agent.get", {"target": tabs.beta_terminal})["agent"]["agent"] == "betabot"
+    assert api("agent.get", {"target": tabs.pane_id})["agent"]["agent"] == "alphabot"
+    read = api("agent.read", {"target": "betabot"})["read"]
+    assert "BETABOT asks" in read["text"] and "ALPHABOT" not in read["text"]
+    # The rollups count the background tab: its blocked agent needs attention.
+    ws = api("workspace.get", {"workspace_id": pane["workspace_id"]})["workspace"]
+    assert ws["agent_status"] == "blocked"
+    rows = {row["id"]: row for row in api("surface.list")["surfaces"]}
+    assert (rows[tabs.alpha_surface]["agent"], rows[tabs.alpha_surface]["agent_status"]) == (
+        "alphabot", "working")
+    assert (rows[tabs.beta_surface]["agent"], rows[tabs.beta_surface]["agent_status"]) == (
+        "betabot", "blocked")
+    own = {row["id"]: row for row in api("pane.surfaces", {"pane_id": tabs.pane_id})
+           ["surfaces"]}
+    assert own[tabs.beta_surface]["agent_status"] == "blocked"
+
+
+def test_a_background_agent_finishing_is_done_until_looked_at(api: Api, tabs: Tabs) -> None:
+    listener = Api(api.server)
+    try:
+        listener("events.subscribe", {"subscriptions": [{"type": "pane.agent_status_changed"}]})
+        tabs.type(tabs.beta_surface, "idle")
+        wait_until(lambda: tabs.agent("betabot").get("agent_status") == "done",
+                   timeout=WAIT_S, message="betabot done in the background")
+        while True:
+            event = listener.event(timeout=WAIT_S)
+            if event["data"].get("terminal_id") == tabs.beta_terminal:
+                break
+        data = event["data"]
+        assert (data["pane_id"], data["surface_id"], data["shown"]) == (
+            tabs.pane_id, tabs.beta_surface, False)
+        assert tabs.pane()["agent_status"] == "working", "the shown terminal is unmoved"
+        focused = api("agent.focus", {"target": "betabot"})["agent"]
+        assert focused["surface_id"] == tabs.beta_surface and "shown" not in focused
+        pane = tabs.pane()
+        assert (pane["agent"], pane["agent_status"]) == ("betabot", "idle"), \
+            "looking at the tab marked it seen, and the pane now shows it"
+        while True:  # the pane showing another terminal is published as its status
+            event = listener.event(timeout=WAIT_S)
+            if "shown" not in event["data"] and event["data"]["pane_id"] == tabs.pane_id:
+                break
+        assert event["data"]["agent"] == "betabot"
+    finally:
+        listener.close()
+    assert tabs.agent("alphabot")["shown"] is False
+
+
+def test_pane_scoped_waits_follow_the_shown_terminal(api: Api, tabs: Tabs) -> None:
+    """A pane's background tab going idle does not satisfy a wait on the pane."""
+    waiter = Api(api.server)
+    try:
+        waiter.sock.sendall(json.dumps({"id": "w", "method": "events.wait", "params": {
+            "match_event": {"event": "pane_agent_status_changed", "pane_id": tabs.pane_id,
+                            "agent_status": "done"}, "timeout_ms": 4000}}).encode() + b"\n")
+        tabs.type(tabs.beta_surface, "idle")
+        wait_until(lambda: tabs.agent("betabot").get("agent_status") == "done",
+                   timeout=WAIT_S, message="betabot done in the background")
+        reply = waiter.readline(timeout=WAIT_S)
+        assert reply["ok"] is False and reply["error"]["code"] == "timeout", reply
+    finally:
+        waiter.close()
+
+
+def test_hook_reports_land_on_the_surface_they_name(api: Api, tabs: Tabs) -> None:
+    report = {"pane_id": tabs.pane_id, "source": "custom:tabs", "agent": "betabot",
+              "state": "working"}
+    api("pane.report_agent", {**report, "surface_id": tabs.beta_surface})
+    beta = tabs.agent("betabot")
+    assert (beta["agent_status"], beta["status_source"]) == ("working", "hook")
+    assert tabs.pane()["agent_status"] == "working"
+    assert tabs.agent("alphabot")["status_source"] == "screen"
+    # A surface handle wins over a stale pane id (a moved surface keeps its env).
+    api("pane.report_agent", {**report, "pane_id": "w1:p999", "surface_id": tabs.beta_surface,
+                              "state": "idle"})
+    assert tabs.agent("betabot")["agent_status"] in ("idle", "done")
+    api("pane.report_metadata", {"surface_id": tabs.beta_surface, "source": "custom:tabs",
+                                 "tokens": {"branch": "beta"}})
+    assert tabs.agent("betabot")["tokens"] == {"branch": "beta"}
+    assert "tokens" not in tabs.pane()
+    # Only a pane id, from a process in no terminal of the pane: the shown terminal.
+    api("pane.report_metadata", {"pane_id": tabs.pane_id, "source": "custom:tabs",
+                                 "tokens": {"branch": "alpha"}})
+    assert tabs.pane()["tokens"] == {"branch": "alpha"}
+    assert tabs.agent("betabot")["tokens"] == {"branch": "beta"}
+    bad = api.error("pane.report_agent", {**report, "surface_id": "surface:999"})
+    assert bad["code"] == "not_found" or "not_found" in bad["code"]
+    missing = api.error("pane.report_agent", {k: v for k, v in report.items()
+                                              if k != "pane_id"})
+    assert missing["code"] == "invalid_params" and "pane_id" in missing["message"]
+
+
+def test_a_report_with_only_a_pane_id_lands_on_the_reporting_tab(api: Api, tabs: Tabs,
+                                                                   tmp_path: Path) -> None:
+    """A hook that knows only ``$CMUX_PANE_ID`` (as herdr's own hooks do) running in a
+    background tab reports for that tab, not for the one the pane shows."""
+    script = tmp_path / "reporter.py"
+    script.write_text(textwrap.dedent("""\
+        import json, os, socket, time
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(os.environ["CMUX_SOCKET_PATH"])
+        sock.sendall(json.dumps({"id": 1, "method": "pane.report_agent", "params": {
+            "pane_id": os.environ["CMUX_PANE_ID"], "source": "custom:hookbot",
+            "agent": "hookbot", "state": "blocked"}}).encode() + b"\\n")
+        print("reply:", sock.recv(65536).decode().strip(), flush=True)
+        time.sleep(120)
+    """))
+    created = api("surface.create", {"pane_id": tabs.pane_id,
+                                     "command": shlex.join([sys.executable, "-u", str(script)])})
+    wait_until(lambda: tabs.agent("hookbot").get("agent_status") == "blocked",
+               timeout=WAIT_S, message="hookbot blocked in its own tab")
+    hookbot = tabs.agent("hookbot")
+    assert (hookbot["surface_id"], hookbot["shown"]) == (created["surface_id"], False)
+    pane = tabs.pane()
+    assert (pane["agent"], pane["agent_status"]) == ("alphabot", "working")
+    # Closing the tab drops its agent.
+    api("surface.close", {"surface_id": created["surface_id"]})
+    assert "hookbot" not in tabs.agents()
+    assert api.error("agent.get", {"target": "hookbot"})["code"] == "agent_not_found"
+
+
+def test_a_moved_surface_keeps_its_agent(api: Api, tabs: Tabs) -> None:
+    tabs.api("pane.report_metadata", {"surface_id": tabs.beta_surface,
+                                      "source": "custom:tabs", "tokens": {"task": "t1"}})
+    other = api("pane.split", {"pane_id": tabs.pane_id, "direction": "right"})["pane"]
+    api("surface.move", {"surface_id": tabs.beta_surface, "pane_id": other["pane_id"]})
+    beta = tabs.agent("betabot")
+    assert beta["pane_id"] == other["pane_id"] and beta["agent_status"] == "blocked"
+    assert beta["tokens"] == {"task": "t1"} and "shown" not in beta
+    moved = api("pane.get", {"pane_id": other["pane_id"]})["pane"]
+    assert (moved["agent"], moved["agent_status"]) == ("betabot", "blocked"), \
+        "the pane it moved into shows it"
+    assert tabs.pane()["agent"] == "alphabot"
+    # Into a new workspace: the pane it leaves held only it, and closes.
+    ws = api("workspace.create", {})["workspace"]
+    api("surface.move", {"surface_id": tabs.beta_surface, "workspace_id": ws["workspace_id"]})
+    beta = tabs.agent("betabot")
+    assert beta["workspace_id"] == ws["workspace_id"]
+    assert (beta["agent_status"], beta["tokens"]) == ("blocked", {"task": "t1"})
+    tabs.type(tabs.beta_surface, "busy")
+    wait_until(lambda: tabs.agent("betabot").get("agent_status") == "working",
+               timeout=WAIT_S, message="betabot still detected after its moves")
+
+
+RESUMING_AGENT = textwrap.dedent("""\
+    import sys
+    print("KEEPBOT started with", " ".join(sys.argv[1:]) or "nothing", flush=True)
+    print("> ", flush=True)
+    for line in sys.stdin:
+        pass
+""")
+
+SESSION_PLUGIN = textwrap.dedent('''\
+    from cmux_core import hookimpl
+
+    @hookimpl
+    def cmux_register_integrations(register):
+        register("keepbot-sessions", install=lambda: None, uninstall=lambda: None,
+                 status=lambda: {"installed": True}, source="test:keepbot", agent="keepbot",
+                 authority="session")
+''')
+
+
+def agent_row(server: ServerProcess, surface: str) -> dict[str, Any]:
+    """``surface``'s row of ``agent.list`` (empty while it runs no agent)."""
+    return next((dict(row) for row in server.call("agent.list")["agents"]
+                 if row.get("surface_id") == surface), {})
+
+
+def test_a_background_tabs_session_resumes_in_that_tab(tmp_path: Path) -> None:
+    """The session file keeps each terminal's agent: a background tab's session resumes
+    in that tab after a restart, and the shown shell stays a shell."""
+    script = write_agent(tmp_path, "keepbot_agent", RESUMING_AGENT)
+    manifests = write_manifests(tmp_path, {"keepbot": textwrap.dedent(f"""\
+        id = "keepbot"
+        process_names = ["keepbot_agent"]
+
+        [[rules]]
+        id = "prompt"
+        state = "idle"
+        contains = ["> "]
+
+        [resume]
+        argv = [{json.dumps(sys.executable)}, {json.dumps(str(script))}, "--resume",
+                "{{session_id}}"]
+        """)})
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "keepbot_sessions.py").write_text(SESSION_PLUGIN)
+    socket_dir = Path(tempfile.mkdtemp(prefix="cmux-s-", dir=tempfile.gettempdir()))
+    args = ["--socket", str(socket_dir / "s.sock"), "--manifests-dir", str(manifests),
+            "--plugins-dir", str(tmp_path / "plugins")]
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    try:
+        first = start_server(args, env=env)
+        try:
+            surface = first.call("surface.create", {
+                "pane_id": "w1:p1", "command": shlex.join([sys.executable, str(script)])}
+            )["surface_id"]
+            wait_until(lambda: agent_row(first, surface).get("agent") == "keepbot",
+                       timeout=WAIT_S, message="keepbot in its tab")
+            first.call("pane.report_agent_session", {
+                "surface_id": surface, "source": "test:keepbot", "agent": "keepbot",
+                "agent_session_id": "sess-bg"})
+            assert "agent_session" not in first.call("pane.get", {"pane_id": "w1:p1"})["pane"]
+        finally:
+            first.stop()
+        saved = json.loads(session_file(socket_dir / "s.sock", tmp_path / "state" / "cmux")
+                           .read_text())["windows"][0]["workspaces"][0]["tabs"][0]["root"]
+        assert "agent" not in saved
+        assert saved["surfaces"][1]["uuid"] == surface
+        assert saved["surfaces"][1]["agent"]["resume"][-2:] == ["--resume", "sess-bg"]
+
+        second = start_server(args, env=env)
+        try:
+            def tab_text() -> str:
+                return str(second.call("surface.read_text", {"surface_id": surface})["text"])
+
+            wait_until(lambda: "started with --resume sess-bg" in tab_text(), timeout=WAIT_S,
+                       message="the background tab's resume")
+            pane = second.call("pane.get", {"pane_id": "w1:p1"})["pane"]
+            assert "agent_session" not in pane and "agent" not in pane
+            wait_until(lambda: agent_row(second, surface).get("agent") == "keepbot",
+                       timeout=WAIT_S, message="the resumed agent detected in its tab")
+            info = second.call("agent.get", {"target": surface})["agent"]
+            assert info["agent_session"]["value"] == "sess-bg"
+        finally:
+            second.stop()
+    finally:
+        shutil.rmtree(socket_dir, ignore_errors=True)
