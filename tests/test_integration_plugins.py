@@ -182,6 +182,19 @@ def test_env_overrides_pick_the_agents_dirs(home: Path, monkeypatch: pytest.Monk
     assert not (home / ".copilot").exists()
 
 
+def test_copilot_status_says_when_copilot_runs_no_hooks(home: Path) -> None:
+    path = settings_file("copilot", home)
+    cmux_copilot.install()
+    assert "hooks_disabled" not in cmux_copilot.status()
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps(data | {"disableAllHooks": True}))
+    status = cmux_copilot.status()
+    assert status["installed"] is True and status["hooks_disabled"] is True
+    assert "disableAllHooks" in status["note"]
+    cmux_copilot.uninstall()
+    assert json.loads(path.read_text()) == {"disableAllHooks": True}
+
+
 def test_claude_skill_option(home: Path) -> None:
     changes = cmux_claude.install(options={"skill": True})
     skill = home / ".claude" / "skills" / "cmux" / "SKILL.md"

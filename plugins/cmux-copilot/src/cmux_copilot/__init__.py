@@ -17,8 +17,10 @@ in Copilot's own shape). Uninstall removes exactly those hook entries (an event,
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 from cmux_core.hookspecs import RegisterIntegration, hookimpl
 from cmux_core.plugin_host import hook_kit
@@ -48,7 +50,21 @@ def settings_path() -> Path:
 INTEGRATION = hook_kit.JsonHookIntegration(HOOKS, settings_path, SOURCE)
 install = INTEGRATION.install
 uninstall = INTEGRATION.uninstall
-status = INTEGRATION.status
+
+
+def status() -> dict[str, Any]:
+    """The integration's status; with Copilot CLI's ``disableAllHooks`` set in the same
+    settings, ``hooks_disabled`` is true and ``note`` says that no hook runs."""
+    result = INTEGRATION.status()
+    try:
+        data = json.loads(settings_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return result  # a missing file, or the error status() already reports
+    if isinstance(data, dict) and data.get("disableAllHooks") is True:
+        result["hooks_disabled"] = True
+        result["note"] = (f"{settings_path()}: disableAllHooks is true, so Copilot CLI runs "
+                          "no hooks, these included")
+    return result
 
 
 @hookimpl
