@@ -211,11 +211,14 @@ def opencode(p: Payload) -> Report | None:
 
 
 def copilot(p: Payload) -> Report | None:
-    """Hooks installed under Claude Code's event names get Claude Code's payload shape, all
-    but ``PermissionRequest``: that one comes in Copilot's own camelCase shape."""
+    """Hooks installed under Claude Code's event names get Claude Code's payload shape, but
+    ``PermissionRequest`` comes in Copilot's own camelCase shape and ``Notification`` names
+    its session ``sessionId``."""
     if p.get("hookName") == "permissionRequest":
         p = {"hook_event_name": "PermissionRequest", "session_id": p.get("sessionId"),
              "tool_name": p.get("toolName"), "tool_input": p.get("toolInput")}
+    elif "session_id" not in p and "sessionId" in p:
+        p = dict(p, session_id=p["sessionId"])
     report = claude_like(p)
     if report is not None:
         report.setdefault("ref", session_ref(p))

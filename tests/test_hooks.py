@@ -251,22 +251,24 @@ def test_gemini_recorded_session(home: Path, server: ServerProcess) -> None:
 
 def test_copilot_recorded_session(home: Path, server: ServerProcess) -> None:
     """Copilot CLI starts its session at the first prompt and runs no hook after an interrupt
-    (07-08 then 09-10 follow each other) or a denial (25 is the last hooked call of its
+    (07-08 then 09-10 follow each other) or a denial (28 is the last hooked call of its
     turn); its PermissionRequest payload has Copilot's own shape."""
     row = replay_all("copilot", home, server, {
-        "02": (None, {"tool": None}),
+        "03": (None, {"tool": None}),
         "04": ("working", {"prompt": "hi there"}),
         "06": ("idle", {}),
         "08": ("working", {"prompt": "respond slowly please"}),
         "12": ("working", {"tool": "Bash", "tool_input": "touch approved.txt"}),
         "14": ("blocked", {}),
-        "17": ("working", {"tool": None, "tool_input": None}),
-        "19": ("idle", {}),
-        "25": ("blocked", {}),
-        "29": (None, {"prompt": None}),
+        "16": ("blocked", {}),  # Notification permission_prompt
+        "18": ("working", {"tool": None, "tool_input": None}),
+        "20": ("idle", {}),
+        "26": ("blocked", {}),
+        "28": ("blocked", {}),
+        "32": (None, {"prompt": None}),
     })
     assert row["agent_session"] == {"source": "cmux:copilot", "agent": "copilot", "kind": "id",
-                                    "value": session_id("copilot", "02-SessionStart")}
+                                    "value": session_id("copilot", "03-SessionStart")}
     assert row["status_source_detail"] == "cmux:copilot"
 
 

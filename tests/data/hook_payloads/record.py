@@ -180,8 +180,10 @@ trust_level = "trusted"
         copilot_home = home / ".copilot"
         copilot_home.mkdir(parents=True)
         # Claude-style groups under PascalCase names (what the integration installs) in the
-        # user settings, and Copilot's own camelCase events in a user hook file.
-        hooks = {event: [{"matcher": "*", "hooks": [
+        # user settings, and Copilot's own camelCase events in a user hook file. A "*"
+        # matcher only on tool events: on Notification and PreCompact it matches nothing.
+        hooks = {event: [{**({"matcher": "*"} if "Tool" in event or "Permission" in event
+                             else {}), "hooks": [
             {"type": "command", "command": hook_command(agent, event)}]}]
             for event in COPILOT_EVENTS}
         (copilot_home / "settings.json").write_text(json.dumps({

@@ -30,11 +30,12 @@ __version__ = "0.1.0"
 AGENT = "copilot"
 SOURCE = "cmux:copilot"
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PermissionRequest",
-          "Stop", "SessionEnd")
+          "Notification", "Stop", "SessionEnd")
 """The Copilot CLI hook events the integration hooks (what each reports: docs/agents.md)."""
 
 MATCHERS = {"PreToolUse": "*", "PostToolUse": "*", "PermissionRequest": "*"}
-"""Events whose hooks take a matcher: every tool."""
+"""Events whose hooks take a matcher: every tool. Copilot CLI runs no Notification hook
+whose matcher is ``*``, so that one has none (the hook keeps the notifications it knows)."""
 
 HOOKS = hook_kit.JsonHookGroups(AGENT, EVENTS, matchers=MATCHERS)
 
