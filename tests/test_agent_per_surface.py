@@ -365,3 +365,18 @@ def test_a_background_tabs_session_resumes_in_that_tab(tmp_path: Path) -> None:
             second.stop()
     finally:
         shutil.rmtree(socket_dir, ignore_errors=True)
+
+
+def test_a_background_tabs_notification_names_that_tab(api: Api) -> None:
+    pane_id = api.focused_pane()
+    shown = api("pane.get", {"pane_id": pane_id})["pane"]["surface_id"]
+    created = api("surface.create", {
+        "pane_id": pane_id,
+        "command": "sleep 0.5; printf '\\033]9;from the background\\007'; sleep 60"})
+
+    def notes() -> list[dict[str, Any]]:
+        return [n for n in api("notification.list")["notifications"]
+                if n["title"] == "from the background"]
+
+    wait_until(lambda: notes(), timeout=WAIT_S, message="the background tab's notification")
+    assert notes()[0]["surface_id"] == created["surface_id"] != shown

@@ -25,7 +25,8 @@ def test_create_surfaces_and_last(cmux_server: ServerProcess) -> None:
         assert listed["pane_id"] == made["pane_id"] and listed["window_id"]
         assert listed["surfaces"] == [{"id": made["surface_id"], "ref": made["surface_ref"],
                                        "index": 0, "title": listed["surfaces"][0]["title"],
-                                       "type": "terminal", "selected": True}]
+                                       "type": "terminal", "selected": True,
+                                       "agent_status": "unknown"}]
         assert v2("pane.surfaces")["pane_id"] == start["pane_id"]
 
         assert v2.error("pane.last").code == "not_found"

@@ -738,7 +738,7 @@ class AgentTracker:
         if isinstance(event, PaneExited):
             # Published for the terminal the pane shows, whose process it was.
             pane = event.pane
-            s = pane.selected
+            s = pane.terminal_surface if pane.surfaces else None
             rec = self.records.get(s.uuid) if s is not None else None
             if (s is not None and pane.key in self.mux.panes and rec is not None
                     and rec.exited_agent is None):

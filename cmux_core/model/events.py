@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from cmux_core.events import Event
-from cmux_core.model.tree import Pane, Tab, Workspace
+from cmux_core.model.tree import Pane, Surface, Tab, Workspace
 
 __all__ = [
     "LayoutUpdated", "PaneClosed", "PaneCreated", "PaneCwdChanged", "PaneExited",
@@ -162,14 +162,16 @@ class PaneProgressChanged(Event):
 
 @dataclass(frozen=True, slots=True)
 class PaneNotification(Event):
-    """``dropped``: notifications the pane sent since the previous event that were
-    discarded by its rate limit (:mod:`cmux_core.model.throttle`)."""
+    """``dropped``: notifications the terminal sent since the previous event that were
+    discarded by its rate limit (:mod:`cmux_core.model.throttle`). ``surface``: the
+    terminal that sent it (None when it is not known: the pane's shown terminal)."""
 
     kind: ClassVar[str] = "pane_notification"
     pane: Pane
     body: str
     title: str | None = None
     dropped: int = 0
+    surface: Surface | None = None
 
 
 @dataclass(frozen=True, slots=True)

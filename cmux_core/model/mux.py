@@ -271,14 +271,21 @@ class Mux:
             pane.title_revision += 1
         elif sig.kind == "cwd":
             pane.cwd = sig.value
-        self.signal_throttle.offer(pane.key, sig)
+        # A notification names the terminal that sent it: a pane's tabs notify apart.
+        self.signal_throttle.offer(surface.uuid if sig.kind == "notification" else pane.key,
+                                   sig)
 
     def _publish_signal(self, key: str, sig: TerminalSignal, dropped: int) -> None:
         """The event for an announcement the throttle let through, unless its pane closed;
-        a title's event carries the pane as it is now, whatever title ``sig`` had."""
+        a title's event carries the pane as it is now, whatever title ``sig`` had. ``key``
+        is the pane's, or for a notification its surface's."""
+        surface = None
         pane = self.panes.get(key)
         if pane is None:
-            return
+            found = self._by_uuid.get(key)
+            if not isinstance(found, Surface) or self.panes.get(found.pane.key) is not found.pane:
+                return
+            surface, pane = found, found.pane
         if sig.kind == "title":
             self.events.publish(PaneUpdated(pane))
         elif sig.kind == "cwd":
@@ -286,7 +293,8 @@ class Mux:
         elif sig.kind == "progress":
             self.events.publish(PaneProgressChanged(pane, sig.value))
         elif sig.kind == "notification":
-            self.events.publish(PaneNotification(pane, sig.value, sig.title, dropped))
+            self.events.publish(PaneNotification(pane, sig.value, sig.title, dropped,
+                                                 surface=surface))
 
     def _on_exit(self, surface: Surface) -> None:
         pane = surface.pane

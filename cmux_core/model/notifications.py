@@ -114,8 +114,9 @@ class NotificationBook:
                 # A notification with one text (OSC 9) shows it as its title.
                 title, body = ((event.title, event.body) if event.title
                                else (event.body, ""))
-                self.add(pane.tab.workspace, pane.terminal_surface, title, body=body,
-                         source="terminal")
+                surface = event.surface if event.surface is not None \
+                    else pane.terminal_surface
+                self.add(pane.tab.workspace, surface, title, body=body, source="terminal")
 
     def on_view(self, tab: Tab) -> None:
         """Mux view listener: a focus call showed ``tab``; its focused surface flashes

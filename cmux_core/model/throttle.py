@@ -4,7 +4,8 @@ A program can print titles, progress reports, directories and notifications as f
 writes (100,000 OSC 9 notifications are two megabytes); were each one an event, every
 subscriber would be sent every one. :class:`SignalThrottle` stands between a terminal's
 signals (:class:`~cmux_core.terminal.emulator.TerminalSignal`) and the events published
-for them, per pane and per kind:
+for them, per pane and per kind (notifications per terminal: a pane's tabs are limited
+apart, each named by its surface's key):
 
 * ``title``, ``progress`` and ``cwd`` are states: the first change after a quiet spell is
   published at once; changes within the next :data:`STATE_INTERVAL` only replace a held

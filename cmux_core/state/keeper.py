@@ -193,13 +193,10 @@ class SessionKeeper:
             else:
                 self._named[event.client_id] = event.view
         elif isinstance(event, PaneAgentDetected):
-            if event.released or event.agent is not None:
-                surface = event.surface or event.pane.selected
-                if surface is not None:
-                    self._carried.discard(surface.uuid)
+            if (event.released or event.agent is not None) and event.surface is not None:
+                self._carried.discard(event.surface.uuid)
         elif isinstance(event, PaneExited):
-            if event.pane.selected is not None:
-                self._carried.discard(event.pane.selected.uuid)
+            self._carried.discard(event.pane.terminal_surface.uuid)
         elif isinstance(event, PaneClosed):
             self._carried.difference_update(s.uuid for s in event.pane.surfaces)
         self._changed(EVENT_DELAY_S)

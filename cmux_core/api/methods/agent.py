@@ -438,7 +438,7 @@ class Pinned:
         data = event.data
         if event.kind in ("pane_agent_status_changed", "pane_agent_detected"):
             return bool(data.get("terminal_id") == self.terminal_id)
-        if event.kind == "pane_exited" and self.pane.selected is not self.surface:
+        if event.kind == "pane_exited" and self.pane.terminal_surface is not self.surface:
             return False
         if event.kind == "pane_moved":
             return bool(data.get("previous_pane_id") == self.pane.id
