@@ -31,6 +31,7 @@ from fake_agent import (
     write_manifests,
 )
 
+from cmux_core.cli.sidebar import DEFAULT_COLUMNS, Board, columns_from, render_rows, row_key
 from cmux_core.config import session_file
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
@@ -380,3 +381,16 @@ def test_a_background_tabs_notification_names_that_tab(api: Api) -> None:
 
     wait_until(lambda: notes(), timeout=WAIT_S, message="the background tab's notification")
     assert notes()[0]["surface_id"] == created["surface_id"] != shown
+
+
+def test_the_sidebar_selects_one_tab_of_a_pane() -> None:
+    """Two agents in one pane are two rows; the selection (and Enter's ``agent.focus``)
+    names one terminal, not the pane."""
+    rows = [{"pane_id": "w1:p1", "terminal_id": "term_a", "agent": "alphabot",
+             "agent_status": "working", "workspace_id": "w1"},
+            {"pane_id": "w1:p1", "terminal_id": "term_b", "agent": "betabot",
+             "agent_status": "blocked", "workspace_id": "w1", "shown": False}]
+    lines = render_rows(Board(rows, 2), columns_from(DEFAULT_COLUMNS), width=80, now=0.0,
+                        selected="term_b")
+    assert [row_key(r) for r in rows] == ["term_a", "term_b"]
+    assert "\x1b[48;5;236m" in lines[2] and "\x1b[48;5;236m" not in lines[1]

@@ -208,6 +208,12 @@ class Column:
     right: bool = False
 
 
+def row_key(row: Row) -> str:
+    """What names a row's agent: its terminal (two tabs of one pane are two agents), else
+    its pane."""
+    return str(row.get("terminal_id") or row.get("pane_id"))
+
+
 def _status_cell(row: Row, board: Board, now: float, frame: int) -> tuple[str, str]:
     status = str(row.get("agent_status", "unknown"))
     glyph = SPINNER[frame % len(SPINNER)] if status == "working" else GLYPH.get(status, "·")
@@ -368,7 +374,7 @@ def render_rows(board: Board, columns: list[Column], *, width: int, now: float, 
         line = _paint(marker, STYLE["focus"], color) + "  ".join(cells)
         used = 1 + sum(w for _, w in laid) + 2 * (len(laid) - 1)
         line += " " * max(0, width - used)
-        if color and selected is not None and row.get("pane_id") == selected:
+        if color and selected is not None and row_key(row) == selected:
             line = f"\x1b[{STYLE['selected']}m" + line.replace(RESET, RESET + "\x1b["
                                                                   + STYLE["selected"] + "m")
             line += RESET
@@ -628,12 +634,12 @@ class Sidebar:
         self.out.flush()
 
     def _keep_selection(self) -> None:
-        ids = [str(r.get("pane_id")) for r in self.board.rows]
+        ids = [row_key(r) for r in self.board.rows]
         if self.selected not in ids:
             self.selected = ids[0] if ids else None
 
     def _move(self, step: int) -> None:
-        ids = [str(r.get("pane_id")) for r in self.board.rows]
+        ids = [row_key(r) for r in self.board.rows]
         if not ids:
             return
         index = ids.index(self.selected) if self.selected in ids else 0
@@ -659,9 +665,10 @@ class Sidebar:
             elif key == "enter" and self.selected:
                 asyncio.get_running_loop().create_task(self._focus(self.selected))
 
-    async def _focus(self, pane_id: str) -> None:
+    async def _focus(self, key: str) -> None:
+        """Show the selected agent: its tab in its pane, the pane focused."""
         try:
-            await self.requests.call("pane.focus", {"pane_id": pane_id})
+            await self.requests.call("agent.focus", {"target": key})
         except CmuxError as exc:
             self.notice = exc.message
         self.stale = True
