@@ -49,6 +49,7 @@ def test_a_resume_error_points_at_the_table() -> None:
 @pytest.mark.parametrize(("agent", "argv"), [
     ("claude", ["claude", "--resume", "S1"]),
     ("codex", ["codex", "resume", "S1"]),
+    ("copilot", ["copilot", "--resume", "S1"]),
     ("gemini", ["gemini", "--resume", "S1"]),
     ("opencode", ["opencode", "--session", "S1"]),
 ])
