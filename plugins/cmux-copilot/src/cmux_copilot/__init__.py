@@ -9,10 +9,11 @@
   every other key and hook as it was.
 
 Copilot CLI takes Claude Code's hook groups under Claude Code's event names and then hands
-those hooks Claude Code's payload shape (``PermissionRequest`` excepted, which the hook reads
-in Copilot's own shape). Uninstall removes exactly those hook entries (an event, or
-``hooks``, left empty by that is removed too) and the copied hook. The reports use source
-``cmux:copilot`` with the ``shared`` authority; see ``docs/agents.md``.
+those hooks Claude Code's payload shape, except ``PermissionRequest`` (Copilot's own
+camelCase shape) and ``Notification`` (``sessionId``), which the hook reads as they come
+(``hooks/cmux_hook.py``, its ``copilot`` table). Uninstall removes exactly those hook
+entries (an event, or ``hooks``, left empty by that is removed too) and the copied hook. The
+reports use source ``cmux:copilot`` with the ``shared`` authority; see ``docs/agents.md``.
 """
 
 from __future__ import annotations
