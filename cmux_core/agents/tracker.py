@@ -555,46 +555,6 @@ class AgentTracker:
         return [s for p in self.mux.all_panes() for s in p.surfaces
                 if s.term is not None and self.is_agent(s)]
 
-    def agent_panes(self) -> list[Pane]:
-        """Every pane whose shown terminal runs an agent, in workspace, tab and layout
-        order."""
-        return [p for p in self.mux.all_panes() if self.is_agent(p)]
-
-    def resolve_agent_target(self, text: str) -> Surface:
-        """Resolve an agent target to its terminal surface: a terminal id, a surface
-        handle (uuid or ``surface:N``), a pane id (the terminal it shows), then an agent
-        name or label.
-
-        Only agent terminals are targets, those in background tabs included. Raises
-        ``agent_not_found`` or ``agent_target_ambiguous`` (``data.candidates``: one
-        summary per terminal).
-        """
-        target = text.strip()
-        agents = self.agent_surfaces()
-        by_terminal = [s for s in agents if s.terminal.id == target]
-        if not by_terminal and target:
-            surface = self.mux.find_surface(target)
-            # Named by its own uuid or ref (a pane's handle finds the pane's selected one).
-            if surface is not None and target.upper() in (surface.uuid, surface.ref.upper()):
-                by_terminal = [s for s in agents if s is surface]
-            if not by_terminal:
-                pane = self.mux.find_pane(target)
-                if pane is not None and self.is_agent(pane):
-                    return pane.terminal_surface
-        if not by_terminal:
-            by_terminal = [s for s in agents if self.record(s).name == target]
-            if not by_terminal:
-                by_terminal = [s for s in agents if self.effective_agent(s) == target]
-        if len(by_terminal) == 1:
-            return by_terminal[0]
-        if not by_terminal:
-            raise CmuxError("agent_not_found", f"agent target {text} not found")
-        candidates = [self._candidate(s) for s in by_terminal]
-        listed = "; ".join(" ".join(f"{k}={v}" for k, v in c.items()) for c in candidates)
-        raise CmuxError("agent_target_ambiguous",
-                        f"agent target {text} is ambiguous: {listed}",
-                        {"candidates": candidates})
-
     # -- seen / done ----------------------------------------------------------------------
 
     def mark_tab_seen(self, tab: Tab) -> None:
@@ -697,12 +657,6 @@ class AgentTracker:
         entry.apply(patch, self._report_order, deadline)
         if entry.empty():
             del rec.presentation[patch.source]
-
-    def _candidate(self, s: Surface) -> dict[str, Any]:
-        pane = s.pane
-        return {"terminal_id": s.terminal.id, "surface_id": s.uuid, "pane_id": pane.id,
-                "workspace_id": pane.tab.workspace.id, "tab_id": pane.tab.id,
-                "cwd": self.mux.pane_cwd(pane) or "", "status": self.status(s)}
 
     # -- events ---------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from cmux_core.api.methods import (
     layout,
     notification,
     pane,
+    pane_events,
     plugin,
     report,
     saved_layouts,
@@ -29,7 +30,7 @@ from cmux_core.api.methods import (
 
 CORE_MODULES = (server, workspace, pane, layout, system, plugin, views, detect, report, agent,
                 attach, window, saved_layouts, integration, surface, cmux_catalog,
-                notification, graphics)
+                notification, graphics, pane_events)
 
 
 def register_core_methods(table: MethodTable) -> None:

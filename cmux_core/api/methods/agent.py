@@ -1,8 +1,9 @@
 """Agent methods: agent targets, start, prompt, waits.
 
-Also ``events.wait`` and the two pane-scoped subscriptions (``pane.agent_status_changed``
-with a ``pane_id``, ``pane.output_matched``) that ``events.subscribe`` hands over to
-:func:`prepare_subscription`. Hook reports and metadata live in ``methods.report``.
+An agent target is one terminal surface (a pane's background tabs included; see
+:func:`~cmux_core.agents.targets.resolve_agent_target`). ``events.wait`` and
+the pane-scoped subscriptions live in ``methods.pane_events``, hook reports and metadata
+in ``methods.report``.
 
 Waits are woken by hub events, never by a poll, and end cleanly when their client
 disconnects. ``agent.prompt`` and ``agent.send_keys`` to a managed launch that is still
@@ -16,29 +17,25 @@ import os
 import re
 import shlex
 import time
-import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
+from cmux_core.agents.targets import resolve_agent_target
 from cmux_core.agents.tracker import LAUNCH_TIMEOUT_S, AgentStatus, AgentTracker
 from cmux_core.agents.views import project_for
 from cmux_core.api import wire
 from cmux_core.api.context import Call
-from cmux_core.api.dispatch import MethodTable, Result, validation_error
+from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.pane import (
     STRIP_ANSI,
-    LineFinder,
-    OutputMatch,
     ReadSource,
-    line_matcher,
-    next_output,
     read_result,
 )
-from cmux_core.errors import CmuxError, InvalidParams, NotFound, WaitTimeout
+from cmux_core.errors import CmuxError, WaitTimeout
 from cmux_core.events import EventHub, Published, Subscriber
 from cmux_core.hookspecs import Params
 from cmux_core.model.events import PaneUpdated
@@ -104,7 +101,7 @@ async def agent_list(call: Call, p: AgentListParams) -> Result:
 @methods.method("agent.get", AgentTarget)
 async def agent_get(call: Call, p: AgentTarget) -> Result:
     tracker = tracker_of(call)
-    surface = tracker.resolve_agent_target(p.target)
+    surface = resolve_agent_target(tracker, p.target)
     return {"type": "agent_info", "agent": wire.agent_info(call.ctx.mux, tracker, surface)}
 
 
@@ -113,7 +110,7 @@ async def agent_focus(call: Call, p: AgentTarget) -> Result:
     """Show the agent's terminal in its pane (selecting its tab there) and focus that pane
     (switching workspace and tab), which marks it seen."""
     tracker = tracker_of(call)
-    surface = tracker.resolve_agent_target(p.target)
+    surface = resolve_agent_target(tracker, p.target)
     pane = surface.pane
     if pane.selected is not surface:
         pane.selected = surface
@@ -133,7 +130,7 @@ class AgentReadParams(Params):
 @methods.method("agent.read", AgentReadParams)
 async def agent_read(call: Call, p: AgentReadParams) -> Result:
     """``pane.read`` on the agent's terminal; reading never marks anything seen."""
-    surface = tracker_of(call).resolve_agent_target(p.target)
+    surface = resolve_agent_target(tracker_of(call), p.target)
     lines = None if p.lines is None else min(p.lines, 1000)
     return {"type": "pane_read",
             "read": read_result(surface.pane, p.source, lines, p.format, surface)}
@@ -156,7 +153,7 @@ async def agent_rename(call: Call, p: AgentRenameParams) -> Result:
     """Set (or with an empty/null name clear) the agent name, and the pane's manual label
     when the pane shows the agent's terminal (a background tab's name is its own)."""
     tracker = tracker_of(call)
-    surface = tracker.resolve_agent_target(p.target)
+    surface = resolve_agent_target(tracker, p.target)
     name = (p.name or "").strip() or None
     if name is not None:
         check_agent_name(name)
@@ -177,7 +174,7 @@ async def ready_agent(call: Call, target: str, timeout_ms: int | None) -> Surfac
     when the bound passes or the process has exited.
     """
     tracker = tracker_of(call)
-    surface = tracker.resolve_agent_target(target)
+    surface = resolve_agent_target(tracker, target)
     if tracker.launch_pending(surface):
         bound = READY_TIMEOUT_MS if timeout_ms is None else timeout_ms
         pin = Pinned.of(tracker, surface, target)
@@ -502,7 +499,7 @@ async def agent_wait(call: Call, p: AgentWaitParams) -> Result:
     """Hold the request until the agent's status is in ``until`` (default idle, done,
     blocked); returns at once when it already is."""
     tracker = tracker_of(call)
-    surface = tracker.resolve_agent_target(p.target)
+    surface = resolve_agent_target(tracker, p.target)
     pin = Pinned.of(tracker, surface, p.target)
     until: set[str] = set(p.until or DEFAULT_UNTIL)
     info = await served(call, wait_for_status(call, pin, until, deadline_of(p.timeout_ms)))
@@ -641,182 +638,3 @@ async def prompt_wait(call: Call, pin: Pinned, before_seq: int, until: set[str],
         if tracker.status(pin.surface) in until:
             return wire.agent_info(mux, tracker, pin.surface)
     return await wait_for_status(call, pin, until, deadline, transient=False)
-
-
-# -- events.wait --------------------------------------------------------------------------
-
-
-class EventsWaitParams(Params):
-    match_event: dict[str, Any]
-    timeout_ms: int | None = Field(default=None, ge=0)
-
-
-def status_event(tracker: AgentTracker, pane: Pane) -> dict[str, Any]:
-    """``pane_agent_status_changed`` data for the pane as it is now (no ``type``)."""
-    return wire.agent_status(tracker.status_event(pane))
-
-
-@methods.method("events.wait", EventsWaitParams)
-async def events_wait(call: Call, p: EventsWaitParams) -> Result:
-    """Wait for one event matching ``match_event`` (pane agent status matches only)."""
-    match = p.match_event
-    if match.get("event") != "pane_agent_status_changed":
-        raise CmuxError("unsupported_event_wait_match",
-                        "events.wait currently supports pane agent status matches")
-    status = match.get("agent_status")
-    if status not in STATUS_NAMES:
-        raise InvalidParams("match_event.agent_status", f"must be one of {', '.join(STATUS_NAMES)}")
-    if not isinstance(match.get("pane_id"), str):
-        raise InvalidParams("match_event.pane_id", "field required")
-    mux = call.ctx.mux
-    tracker = tracker_of(call)
-    pane = mux.pane(match["pane_id"])
-    deadline = deadline_of(p.timeout_ms)
-
-    def matched(data: dict[str, Any]) -> Result:
-        return {"type": "wait_matched", "event": {
-            "event": "pane_agent_status_changed",
-            "data": {"type": "pane_agent_status_changed", **data}}}
-
-    async def wait() -> Result:
-        with watching(call.ctx.events) as sub:
-            if tracker.status(pane) == status:
-                return matched(status_event(tracker, pane))
-            while True:
-                try:
-                    batch = await next_batch(sub, deadline)
-                except TimeoutError:
-                    raise WaitTimeout(message="timed out waiting for event match") from None
-                for event in batch:
-                    # A pane's background tabs are not the herdr family's pane.
-                    if event.data.get("pane_id") != pane.id or event.data.get("shown") is False:
-                        continue
-                    if event.kind == "pane_closed":
-                        raise NotFound("pane", pane.id)
-                    if event.kind == "pane_agent_status_changed" \
-                            and event.data.get("agent_status") == status:
-                        data = {k: v for k, v in event.data.items() if k != "type"}
-                        return matched(data)
-
-    result: Result = await served(call, wait())
-    return result
-
-
-# -- pane-scoped subscriptions ----------------------------------------------------------
-
-
-class StatusSubscription(Params):
-    type: Literal["pane.agent_status_changed"]
-    pane_id: str
-    agent_status: AgentStatus | None = None
-
-
-class OutputSubscription(Params):
-    type: Literal["pane.output_matched"]
-    pane_id: str
-    source: ReadSource
-    lines: int | None = Field(default=None, ge=0)
-    match: OutputMatch
-    strip_ansi: bool = STRIP_ANSI
-
-
-PARAMETERISED = frozenset({"pane.agent_status_changed", "pane.output_matched"})
-"""Subscription types answered here when they name a pane."""
-
-
-def is_parameterised(raw: dict[str, Any]) -> bool:
-    return raw.get("type") == "pane.output_matched" or (
-        raw.get("type") == "pane.agent_status_changed" and raw.get("pane_id") is not None)
-
-
-def prepare_subscription(call: Call, raw: dict[str, Any], field: str) -> Callable[[], None]:
-    """Validate one pane-scoped subscription (probing its pane); returns its starter.
-
-    Raises before anything starts, so one bad subscription aborts the whole request.
-    The stream runs as one of the connection's tasks and ends with it.
-    """
-    model: type[Params] = (OutputSubscription if raw.get("type") == "pane.output_matched"
-                           else StatusSubscription)
-    try:
-        sub = model.model_validate(raw)
-    except ValidationError as exc:
-        err = validation_error(exc)
-        raise InvalidParams(f"{field}.{err.field}" if err.field else field,
-                            err.message.split(": ", 1)[-1]) from None
-    mux = call.ctx.mux
-    if isinstance(sub, StatusSubscription):
-        pane = mux.pane(sub.pane_id)
-        body = status_stream(call, tracker_of(call), pane, sub.agent_status)
-    else:
-        assert isinstance(sub, OutputSubscription)
-        pane = mux.pane(sub.pane_id)
-        matcher = line_matcher(sub.match)
-        source: ReadSource = "recent_unwrapped" if sub.source == "recent" else sub.source
-        lines = None if sub.lines is None else min(sub.lines, 1000)
-        body = output_stream(mux, pane, matcher, source, lines)
-    return lambda: start_stream(call, body)
-
-
-StreamBody = Callable[[Subscriber], Any]
-
-
-def start_stream(call: Call, body: StreamBody) -> None:
-    """Stream what ``body`` offers to a private subscriber on the calling connection."""
-    connection = call.connection
-    assert connection is not None
-    out = Subscriber(None)
-    connection.start_stream(out)
-    connection.run_task(body(out))
-
-
-def status_stream(call: Call, tracker: AgentTracker, pane: Pane,
-                  wanted: AgentStatus | None) -> StreamBody:
-    """Status changes of ``pane``; the stream ends when the pane closes. Only a weak
-    reference to the pane is kept, so a subscriber never holds a closed pane in memory."""
-    events = call.ctx.events
-    pane_id, pane_ref = pane.id, weakref.ref(pane)
-
-    async def run(out: Subscriber) -> None:
-        with watching(events) as sub:
-            current = pane_ref()
-            if current is None:
-                return
-            if wanted is not None and tracker.status(current) == wanted:
-                out.offer(Published(events.seq, "pane.agent_status_changed",
-                                status_event(tracker, current)))
-            del current
-            while not out.closed:
-                for event in await sub.next_batch():
-                    # A pane's background tabs are not the herdr family's pane.
-                    if event.data.get("pane_id") != pane_id or event.data.get("shown") is False:
-                        continue
-                    if event.kind == "pane_closed":
-                        return
-                    if event.kind != "pane_agent_status_changed":
-                        continue
-                    if wanted is not None and event.data.get("agent_status") != wanted:
-                        continue
-                    data = {k: v for k, v in event.data.items() if k != "type"}
-                    out.offer(Published(event.seq, "pane.agent_status_changed", data))
-    return run
-
-
-def output_stream(mux: Mux, pane: Pane, matcher: LineFinder, source: ReadSource,
-                  lines: int | None) -> StreamBody:
-    """Edge-triggered matches: an event when the text goes from not matching to matching,
-    re-armed when it stops matching. Woken by the pane's output (paced as waits are)."""
-    async def run(out: Subscriber) -> None:
-        armed = True
-        burst = 0
-        while not out.closed and pane.key in mux.panes:
-            changed = mux.output_signal(pane)
-            read = read_result(pane, source, lines, "text")
-            line = await matcher.find(read["text"])
-            if line is None:
-                armed = True
-            elif armed:
-                armed = False
-                out.offer(Published(0, "pane.output_matched",
-                                {"pane_id": pane.id, "matched_line": line, "read": read}))
-            burst = await next_output(changed, time.monotonic(), burst)
-    return run

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from cmux_core.agents.targets import resolve_agent_target
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.hookspecs import Params
@@ -43,8 +44,8 @@ async def agent_explain(call: Call, p: AgentTargetParams) -> Result:
     """Why the agent's screen reads as its state: the manifest in force and every rule's
     evidence. ``agent_explain_unavailable`` when the pane has no agent with a manifest."""
     runtime = await _runtime(call)
-    pane = call.ctx.agents.resolve_agent_target(p.target)
-    return {"type": "agent_explain", "explain": await runtime.explain(pane)}
+    surface = resolve_agent_target(call.ctx.agents, p.target)
+    return {"type": "agent_explain", "explain": await runtime.explain(surface)}
 
 
 @methods.method("server.agent_manifests", Empty)

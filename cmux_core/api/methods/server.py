@@ -14,7 +14,7 @@ from pydantic import ConfigDict, Field
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.agent import is_parameterised, prepare_subscription
+from cmux_core.api.methods.pane_events import is_parameterised, prepare_subscription
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.events import SUBSCRIBABLE
 from cmux_core.hookspecs import Params

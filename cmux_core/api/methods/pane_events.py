@@ -1,0 +1,225 @@
+"""``events.wait`` and the pane-scoped subscriptions that ``events.subscribe`` hands over to
+:func:`prepare_subscription` (``pane.agent_status_changed`` with a ``pane_id``,
+``pane.output_matched``).
+
+Pane-scoped means the herdr family's pane: the terminal the pane shows. Agent events of a
+pane's background tabs (``shown: false``) are not its events. Waits and streams are woken
+by hub events or the pane's output, never by a poll, and end with their client.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from cmux_core.agents.tracker import AgentStatus, AgentTracker
+from cmux_core.api import wire
+from cmux_core.api.context import Call
+from cmux_core.api.dispatch import MethodTable, Result, validation_error
+from cmux_core.api.methods.agent import (
+    STATUS_NAMES,
+    deadline_of,
+    next_batch,
+    served,
+    tracker_of,
+    watching,
+)
+from cmux_core.api.methods.pane import (
+    STRIP_ANSI,
+    LineFinder,
+    OutputMatch,
+    ReadSource,
+    line_matcher,
+    next_output,
+    read_result,
+)
+from cmux_core.errors import CmuxError, InvalidParams, NotFound, WaitTimeout
+from cmux_core.events import Published, Subscriber
+from cmux_core.hookspecs import Params
+from cmux_core.model.mux import Mux
+from cmux_core.model.tree import Pane
+
+methods = MethodTable()
+
+
+# -- events.wait --------------------------------------------------------------------------
+
+
+class EventsWaitParams(Params):
+    match_event: dict[str, Any]
+    timeout_ms: int | None = Field(default=None, ge=0)
+
+
+def status_event(tracker: AgentTracker, pane: Pane) -> dict[str, Any]:
+    """``pane_agent_status_changed`` data for the pane as it is now (no ``type``)."""
+    return wire.agent_status(tracker.status_event(pane))
+
+
+@methods.method("events.wait", EventsWaitParams)
+async def events_wait(call: Call, p: EventsWaitParams) -> Result:
+    """Wait for one event matching ``match_event`` (pane agent status matches only)."""
+    match = p.match_event
+    if match.get("event") != "pane_agent_status_changed":
+        raise CmuxError("unsupported_event_wait_match",
+                        "events.wait currently supports pane agent status matches")
+    status = match.get("agent_status")
+    if status not in STATUS_NAMES:
+        raise InvalidParams("match_event.agent_status", f"must be one of {', '.join(STATUS_NAMES)}")
+    if not isinstance(match.get("pane_id"), str):
+        raise InvalidParams("match_event.pane_id", "field required")
+    mux = call.ctx.mux
+    tracker = tracker_of(call)
+    pane = mux.pane(match["pane_id"])
+    deadline = deadline_of(p.timeout_ms)
+
+    def matched(data: dict[str, Any]) -> Result:
+        return {"type": "wait_matched", "event": {
+            "event": "pane_agent_status_changed",
+            "data": {"type": "pane_agent_status_changed", **data}}}
+
+    async def wait() -> Result:
+        with watching(call.ctx.events) as sub:
+            if tracker.status(pane) == status:
+                return matched(status_event(tracker, pane))
+            while True:
+                try:
+                    batch = await next_batch(sub, deadline)
+                except TimeoutError:
+                    raise WaitTimeout(message="timed out waiting for event match") from None
+                for event in batch:
+                    # A pane's background tabs are not the herdr family's pane.
+                    if event.data.get("pane_id") != pane.id or event.data.get("shown") is False:
+                        continue
+                    if event.kind == "pane_closed":
+                        raise NotFound("pane", pane.id)
+                    if event.kind == "pane_agent_status_changed" \
+                            and event.data.get("agent_status") == status:
+                        data = {k: v for k, v in event.data.items() if k != "type"}
+                        return matched(data)
+
+    result: Result = await served(call, wait())
+    return result
+
+
+# -- pane-scoped subscriptions ----------------------------------------------------------
+
+
+class StatusSubscription(Params):
+    type: Literal["pane.agent_status_changed"]
+    pane_id: str
+    agent_status: AgentStatus | None = None
+
+
+class OutputSubscription(Params):
+    type: Literal["pane.output_matched"]
+    pane_id: str
+    source: ReadSource
+    lines: int | None = Field(default=None, ge=0)
+    match: OutputMatch
+    strip_ansi: bool = STRIP_ANSI
+
+
+PARAMETERISED = frozenset({"pane.agent_status_changed", "pane.output_matched"})
+"""Subscription types answered here when they name a pane."""
+
+
+def is_parameterised(raw: dict[str, Any]) -> bool:
+    return raw.get("type") == "pane.output_matched" or (
+        raw.get("type") == "pane.agent_status_changed" and raw.get("pane_id") is not None)
+
+
+def prepare_subscription(call: Call, raw: dict[str, Any], field: str) -> Callable[[], None]:
+    """Validate one pane-scoped subscription (probing its pane); returns its starter.
+
+    Raises before anything starts, so one bad subscription aborts the whole request.
+    The stream runs as one of the connection's tasks and ends with it.
+    """
+    model: type[Params] = (OutputSubscription if raw.get("type") == "pane.output_matched"
+                           else StatusSubscription)
+    try:
+        sub = model.model_validate(raw)
+    except ValidationError as exc:
+        err = validation_error(exc)
+        raise InvalidParams(f"{field}.{err.field}" if err.field else field,
+                            err.message.split(": ", 1)[-1]) from None
+    mux = call.ctx.mux
+    if isinstance(sub, StatusSubscription):
+        pane = mux.pane(sub.pane_id)
+        body = status_stream(call, tracker_of(call), pane, sub.agent_status)
+    else:
+        assert isinstance(sub, OutputSubscription)
+        pane = mux.pane(sub.pane_id)
+        matcher = line_matcher(sub.match)
+        source: ReadSource = "recent_unwrapped" if sub.source == "recent" else sub.source
+        lines = None if sub.lines is None else min(sub.lines, 1000)
+        body = output_stream(mux, pane, matcher, source, lines)
+    return lambda: start_stream(call, body)
+
+
+StreamBody = Callable[[Subscriber], Any]
+
+
+def start_stream(call: Call, body: StreamBody) -> None:
+    """Stream what ``body`` offers to a private subscriber on the calling connection."""
+    connection = call.connection
+    assert connection is not None
+    out = Subscriber(None)
+    connection.start_stream(out)
+    connection.run_task(body(out))
+
+
+def status_stream(call: Call, tracker: AgentTracker, pane: Pane,
+                  wanted: AgentStatus | None) -> StreamBody:
+    """Status changes of ``pane``; the stream ends when the pane closes. Only a weak
+    reference to the pane is kept, so a subscriber never holds a closed pane in memory."""
+    events = call.ctx.events
+    pane_id, pane_ref = pane.id, weakref.ref(pane)
+
+    async def run(out: Subscriber) -> None:
+        with watching(events) as sub:
+            current = pane_ref()
+            if current is None:
+                return
+            if wanted is not None and tracker.status(current) == wanted:
+                out.offer(Published(events.seq, "pane.agent_status_changed",
+                                status_event(tracker, current)))
+            del current
+            while not out.closed:
+                for event in await sub.next_batch():
+                    # A pane's background tabs are not the herdr family's pane.
+                    if event.data.get("pane_id") != pane_id or event.data.get("shown") is False:
+                        continue
+                    if event.kind == "pane_closed":
+                        return
+                    if event.kind != "pane_agent_status_changed":
+                        continue
+                    if wanted is not None and event.data.get("agent_status") != wanted:
+                        continue
+                    data = {k: v for k, v in event.data.items() if k != "type"}
+                    out.offer(Published(event.seq, "pane.agent_status_changed", data))
+    return run
+
+
+def output_stream(mux: Mux, pane: Pane, matcher: LineFinder, source: ReadSource,
+                  lines: int | None) -> StreamBody:
+    """Edge-triggered matches: an event when the text goes from not matching to matching,
+    re-armed when it stops matching. Woken by the pane's output (paced as waits are)."""
+    async def run(out: Subscriber) -> None:
+        armed = True
+        burst = 0
+        while not out.closed and pane.key in mux.panes:
+            changed = mux.output_signal(pane)
+            read = read_result(pane, source, lines, "text")
+            line = await matcher.find(read["text"])
+            if line is None:
+                armed = True
+            elif armed:
+                armed = False
+                out.offer(Published(0, "pane.output_matched",
+                                {"pane_id": pane.id, "matched_line": line, "read": read}))
+            burst = await next_output(changed, time.monotonic(), burst)
+    return run
