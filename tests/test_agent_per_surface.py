@@ -185,6 +185,26 @@ def test_a_background_agent_finishing_is_done_until_looked_at(api: Api, tabs: Ta
     assert tabs.agent("alphabot")["shown"] is False
 
 
+def test_showing_another_tab_publishes_the_panes_new_status(api: Api, tabs: Tabs) -> None:
+    """``surface.focus`` in the pane that already has focus: the herdr pane now is the
+    other terminal, and its status is published for the pane."""
+    api("pane.focus", {"pane_id": tabs.pane_id})
+    listener = Api(api.server)
+    try:
+        listener("events.subscribe", {"subscriptions": [{"type": "pane.agent_status_changed"}]})
+        api("surface.focus", {"surface_id": tabs.beta_surface})
+        while True:
+            data = listener.event(timeout=WAIT_S)["data"]
+            if "shown" not in data and data["pane_id"] == tabs.pane_id:
+                break
+        assert (data["agent"], data["agent_status"], data["surface_id"]) == (
+            "betabot", "blocked", tabs.beta_surface)
+    finally:
+        listener.close()
+    pane = tabs.pane()
+    assert (pane["agent"], pane["terminal_id"]) == ("betabot", tabs.beta_terminal)
+
+
 def test_pane_scoped_waits_follow_the_shown_terminal(api: Api, tabs: Tabs) -> None:
     """A pane's background tab going idle does not satisfy a wait on the pane."""
     waiter = Api(api.server)

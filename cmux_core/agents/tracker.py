@@ -97,7 +97,14 @@ from cmux_core.agents.record import (
 )
 from cmux_core.errors import CmuxError
 from cmux_core.events import Event, EventHub
-from cmux_core.model.events import PaneClosed, PaneExited, PaneUpdated, WorkspaceClosed
+from cmux_core.model.events import (
+    PaneClosed,
+    PaneCreated,
+    PaneExited,
+    PaneFocused,
+    PaneUpdated,
+    WorkspaceClosed,
+)
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane, Surface, Tab, Workspace
 
@@ -559,8 +566,10 @@ class AgentTracker:
 
     def mark_tab_seen(self, tab: Tab) -> None:
         """The user looked at ``tab``: every ``done`` terminal it shows becomes ``idle``
-        (a pane's background tabs stay ``done``)."""
+        (a pane's background tabs stay ``done``). A pane that now shows another terminal
+        publishes that terminal's status (a focus call may have selected it)."""
         for pane in self.mux.tab_panes(tab):
+            self._shown_changed(pane)
             s = pane.selected
             rec = self.records.get(s.uuid) if s is not None else None
             if s is not None and rec is not None and not rec.seen:
@@ -703,6 +712,8 @@ class AgentTracker:
                 self._shown_changed(event.pane)
             else:
                 self._shown.pop(event.pane.key, None)
+        elif isinstance(event, PaneCreated | PaneFocused):
+            self._shown_changed(event.pane)
         elif isinstance(event, WorkspaceClosed):
             ws_id = event.workspace.id
             self.workspace_metadata.pop(ws_id, None)
@@ -715,7 +726,7 @@ class AgentTracker:
 
     def _shown_changed(self, pane: Pane) -> None:
         """The pane shows another terminal: its herdr-family status is now that one's."""
-        if pane.key not in self.mux.panes:
+        if pane.key not in self.mux.panes or pane.selected is None:
             return
         shown = pane.terminal_surface
         before = self._shown.get(pane.key)
