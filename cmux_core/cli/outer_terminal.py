@@ -4,9 +4,9 @@ modes back however the client ends.
 :class:`TerminalOutput` writes bytes to the terminal's descriptor. A write that fails (the
 terminal closed: ``EIO``, ``EPIPE``) marks the terminal :attr:`~TerminalOutput.gone`, and
 later writes are dropped instead of raising. After a hang-up (:meth:`TerminalOutput.hang_up`,
-called on SIGHUP) writes never wait: a write blocked at that moment is abandoned and each
-later one is a single attempt that takes what the terminal has room for, so a client never
-hangs on a terminal nobody reads.
+called on SIGHUP) writes wait little: a write blocked at that moment is abandoned, and the
+later ones (the client restoring the terminal on its way out) share
+:data:`HANG_UP_GRACE_S` to find room, so a client never hangs on a terminal nobody reads.
 
 :class:`EndSignals` turns SIGTERM, SIGHUP and SIGINT (which no key sends while the terminal
 is in raw mode) into an orderly end: the signal is recorded and ``notify`` is called, and
@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
+import time
 from collections.abc import Callable
 from types import FrameType, TracebackType
 
 END_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+HANG_UP_GRACE_S = 1.0
+"""How long, in all, writes after a hang-up may wait for the terminal to take them."""
 
 
 class TerminalGone(Exception):
@@ -37,11 +41,15 @@ class TerminalOutput:
         self.gone = False
         """A write failed: the terminal is closed and nothing more is written."""
         self.hung_up = False
-        """SIGHUP arrived: writes are single attempts that never wait."""
+        """SIGHUP arrived: writes wait at most until :attr:`_deadline`."""
+        self._deadline = 0.0
         self._writing = False
+        self._cut = False
+        """A write was abandoned part way, perhaps inside an escape sequence."""
 
     def write(self, data: bytes) -> None:
-        """Write all of ``data`` (after a hang-up: what fits at once); never raises."""
+        """Write all of ``data`` (after a hang-up: what the terminal takes before the
+        grace time ends); never raises."""
         if self.gone or not data:
             return
         if self.hung_up:
@@ -52,27 +60,41 @@ class TerminalOutput:
             self._writing = True
             while view:
                 view = view[os.write(self.fd, view):]
-        except (OSError, TerminalGone):
+        except OSError:
             self.gone = True
+        except TerminalGone:
+            self._cut = True
         finally:
             self._writing = False
 
     def hang_up(self) -> None:
         """The terminal hung up (called from the SIGHUP handler): a write waiting for room
-        now is abandoned (raises :class:`TerminalGone` into it) and later ones never wait."""
-        self.hung_up = True
+        now is abandoned (raises :class:`TerminalGone` into it) and later ones wait little."""
+        if not self.hung_up:
+            self.hung_up = True
+            self._deadline = time.monotonic() + HANG_UP_GRACE_S
         if self._writing:
             raise TerminalGone
 
     def _write_now(self, data: bytes) -> None:
+        if self._cut:  # end the sequence it was cut in: CAN cancels one, ST a string
+            self._cut = False
+            data = b"\x18\x1b\\" + data
+        view = memoryview(data)
         try:
             blocking = os.get_blocking(self.fd)
             os.set_blocking(self.fd, False)
             try:
-                os.write(self.fd, data)
+                while view:
+                    try:
+                        view = view[os.write(self.fd, view):]
+                    except BlockingIOError:
+                        left = self._deadline - time.monotonic()
+                        if left <= 0 or not select.select([], [self.fd], [], left)[1]:
+                            raise
             finally:
                 os.set_blocking(self.fd, blocking)
-        except OSError:  # no room (BlockingIOError) or closed: either way it is left
+        except OSError:  # no room in time, or closed: either way it is left
             self.gone = True
 
 
