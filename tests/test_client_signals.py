@@ -453,3 +453,31 @@ def test_ui_has_a_terminal_that_loads_files_draw_leased_frames_from_them(
         painter.close()
     finally:
         term.close()
+
+
+def test_ui_ended_during_a_full_screen_attach_ends_the_attach_first(
+        server: ServerProcess) -> None:
+    pane = pane_of(server)
+    server.call("pane.send_text", {"pane_id": pane, "text": "echo shown-$((6*7))\r"})
+    term = Terminal(server, "ui")
+    try:
+        term.until(lambda: b"q quit" in term.out and b"shown-42" in term.out)
+        mark = len(term.out)
+        term.type(b"\r")  # the full-screen attach takes the terminal
+        term.until(lambda: b"\x1b[22;0t" in term.out[mark:]
+                   and b"shown-42" in term.out[term.out.index(b"\x1b[22;0t", mark):])
+        tasks = Path(f"/proc/{term.proc.pid}/task")  # started from a worker thread
+        (child,) = (int(pid) for task in tasks.iterdir()
+                    for pid in (task / "children").read_text().split())
+        term.proc.send_signal(signal.SIGTERM)
+        assert term.exited() == 128 + signal.SIGTERM
+        tail = term.out[mark:]
+        # The attach gave the terminal back (title popped, main screen), then the ui did.
+        popped = tail.index(b"\x1b[23;0t")
+        assert b"[terminated]" in tail
+        assert tail.rindex(b"\x1b[?1049l") > popped
+        assert not Path(f"/proc/{child}").exists() or \
+            "zombie" in Path(f"/proc/{child}/status").read_text()
+        assert term.restored()
+    finally:
+        term.close()

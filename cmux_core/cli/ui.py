@@ -184,6 +184,8 @@ class Ui:
         self._sidebar_lines: StyleAndTextTuples = []
         self.fragments = Fragments()
         self._finished = False
+        self._child: subprocess.Popen[bytes] | None = None
+        """The full-screen ``cmux attach`` while it runs (Enter)."""
         self.typing = False
         """Keys go to the shown pane (``i``) instead of the sidebar, until ctrl+\\."""
 
@@ -460,7 +462,17 @@ class Ui:
         argv = [sys.executable, "-m", "cmux_core", "attach", self.shown, "--socket", self.path]
         if self.graphics is not None:
             self.graphics.forget()  # drawn again after the next screen
-        await run_in_terminal(lambda: subprocess.call(argv), in_executor=True)
+
+        def attach() -> None:
+            self._child = subprocess.Popen(argv)
+            self._child.wait()
+
+        try:
+            await run_in_terminal(attach, in_executor=True)
+        finally:
+            self._child = None
+        if self.signals is not None and self.signals.received is not None:
+            self._leave(signal_status(self.signals.received))  # it came during the attach
         self.stale.set()
 
     async def _focus(self) -> None:
@@ -502,6 +514,12 @@ class Ui:
     def _on_signal(self, sig: int) -> None:
         """An ending signal arrived: leave as ``q`` does, as soon as the application runs."""
         if self._finished:
+            return
+        child = self._child
+        if child is not None and child.poll() is None:
+            # The full-screen attach has the terminal: it ends first, restoring it, and the
+            # ui leaves after it (see :meth:`_attach`).
+            child.send_signal(sig)
             return
         if self.app.future is None:
             asyncio.get_running_loop().call_later(0.05, self._on_signal, sig)
