@@ -25,7 +25,8 @@ each screen prompt_toolkit draws; leased frames are drawn from their files when 
 terminal loads files.
 
 SIGTERM, SIGHUP and SIGINT end the ui the way ``q`` does (images deleted, modes off, the
-main screen back), exiting with 128 plus the signal's number; everything written to the
+main screen back; during a full-screen attach the signal is passed to it and the ui leaves
+after it), exiting with 128 plus the signal's number; everything written to the
 terminal goes through :class:`~cmux_core.cli.outer_terminal.TerminalOutput`, so a closed or
 hung-up terminal never blocks or breaks the way out.
 """
