@@ -10,8 +10,10 @@ screen that line names.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -414,3 +416,19 @@ def test_the_sidebar_selects_one_tab_of_a_pane() -> None:
                         selected="term_b")
     assert [row_key(r) for r in rows] == ["term_a", "term_b"]
     assert "\x1b[48;5;236m" in lines[2] and "\x1b[48;5;236m" not in lines[1]
+
+
+def test_cmux_hook_reports_for_the_tab_its_surface_id_names(api: Api, tabs: Tabs) -> None:
+    """The real hook program, run with a background tab's environment: its tokens land on
+    that tab's agent, not on the terminal the pane shows."""
+    root = Path(__file__).resolve().parent.parent
+    payload = json.loads((root / "tests" / "data" / "hook_payloads" / "claude"
+                          / "02-UserPromptSubmit.json").read_text())["stdin"]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+           "CMUX_SOCKET_PATH": str(api.server.socket_path), "CMUX_PANE_ID": tabs.pane_id,
+           "CMUX_SURFACE_ID": tabs.beta_surface}
+    done = subprocess.run([str(root / "hooks" / "cmux-hook"), "claude"], input=payload.encode(),
+                          env=env, capture_output=True, timeout=10)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert "prompt" in tabs.agent("betabot").get("tokens", {})
+    assert "prompt" not in tabs.pane().get("tokens", {})
