@@ -185,6 +185,8 @@ def test_a_background_agent_finishing_is_done_until_looked_at(api: Api, tabs: Ta
     finally:
         listener.close()
     assert tabs.agent("alphabot")["shown"] is False
+    # A pane's shown terminal comes first in agent.list, its other tabs after it.
+    assert [row["agent"] for row in api("agent.list")["agents"]] == ["betabot", "alphabot"]
 
 
 def test_showing_another_tab_publishes_the_panes_new_status(api: Api, tabs: Tabs) -> None:

@@ -557,10 +557,15 @@ class AgentTracker:
                                       pres.get("state_labels"), surface=s)
 
     def agent_surfaces(self) -> list[Surface]:
-        """Every agent terminal, shown or in a pane's background tab, in workspace, tab,
-        layout and then the pane's tab order."""
-        return [s for p in self.mux.all_panes() for s in p.surfaces
-                if s.term is not None and self.is_agent(s)]
+        """Every agent terminal, shown or in a pane's background tab, in workspace, tab and
+        layout order; within a pane the terminal it shows first, then its other tabs in tab
+        order."""
+        out: list[Surface] = []
+        for pane in self.mux.all_panes():
+            shown = pane.terminal_surface
+            out.extend(s for s in (shown, *(x for x in pane.surfaces if x is not shown))
+                       if s.term is not None and self.is_agent(s))
+        return out
 
     # -- seen / done ----------------------------------------------------------------------
 
