@@ -105,7 +105,7 @@ def test_wire_data_is_fixed_when_the_event_is_published() -> None:
         assert closed["workspace"]["pane_count"] == 1
         assert closed["workspace"]["tab_count"] == 1
         assert closed["workspace"]["agent_status"] == "working"
-        assert first.key not in tracker.records
+        assert first.surface.uuid not in tracker.records
         seqs = [p.seq for p in sub.queue]
         assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
     run(body)
