@@ -101,7 +101,10 @@ class Tabs:
         self.pane_uuid = pane["uuid"]
         self.alpha_surface = pane["surface_id"]
         self.alpha_terminal = pane["terminal_id"]
+        self.beta_dir = tmp_path / "beta"
+        self.beta_dir.mkdir()
         created = api("surface.create", {"pane_id": self.pane_id,
+                                         "working_directory": str(self.beta_dir),
                                          "command": shlex.join(agent_argv(beta))})
         self.beta_surface = created["surface_id"]
         wait_agent(api, self.pane_id, "alphabot", "working", timeout=WAIT_S)
@@ -139,6 +142,8 @@ def test_two_tabs_of_one_pane_have_their_own_agents(api: Api, tabs: Tabs) -> Non
     assert beta["agent_status"] == "blocked" and beta["shown"] is False
     assert (beta["pane_id"], beta["surface_id"]) == (tabs.pane_id, tabs.beta_surface)
     assert beta["terminal_id"] != tabs.alpha_terminal and beta["focused"] is False
+    assert beta["cwd"] == beta["foreground_cwd"] == str(tabs.beta_dir), "its own directory"
+    assert alpha.get("foreground_cwd") != str(tabs.beta_dir)
     assert api("agent.get", {"target": tabs.beta_surface})["agent"]["agent"] == "betabot"
     assert api("agent.get", {"target": tabs.beta_terminal})["agent"]["agent"] == "betabot"
     assert api("agent.get", {"target": tabs.pane_id})["agent"]["agent"] == "alphabot"

@@ -113,10 +113,11 @@ def terminal_info(mux: Mux, agents: AgentTracker, surface: Surface) -> Wire:
         "revision": pane.title_revision,
         **pane_agent_fields(agents, surface),
     }
-    cwd = mux.pane_cwd(pane)
+    # A background tab's own directories: where it started, where its program is now.
+    cwd = mux.pane_cwd(pane) if shown else surface.launch_cwd
     if cwd:
         info["cwd"] = cwd
-    fg_cwd = mux.foreground_cwd(pane) if not term.exited else None
+    fg_cwd = mux.foreground_cwd(term) if not term.exited else None
     if fg_cwd:
         info["foreground_cwd"] = fg_cwd
     if pane.label:

@@ -707,8 +707,9 @@ class Mux:
     def pane_cwd(self, pane: Pane) -> str | None:
         return pane.cwd or pane.terminal_surface.launch_cwd
 
-    def foreground_cwd(self, pane: Pane) -> str | None:
-        pgid = pane.terminal.foreground_pgid()
+    def foreground_cwd(self, term: Terminal) -> str | None:
+        """Where ``term``'s foreground program works now (None when it cannot be read)."""
+        pgid = term.foreground_pgid()
         if pgid is None:
             return None
         return procfs.cwd(pgid)
