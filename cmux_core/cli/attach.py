@@ -6,7 +6,11 @@ writes them out; keys, pastes and mouse reports go to the pane as they were type
 (the modes the program switched on are set on this terminal, so it sends what the program
 expects). The detach key (``ctrl+\\`` unless ``--detach-key`` or ``$CMUX_DETACH_KEY``
 says otherwise) ends the session and leaves the pane running. On the way out the
-terminal gets back its screen, modes, cursor and title.
+terminal gets back its screen, modes, cursor and title: also when the pane or the server
+goes away and when SIGTERM, SIGHUP or SIGINT ends the client (exit status 128 plus the
+signal's number). Everything is written through
+:class:`~cmux_core.cli.outer_terminal.TerminalOutput`, so a terminal that closed or hung up
+never blocks or breaks the way out.
 
 With no server at the socket, one is started in the background first (its log goes to
 ``cmux-serve.log`` beside the socket) and its first pane attached.
