@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from cmux_core.cli.kitty import QUERY
+from cmux_core.cli.ui_pane import switch_keyboard
 from cmux_core.client import Client
 from cmux_core.errors import CmuxError
 from cmux_core.testing import ServerProcess, start_server, wait_until
@@ -481,3 +482,10 @@ def test_ui_ended_during_a_full_screen_attach_ends_the_attach_first(
         assert term.restored()
     finally:
         term.close()
+
+
+def test_keyboard_modes_are_pushed_changed_in_place_and_popped() -> None:
+    assert switch_keyboard((True, 1), (False, 0)) == b"\x1b[?1004h\x1b[>1u"
+    assert switch_keyboard((True, 3), (True, 1)) == b"\x1b[=3;1u"
+    assert switch_keyboard((False, 0), (True, 3)) == b"\x1b[?1004l\x1b[<u"
+    assert switch_keyboard((True, 0), (True, 0)) == b""
