@@ -33,6 +33,7 @@ from fake_agent import (
     write_manifests,
 )
 
+from cmux_core.cli.agent import show_agents
 from cmux_core.cli.sidebar import DEFAULT_COLUMNS, Board, columns_from, render_rows, row_key
 from cmux_core.config import session_file
 from cmux_core.testing import ServerProcess, start_server, wait_until
@@ -439,3 +440,11 @@ def test_cmux_hook_reports_for_the_tab_its_surface_id_names(api: Api, tabs: Tabs
     assert (done.returncode, done.stderr) == (0, b"")
     assert "prompt" in tabs.agent("betabot").get("tokens", {})
     assert "prompt" not in tabs.pane().get("tokens", {})
+
+
+def test_agent_list_on_the_command_line_marks_background_tabs(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    row = {"agent_status": "blocked", "pane_id": "w1:p1", "agent": "betabot"}
+    show_agents({"agents": [row, {**row, "agent": "gammabot", "shown": False}]})
+    lines = capsys.readouterr().out.splitlines()
+    assert "(tab)" not in lines[1] and lines[2].split()[-2:] == ["w1:p1", "(tab)"]

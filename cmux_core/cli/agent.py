@@ -69,7 +69,7 @@ def show_agents(r: Result) -> None:
         ("STATUS", lambda a: a["agent_status"]),
         ("FOR", lambda a: since(a.get("status_changed_at"))),
         ("BY", provenance),
-        ("PANE", lambda a: a["pane_id"]),
+        ("PANE", lambda a: a["pane_id"] + (" (tab)" if a.get("shown") is False else "")),
         ("TITLE", lambda a: a.get("title") or a.get("terminal_title_stripped")),
     ])
 
