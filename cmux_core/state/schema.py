@@ -13,7 +13,8 @@ would otherwise drop on its next save, which is why it is a new version (a versi
 server sets such a file aside instead of saving over it): the old ids of moved panes
 (``aliases``), the id counters, metadata tokens of panes and workspaces, notifications,
 surfaces' unread flags, the titles their programs set, the commands as their creators
-gave them, and workspaces' proposed titles and last submitted prompts. A version 1 file is read as a
+gave them, the agents and tokens of terminals a pane did not show, and workspaces'
+proposed titles and last submitted prompts. A version 1 file is read as a
 version 2 file that holds none of these.
 """
 
