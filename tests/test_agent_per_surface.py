@@ -161,6 +161,10 @@ def test_two_tabs_of_one_pane_have_their_own_agents(api: Api, tabs: Tabs) -> Non
     own = {row["id"]: row for row in api("pane.surfaces", {"pane_id": tabs.pane_id})
            ["surfaces"]}
     assert own[tabs.beta_surface]["agent_status"] == "blocked"
+    tree = {row["id"]: row for window in api("system.tree")["windows"]
+            for ws in window["workspaces"] for pane in ws["panes"] for row in pane["surfaces"]}
+    assert (tree[tabs.beta_surface]["agent"], tree[tabs.alpha_surface]["agent"]) == (
+        "betabot", "alphabot")
 
 
 def test_a_background_agent_finishing_is_done_until_looked_at(api: Api, tabs: Tabs) -> None:
