@@ -254,8 +254,9 @@ def test_help_runs_as_a_command() -> None:
 
 
 def test_cli_modules_import_as_a_tree() -> None:
-    """main imports the group modules, they import common (and the kitty graphics helper),
-    the helpers none of them; no import of ours hides inside a function."""
+    """main imports the group modules, they import common (and the shared helpers: kitty
+    graphics, the outer terminal), the helpers none of them; no import of ours hides inside
+    a function."""
     cli = Path(__file__).resolve().parents[1] / "cmux_core" / "cli"
     imports: dict[str, set[str]] = {}
     for path in sorted(cli.glob("*.py")):
@@ -268,11 +269,18 @@ def test_cli_modules_import_as_a_tree() -> None:
                and node.module.startswith("cmux_core.cli.")}
         assert found == top, f"{path.name} imports {found - top} inside a function"
         imports[path.stem] = found
-    helpers = {"common", "kitty"}  # shared by the groups; they import no module of cli
-    groups = set(imports) - {"main", "__init__"} - helpers
+    # Helpers are shared by the groups and import no module of cli; a part (``ui_pane``)
+    # is a piece of one group (``ui``), imported by that group alone.
+    helpers = {"common", "kitty", "outer_terminal"}
+    parts = {"ui_pane": "ui"}
+    groups = set(imports) - {"main", "__init__"} - helpers - set(parts)
     for helper in helpers | {"__init__"}:
         assert imports[helper] == set(), f"{helper} imports {imports[helper]}"
+    for part, owner in parts.items():
+        assert imports[part] <= helpers, f"{part} imports {imports[part]}"
+        assert {m for m, found in imports.items() if part in found} == {owner}
     for group in groups:
-        assert "common" in imports[group] and imports[group] <= helpers, \
+        own = {part for part, owner in parts.items() if owner == group}
+        assert "common" in imports[group] and imports[group] <= helpers | own, \
             f"{group} imports {imports[group]}"
     assert imports["main"] == groups | {"common"}
