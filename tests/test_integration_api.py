@@ -77,7 +77,7 @@ PLUGIN = textwrap.dedent('''
                  status=broken_status)
         register("droid", install=bad_install, uninstall=bad_install,
                  status=lambda: {"installed": "yes"})
-        register("copilot", install=crashing_install, uninstall=plain_install,
+        register("kimi", install=crashing_install, uninstall=plain_install,
                  status=lambda: {"installed": False})
 ''')
 
@@ -196,9 +196,9 @@ def test_errors(api: Api) -> None:
     assert api("integration.install", {"target": "devin"})["messages"] == ["did it"]
     bad = api.error("integration.uninstall", {"target": "droid"})
     assert bad["code"] == "integration_uninstall_failed" and "dict" in bad["message"]
-    assert api("integration.install", {"target": "copilot", "dry_run": True})["messages"] == [
+    assert api("integration.install", {"target": "kimi", "dry_run": True})["messages"] == [
         "would do it"]
-    crash = api.error("integration.install", {"target": "copilot"})
+    crash = api.error("integration.install", {"target": "kimi"})
     assert crash["code"] == "integration_install_failed"
     assert "install exploded" in crash["message"] and crash["data"]["cause"] == "plugin_failed"
     faults = api("plugin.list", {"plugin_id": "acme"})["plugins"][0]["errors"]
