@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from cmux_core.cli.common import AddCommon
-from cmux_core.cli.kitty import KittyLayers, probe
+from cmux_core.cli.kitty import AreaLayers, probe
 from cmux_core.cli.outer_terminal import EndSignals, TerminalOutput, signal_status
 from cmux_core.client import Client
 from cmux_core.config import socket_path
@@ -70,9 +70,10 @@ class TerminalRenderer:
     """Everything this client writes to its terminal goes through here.
 
     :meth:`open` saves the title and switches to the alternate screen; :meth:`screen`
-    writes a frame of terminal bytes the server painted; :meth:`close` restores modes,
-    cursor shape and visibility, the main screen and the title. One writer, so a later
-    layer (images drawn over the pane) has one place to hook in.
+    writes a frame of terminal bytes the server painted; :meth:`graphics` draws the pane's
+    image layers over it, cropped to the terminal and placed again on :meth:`resize`;
+    :meth:`close` deletes the images and restores modes, cursor shape and visibility, the
+    main screen and the title.
     """
 
     OPEN = b"\x1b[22;0t\x1b[?1049h\x1b[H\x1b[2J"
@@ -80,29 +81,46 @@ class TerminalRenderer:
              b"\x1b[?1003l\x1b[?1006l\x1b[=0;1u\x1b[0 q\x1b[?25h\x1b[?7h\x1b[0m"
              b"\x1b[?1049l\x1b[23;0t")
 
-    def __init__(self, out: TerminalOutput) -> None:
+    def __init__(self, out: TerminalOutput, columns: int, lines: int) -> None:
         self.out = out
         self.is_open = False
-        self.kitty: KittyLayers | None = None
+        self.kitty: AreaLayers | None = None
         """Draws the pane's graphics layers, when the terminal can (see :func:`start_graphics`)."""
+        self.area = (0, 0, columns, lines)
+        """The terminal's cells, the pane's top-left first: layers are cropped to them."""
 
     def open(self) -> None:
-        self._write(self.OPEN)
+        self.write(self.OPEN)
         self.is_open = True
 
     def screen(self, data: bytes) -> None:
-        self._write(data)
-        if self.kitty is not None and b"\x1b[2J" in data:
-            self.kitty.screen_cleared()
+        self.write(data)
+        if self.kitty is not None:
+            if b"\x1b[2J" in data:
+                self.kitty.erased()
+            self.kitty.draw(self.area)
+
+    def graphics(self, header: dict[str, Any], payload: bytes) -> None:
+        """Draw a ``graphics`` frame's layer, or remove a ``graphics_clear`` frame's."""
+        if self.kitty is not None:
+            self.kitty.frame(header, payload)
+            self.kitty.draw(self.area)
+
+    def resize(self, columns: int, lines: int) -> None:
+        """The terminal has ``columns`` by ``lines`` cells now: layers are placed again,
+        cropped to them."""
+        self.area = (0, 0, columns, lines)
+        if self.kitty is not None:
+            self.kitty.draw(self.area)
 
     def close(self) -> None:
         if self.is_open:
             self.is_open = False
             if self.kitty is not None:
-                self.kitty.close()
-            self._write(self.CLOSE)
+                self.kitty.forget()
+            self.write(self.CLOSE)
 
-    def _write(self, data: bytes) -> None:
+    def write(self, data: bytes) -> None:
         self.out.write(data)
 
 
@@ -293,6 +311,7 @@ class AttachClient:
                         if resized[0] and self.signals.received is None:
                             resized[0] = False
                             columns, lines = terminal_size(self.in_fd)
+                            self.renderer.resize(columns, lines)
                             self._send(_request("attach.resize", {
                                 "columns": columns, "lines": lines}))
                     if self.renderer.out.gone:
@@ -318,8 +337,7 @@ class AttachClient:
             elif kind == "end":
                 self.reason = str(header.get("reason", "ended"))
             elif kind in ("graphics", "graphics_clear"):
-                if self.renderer.kitty is not None:
-                    self.renderer.kitty.frame(header, payload)
+                self.renderer.graphics(header, payload)
             elif header.get("id") == GRAPHICS_REQUEST:
                 pass  # graphics off on the server: the pane is shown without them
             elif header.get("ok") is False:
@@ -347,7 +365,7 @@ def start_graphics(sock: socket.socket, renderer: TerminalRenderer, in_fd: int,
     typed during the query, for the pane."""
     found = probe(in_fd, out_fd)
     if found.graphics and found.cell is not None:
-        renderer.kitty = KittyLayers(renderer.screen)
+        renderer.kitty = AreaLayers(renderer.write, found.cell, one_step=True)
         sock.sendall(json.dumps({"id": GRAPHICS_REQUEST, "method": "attach.graphics", "params": {
             "cell_width_px": found.cell[0], "cell_height_px": found.cell[1],
             "file_frames": found.files}}).encode() + b"\n")
@@ -375,7 +393,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
                                "read_only": args.read_only, "resize": not args.no_resize})
         sock, pending = c.take_connection()
     out = TerminalOutput(sys.stdout.fileno())
-    renderer = TerminalRenderer(out)
+    renderer = TerminalRenderer(out, columns, lines)
     session = AttachClient(sock, pending, renderer, in_fd, detach=detach,
                            read_only=args.read_only)
     try:

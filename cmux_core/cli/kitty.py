@@ -4,16 +4,14 @@
 that is never stored), whether it loads images from files (the same query with the pixel in
 a file, ``t=f``) and for its cell size, with a primary device attributes request behind
 them: every terminal answers that one, so one that ignores the graphics query is
-known at once instead of after the timeout. :class:`KittyLayers` turns the server's
-``graphics`` and ``graphics_clear`` frames (see docs/graphics.md) into APC sequences: one
-image id per layer, each new image replacing the last, placed at the layer's cell over the
-pane with the cursor put back where it was, and every image deleted on :meth:`close`. A
-frame that comes as a ``path`` (one the server leased from a file) is sent as that path
-(``t=f``): the terminal reads the file.
-:func:`store`, :func:`place` and :func:`hide` are the same images in two steps, for a
-client that moves them around often: the data is sent once, each move is a few bytes;
-:class:`AreaLayers` uses them to draw a pane's layers over an area of a screen drawn by
-someone else (``cmux ui``'s pane area), cropped to it (:func:`fit`). Responses are
+known at once instead of after the timeout. :func:`transmit` sends a ``graphics`` frame's
+image and shows it in one sequence; :func:`store`, :func:`place` and :func:`hide` are the
+same in steps: the data is sent once, each move is a few bytes. A frame that comes as a
+``path`` (one the server leased from a file) is sent as that path (``t=f``): the terminal
+reads the file. :class:`AreaLayers` turns the server's ``graphics`` and ``graphics_clear``
+frames (see docs/graphics.md) into these sequences, one image id per layer, each drawn at
+its placement over an area of the screen (``cmux ui``'s pane area, ``cmux attach``'s whole
+terminal) and cropped to it (:func:`fit`). Responses are
 suppressed (``q=2``) so the terminal never types replies into the pane.
 """
 
@@ -125,20 +123,46 @@ def _apc(control: str, payload: bytes = b"") -> bytes:
     return b"\x1b_G" + control.encode() + (b";" + payload if payload else b"") + b"\x1b\\"
 
 
-def transmit(image_id: int, header: dict[str, Any], data: bytes) -> bytes:
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a stored image is shown: its top-left cell on the screen (zero-based), the
+    cells it is scaled to (0: its own size) and the part of it shown, in pixels
+    (``source`` ``(x, y, width, height)``; None: all of it)."""
+
+    row: int
+    col: int
+    cols: int = 0
+    rows: int = 0
+    source: tuple[int, int, int, int] | None = None
+
+
+TOP_LEFT = Placement(0, 0)
+
+
+def transmit(image_id: int, header: dict[str, Any], data: bytes,
+             where: Placement = TOP_LEFT) -> bytes:
     """Sequences that show ``data`` (a ``graphics`` frame's image) as image ``image_id``
-    at the frame's placement, replacing what that id showed; the cursor is saved and
+    at ``where`` (see :func:`fit`), replacing what that id showed; the cursor is saved and
     restored around them."""
-    place = header.get("placement") or {}
-    row = max(0, int(place.get("viewport_row", 0)))
-    col = max(0, int(place.get("viewport_col", 0)))
-    control = f"a=T,q=2,C=1,i={image_id},p=1"
-    if int(place.get("grid_cols", 0)):
-        control += f",c={int(place['grid_cols'])}"
-    if int(place.get("grid_rows", 0)):
-        control += f",r={int(place['grid_rows'])}"
-    return (b"\x1b7" + f"\x1b[{row + 1};{col + 1}H".encode()
-            + _image(control, header, data) + b"\x1b8")
+    return _at(where, _image(f"a=T,q=2,C=1,i={image_id},p=1" + _shown(where), header, data))
+
+
+def _shown(where: Placement) -> str:
+    """The placement keys for ``where``'s size in cells and part of the image."""
+    control = ""
+    if where.cols:
+        control += f",c={where.cols}"
+    if where.rows:
+        control += f",r={where.rows}"
+    if where.source is not None:
+        x, y, w, h = where.source
+        control += f",x={x},y={y},w={w},h={h}"
+    return control
+
+
+def _at(where: Placement, sequences: bytes) -> bytes:
+    """``sequences`` written with the cursor at ``where``'s cell, then put back."""
+    return b"\x1b7" + f"\x1b[{where.row + 1};{where.col + 1}H".encode() + sequences + b"\x1b8"
 
 
 def _image(control: str, header: dict[str, Any], data: bytes) -> bytes:
@@ -171,32 +195,10 @@ def store(image_id: int, header: dict[str, Any], data: bytes) -> bytes:
     return _image(f"a=t,q=2,i={image_id}", header, data)
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
-    """Where a stored image is shown: its top-left cell on the screen (zero-based), the
-    cells it is scaled to (0: its own size) and the part of it shown, in pixels
-    (``source`` ``(x, y, width, height)``; None: all of it)."""
-
-    row: int
-    col: int
-    cols: int = 0
-    rows: int = 0
-    source: tuple[int, int, int, int] | None = None
-
-
 def place(image_id: int, where: Placement) -> bytes:
     """The sequences that show stored image ``image_id`` at ``where`` (its one placement,
     moved there if it was shown elsewhere), the cursor saved and restored around them."""
-    control = f"a=p,q=2,C=1,i={image_id},p=1"
-    if where.cols:
-        control += f",c={where.cols}"
-    if where.rows:
-        control += f",r={where.rows}"
-    if where.source is not None:
-        x, y, w, h = where.source
-        control += f",x={x},y={y},w={w},h={h}"
-    return (b"\x1b7" + f"\x1b[{where.row + 1};{where.col + 1}H".encode()
-            + _apc(control) + b"\x1b8")
+    return _at(where, _apc(f"a=p,q=2,C=1,i={image_id},p=1" + _shown(where)))
 
 
 def fit(header: dict[str, Any], cell: tuple[int, int], area: tuple[int, int, int, int]
@@ -243,51 +245,24 @@ def delete(image_id: int) -> bytes:
     return _apc(f"a=d,d=I,i={image_id},q=2")
 
 
-class KittyLayers:
-    """The pane's layers as kitty images, written through ``write``."""
-
-    def __init__(self, write: Callable[[bytes], None]) -> None:
-        self.write = write
-        self._ids: dict[str, int] = {}
-        self._shown: dict[str, tuple[dict[str, Any], bytes]] = {}
-
-    def frame(self, header: dict[str, Any], payload: bytes) -> None:
-        """Draw a ``graphics`` frame or remove a layer for a ``graphics_clear`` one."""
-        layer = str(header.get("layer_id"))
-        if header.get("frame") == "graphics":
-            image_id = self._ids.setdefault(layer, FIRST_ID + len(self._ids))
-            self._shown[layer] = (header, payload)
-            self.write(transmit(image_id, header, payload))
-        elif header.get("frame") == "graphics_clear" and layer in self._shown:
-            del self._shown[layer]
-            self.write(delete(self._ids[layer]))
-
-    def screen_cleared(self) -> None:
-        """The screen was erased: draw every layer again (terminals may drop images then)."""
-        for layer, (header, payload) in self._shown.items():
-            self.write(transmit(self._ids[layer], header, payload))
-
-    def close(self) -> None:
-        """Delete every image this client drew."""
-        for layer in list(self._shown):
-            self.write(delete(self._ids[layer]))
-        self._shown.clear()
-
-
 class AreaLayers:
-    """A pane's layers as kitty images over an area of a screen someone else draws
-    (``cmux ui``'s pane area), written through ``write``.
+    """A pane's layers as kitty images over an area of the screen (``cmux ui``'s pane
+    area, or the whole terminal under ``cmux attach``), written through ``write``.
 
     :meth:`frame` takes the server's ``graphics``/``graphics_clear`` frames; :meth:`draw`,
     called after each screen is drawn, sends what changed: a layer's image once per new
     image (:func:`store`), then its placement over the area, cropped to it (:func:`fit`),
     again only when the area or the placement moved; a layer wholly outside the area is
-    hidden. :meth:`forget` deletes every image.
+    hidden. With ``one_step``, a new image that shows is sent and placed in one sequence
+    (:func:`transmit`), which suits a client whose layers rarely move. :meth:`forget`
+    deletes every image.
     """
 
-    def __init__(self, write: Callable[[bytes], None], cell: tuple[int, int]) -> None:
+    def __init__(self, write: Callable[[bytes], None], cell: tuple[int, int], *,
+                 one_step: bool = False) -> None:
         self.write = write
         self.cell = cell
+        self.one_step = one_step
         self._layers: dict[str, tuple[dict[str, Any], bytes]] = {}
         self._ids: dict[str, int] = {}
         self._stored: set[str] = set()
@@ -314,11 +289,15 @@ class AreaLayers:
         self._gone.clear()
         for layer, (header, payload) in self._layers.items():
             image_id = self._ids[layer]
-            if layer not in self._stored:
-                out.append(store(image_id, header, payload))
-                self._stored.add(layer)
-                self._placed.pop(layer, None)
             where = None if area is None else fit(header, self.cell, area)
+            if layer not in self._stored:
+                self._stored.add(layer)
+                if self.one_step and where is not None:
+                    out.append(transmit(image_id, header, payload, where))
+                    self._placed[layer] = where
+                    continue
+                out.append(store(image_id, header, payload))
+                self._placed.pop(layer, None)
             if layer in self._placed and self._placed[layer] == where:
                 continue
             if where is not None:
@@ -328,6 +307,12 @@ class AreaLayers:
             self._placed[layer] = where
         if out:
             self.write(b"".join(out))
+
+    def erased(self) -> None:
+        """The screen was erased (terminals may drop images then): the next :meth:`draw`
+        sends every image again."""
+        self._stored.clear()
+        self._placed.clear()
 
     def forget(self) -> None:
         """Delete every image from the terminal (the ui leaves the screen); the layers are
