@@ -237,6 +237,90 @@ def test_clear_authority_follows_seed_004() -> None:
     run(body)
 
 
+def test_a_blocked_the_screen_overrode_is_spent() -> None:
+    async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
+        t.set_detected(pane, "claude")  # acme:claude: the default 30 s blocked TTL
+        t.publish_screen(pane, screen(WORKING))
+        t.report_agent(pane, source="acme:claude", agent="claude", state="blocked")
+        assert t.status(pane) == "blocked" and source_of(mux, t, pane) == "hook"
+        # "No" at the dialog: no hook runs, the idle prompt comes back and wins.
+        t.publish_screen(pane, screen(IDLE))
+        assert t.status(pane) == "idle" and source_of(mux, t, pane) == "screen"
+        # Later screens no rule explains (a command menu, an unknown classification) are
+        # judged on their own: the spent report never speaks again.
+        t.publish_screen(pane, screen(NO_RULE))
+        assert t.status(pane) == "idle" and source_of(mux, t, pane) == "screen"
+        t.publish_screen(pane, ScreenReport("unknown"))
+        assert t.status(pane) == "unknown" and source_of(mux, t, pane) == "screen"
+        # Identified afresh (the screen report dropped): still not the hook's blocked.
+        t.set_detected(pane, None)
+        t.set_detected(pane, "claude")
+        assert t.status(pane) == "unknown"
+        # The next report speaks again.
+        t.report_agent(pane, source="acme:claude", agent="claude", state="blocked")
+        assert t.status(pane) == "blocked" and source_of(mux, t, pane) == "hook"
+    run(body)
+
+
+def test_the_agent_exiting_after_an_overridden_blocked_reads_idle() -> None:
+    async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
+        t.set_detected(pane, "claude")
+        t.publish_screen(pane, screen(WORKING))
+        t.report_agent(pane, source="acme:claude", agent="claude", state="blocked")
+        t.publish_screen(pane, screen(IDLE))
+        assert t.status(pane) == "idle"
+        # The agent's goodbye (no rule), its process exiting, identification letting go.
+        t.publish_screen(pane, ScreenReport("unknown"))
+        assert t.status(pane) != "blocked"
+        t.publish_screen(pane, ScreenReport("idle", visible_idle=True, process_exited=True))
+        assert t.status(pane) == "idle" and source_of(mux, t, pane) == "process_exit"
+        t.set_detected(pane, None)
+        assert t.status(pane) != "blocked" and t.record(pane).authority is None
+    run(body)
+
+
+def test_a_working_the_screen_overrode_is_spent() -> None:
+    async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
+        t.set_detected(pane, "toybot")
+        t.publish_screen(pane, screen(IDLE))
+        t.report_agent(pane, source="acme:toybot", agent="toybot", state="working")
+        # Interrupted, no hook ran: the idle prompt wins once the window is over ...
+        await async_wait_until(lambda: t.status(pane) == "idle", timeout=5)
+        # ... and a screen no rule explains after it (the user typing a command) shows
+        # what the user sees, not the hook's working.
+        t.publish_screen(pane, ScreenReport("unknown"))
+        assert t.status(pane) == "unknown" and source_of(mux, t, pane) == "screen"
+        t.publish_screen(pane, screen(NO_RULE))
+        assert t.status(pane) == "idle" and source_of(mux, t, pane) == "screen"
+        t.report_agent(pane, source="acme:toybot", agent="toybot", state="working")
+        assert t.status(pane) == "working" and source_of(mux, t, pane) == "hook"
+    run(body)
+
+
+def test_an_idle_the_screen_overrode_is_spent() -> None:
+    async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
+        t.set_detected(pane, "toybot")
+        t.report_agent(pane, source="acme:toybot", agent="toybot", state="idle")
+        t.publish_screen(pane, screen(WORKING))
+        assert t.status(pane) == "working"
+        t.publish_screen(pane, ScreenReport("unknown"))
+        assert t.status(pane) == "unknown" and source_of(mux, t, pane) == "screen"
+    run(body)
+
+
+def test_a_dialog_does_not_spend_the_report() -> None:
+    async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
+        t.set_detected(pane, "claude")
+        t.report_agent(pane, source="acme:claude", agent="claude", state="working")
+        t.publish_screen(pane, screen(DIALOG))
+        assert t.status(pane) == "blocked"
+        # Approved: the dialog is gone, the work goes on; a screen no rule explains does
+        # not end the hook's working.
+        t.publish_screen(pane, screen(NO_RULE))
+        assert t.status(pane) == "working" and source_of(mux, t, pane) == "hook"
+    run(body)
+
+
 # -- through a real server ---------------------------------------------------------------------
 
 AGENT_SCRIPT = screens_program({

@@ -24,7 +24,13 @@ hooks and screen together (:func:`shared_state`):
   (the dialog was answered and no hook said so);
 * a reported ``idle`` holds unless the screen, classified after the report, shows the agent
   working by a rule;
-* past a report's deadline its state no longer counts and the screen decides.
+* past a report's deadline its state no longer counts and the screen decides;
+* a report the screen overrode by its own evidence (the ``working``, ``blocked`` and
+  ``idle`` rules above; not the dialog's, which holds only while the dialog is visible) is
+  spent: it never speaks again, and every later screen is judged on its own until the next
+  report. A ``blocked`` the user answered ``no`` to, or a ``working`` an interrupt ended,
+  does not come back when the screen next shows something no rule explains (a menu, the
+  agent's goodbye) or when the agent is identified afresh.
 """
 
 from __future__ import annotations
@@ -142,28 +148,40 @@ class HookAuthority:
     reported_at: float = field(default_factory=time.monotonic)
     session: SessionRef | None = None
     expires_at: float | None = None
+    spent: bool = False
+    """``shared`` only: the screen overrode this report (:attr:`Decision.spends_report`),
+    so its state no longer counts. The tracker sets it; a new report starts unspent."""
 
 
 @dataclass(frozen=True, slots=True)
 class SharedVerdict:
-    """The state a shared authority yields, who decided it, and when to look again."""
+    """The state a shared authority yields, who decided it, and when to look again.
+
+    ``overrides``: the screen's evidence overrode the report, which is thereby spent.
+    """
 
     state: State
     from_screen: bool
     recheck_at: float | None = None
+    overrides: bool = False
 
 
 def shared_state(reported: State, reported_at: float, expires_at: float | None,
-                 screen: ScreenReport | None, now: float) -> SharedVerdict:
+                 screen: ScreenReport | None, now: float, *, spent: bool = False
+                 ) -> SharedVerdict:
     """Arbitrate a ``shared`` authority's ``reported`` state against ``screen`` at ``now``.
 
-    Times are monotonic seconds; ``expires_at`` is the report's deadline (None: none).
-    ``recheck_at`` is when the answer may change without a new signal (a confirmation
-    window or a deadline ending), for the caller's timer.
+    Times are monotonic seconds; ``expires_at`` is the report's deadline (None: none);
+    ``spent``: the screen already overrode this report. ``recheck_at`` is when the answer
+    may change without a new signal (a confirmation window or a deadline ending), for the
+    caller's timer.
     """
-    def from_screen() -> SharedVerdict:
-        return SharedVerdict(screen.state if screen is not None else "unknown", True)
+    def from_screen(overrides: bool = False) -> SharedVerdict:
+        return SharedVerdict(screen.state if screen is not None else "unknown", True,
+                             overrides=overrides)
 
+    if spent:
+        return from_screen()
     if screen is not None and screen.state == "blocked" and screen.visible_blocker:
         return from_screen()
     if expires_at is not None and now >= expires_at:
@@ -173,14 +191,14 @@ def shared_state(reported: State, reported_at: float, expires_at: float | None,
         confirm_at = reported_at + SHARED_CONFIRM_S
         if screen is not None and screen.state == "idle" and screen.has_evidence:
             if now >= confirm_at:
-                return from_screen()
+                return from_screen(overrides=True)
             return SharedVerdict("working", False, _earliest(confirm_at, expires_at))
     elif reported == "blocked":
         if fresh and screen is not None and screen.state in ("idle", "working"):
-            return from_screen()
+            return from_screen(overrides=True)
     elif reported == "idle":
         if fresh and screen is not None and screen.state == "working":
-            return from_screen()
+            return from_screen(overrides=True)
     elif reported == "unknown" and screen is not None:
         return from_screen()
     return SharedVerdict(reported, False, expires_at)
@@ -189,12 +207,14 @@ def shared_state(reported: State, reported_at: float, expires_at: float | None,
 @dataclass(frozen=True, slots=True)
 class Decision:
     """A pane's effective state, who set it (the source or matched rule in ``detail``), and
-    when it may change without a new signal."""
+    when it may change without a new signal. ``spends_report``: the screen overrode the
+    ``shared`` report, which the caller marks :attr:`HookAuthority.spent`."""
 
     state: State
     source: Literal["hook", "screen", "none"]
     detail: str | None = None
     recheck_at: float | None = None
+    spends_report: bool = False
 
 
 def hook_speaks(auth: HookAuthority, detected: str | None, exited_agent: str | None) -> bool:
@@ -207,17 +227,18 @@ def decide(auth: HookAuthority | None, screen: ScreenReport | None, detected: st
     """The effective state of a pane whose hook authority is ``auth`` and whose latest
     screen classification is ``screen`` (``detected``: the agent process identified, if
     any; ``exited_agent``: the one that just exited). Times are monotonic seconds."""
-    def by_screen(recheck: float | None = None) -> Decision:
+    def by_screen(recheck: float | None = None, spends: bool = False) -> Decision:
         if screen is None:
-            return Decision("unknown", "none", None, recheck)
-        return Decision(screen.state, "screen", screen.matched_rule, recheck)
+            return Decision("unknown", "none", None, recheck, spends)
+        return Decision(screen.state, "screen", screen.matched_rule, recheck, spends)
 
     if auth is None:
         return by_screen()
     if auth.kind == "shared":
-        verdict = shared_state(auth.state, auth.reported_at, auth.expires_at, screen, now)
+        verdict = shared_state(auth.state, auth.reported_at, auth.expires_at, screen, now,
+                               spent=auth.spent)
         if verdict.from_screen:
-            return by_screen(verdict.recheck_at)
+            return by_screen(verdict.recheck_at, verdict.overrides)
         return Decision(verdict.state, "hook", auth.source, verdict.recheck_at)
     if auth.expires_at is not None and now >= auth.expires_at:
         return by_screen()
