@@ -42,6 +42,7 @@ EVENT_KINDS = (
     "pane_output_changed", "pane_title_changed", "pane_cwd_changed", "pane_progress_changed",
     "pane_notification", "plugin_loaded", "plugin_unloaded", "plugin_error",
     "server_manifests_reloaded", "agent_view_changed",
+    "surface_agent_detected", "surface_agent_status_changed",
 )
 """Every generic event kind; subscribe with the dotted form (``pane.created``)."""
 

@@ -1,5 +1,12 @@
 """The events the agent parts publish: detection, status, workspace metadata, manifests.
 
+Agent detection and status come in two families. The ``surface_agent_*`` events report
+every terminal surface's agent, a pane's background tabs included: they are the events
+to follow one terminal by. The ``pane_agent_*`` events report a pane as the herdr family
+sees it, by the terminal the pane shows: published only for that terminal's changes, and
+(status) when the pane starts showing another terminal. A change of the shown terminal's
+agent publishes both.
+
 Values that describe the change (the status, the agent, the presentation) are taken when
 the event is made; ids and snapshots are read from the objects when it is published
 (``cmux_core.api.wire`` projects it then). ``agent_view_changed`` is
@@ -17,14 +24,14 @@ from cmux_core.events import Event
 from cmux_core.model.tree import Pane, Surface, Workspace
 
 __all__ = ["PaneAgentDetected", "PaneAgentStatusChanged", "ServerManifestsReloaded",
-           "WorkspaceMetadataUpdated"]
+           "SurfaceAgentDetected", "SurfaceAgentStatusChanged", "WorkspaceMetadataUpdated"]
 
 
 @dataclass(frozen=True, slots=True)
 class PaneAgentDetected(Event):
-    """A terminal's effective agent changed to ``agent`` (None: none), or, with
-    ``released``, its agent (``agent``, when known) let go of it in ``final_status``.
-    ``surface`` is the terminal, ``pane`` the pane holding it (which may show another)."""
+    """The effective agent of the terminal ``pane`` shows changed to ``agent`` (None:
+    none), or, with ``released``, its agent (``agent``, when known) let go of it in
+    ``final_status``. ``surface`` is that terminal."""
 
     kind: ClassVar[str] = "pane_agent_detected"
     pane: Pane
@@ -36,9 +43,9 @@ class PaneAgentDetected(Event):
 
 @dataclass(frozen=True, slots=True)
 class PaneAgentStatusChanged(Event):
-    """A terminal's public status or presentation changed; the presentation fields are
-    those in effect (absent ones None). ``surface`` is the terminal, ``pane`` the pane
-    holding it (which may show another)."""
+    """The public status or presentation of the terminal ``pane`` shows changed, or the
+    pane started showing another terminal; the presentation fields are those in effect
+    (absent ones None). ``surface`` is that terminal."""
 
     kind: ClassVar[str] = "pane_agent_status_changed"
     pane: Pane
@@ -48,6 +55,34 @@ class PaneAgentStatusChanged(Event):
     display_agent: str | None = None
     state_labels: Mapping[str, str] | None = None
     surface: Surface | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceAgentDetected(Event):
+    """A terminal's effective agent changed to ``agent`` (None: none), or, with
+    ``released``, its agent (``agent``, when known) let go of it in ``final_status``;
+    ``surface`` is the terminal, shown by its pane or in one of its background tabs."""
+
+    kind: ClassVar[str] = "surface_agent_detected"
+    surface: Surface
+    agent: str | None
+    released: bool = False
+    final_status: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SurfaceAgentStatusChanged(Event):
+    """A terminal's public status or presentation changed (fields as
+    :class:`PaneAgentStatusChanged`'s); ``surface`` is the terminal, shown by its pane or
+    in one of its background tabs."""
+
+    kind: ClassVar[str] = "surface_agent_status_changed"
+    surface: Surface
+    agent_status: str
+    agent: str | None = None
+    title: str | None = None
+    display_agent: str | None = None
+    state_labels: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

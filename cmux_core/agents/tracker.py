@@ -39,11 +39,12 @@ A terminal ``agent.start`` named is followed until its agent is ready (``launch_
 ``interactive_ready``) by the rules of :mod:`cmux_core.agents.launch`. The record kept per
 terminal is :mod:`cmux_core.agents.record`'s.
 
-Events (typed, :mod:`cmux_core.agents.events`): ``pane_agent_detected`` (effective agent
-changed, or a release), ``pane_agent_status_changed`` (status or presentation changed),
-``pane_updated`` (tokens, name, revision or launch readiness changed) and
-``workspace_metadata_updated``; the agent events name the terminal's pane and carry its
-surface, and a pane that starts showing another terminal publishes that terminal's status.
+Events (typed, :mod:`cmux_core.agents.events`): ``surface_agent_detected`` (effective
+agent changed, or a release) and ``surface_agent_status_changed`` (status or presentation
+changed) for every terminal; ``pane_agent_detected`` and ``pane_agent_status_changed``,
+the same for the terminal its pane shows only; ``pane_updated`` (tokens, name, revision
+or launch readiness changed) and ``workspace_metadata_updated``. A pane that starts
+showing another terminal publishes that terminal's status as ``pane_agent_status_changed``.
 The tracker follows the model through its events (a closed surface or pane is
 forgotten, an exited one released, a closed workspace's metadata dropped) and its
 ``view_listeners`` (a tab the user looks at is seen). The wire forms of panes and agents
@@ -73,6 +74,8 @@ from cmux_core.agents.authority import (
 from cmux_core.agents.events import (
     PaneAgentDetected,
     PaneAgentStatusChanged,
+    SurfaceAgentDetected,
+    SurfaceAgentStatusChanged,
     WorkspaceMetadataUpdated,
 )
 from cmux_core.agents.launch import LAUNCH_SETTLE_S, LAUNCH_TIMEOUT_S, Launch
@@ -689,17 +692,29 @@ class AgentTracker:
               released: str | None = None, final_status: AgentStatus | None = None,
               force_update: bool = False) -> None:
         """Publish what changed since ``before``: detection, status, pane updates. The
-        events name the terminal's pane and the surface itself."""
+        surface events go out for every terminal, the pane events (the herdr family's
+        view of the pane) only for the terminal its pane shows."""
         self._settle_launch(s, rec)
         after = self._snapshot(s, rec)
+        shown = s.pane.terminal_surface is s
         if released is not None:
-            self.events.publish(PaneAgentDetected(s.pane, released or None, released=True,
-                                                  final_status=final_status, surface=s))
+            self.events.publish(SurfaceAgentDetected(s, released or None, released=True,
+                                                     final_status=final_status))
+            if shown:
+                self.events.publish(PaneAgentDetected(s.pane, released or None, released=True,
+                                                      final_status=final_status, surface=s))
         elif after.agent != before.agent:
-            self.events.publish(PaneAgentDetected(s.pane, after.agent, surface=s))
+            self.events.publish(SurfaceAgentDetected(s, after.agent))
+            if shown:
+                self.events.publish(PaneAgentDetected(s.pane, after.agent, surface=s))
         if (after.status, after.presentation, after.agent) != (
                 before.status, before.presentation, before.agent):
-            self.events.publish(self.status_event(s))
+            status = self.status_event(s)
+            self.events.publish(SurfaceAgentStatusChanged(
+                s, status.agent_status, status.agent, status.title, status.display_agent,
+                status.state_labels))
+            if shown:
+                self.events.publish(status)
         if force_update or (after.revision, after.name, after.launch) != (
                 before.revision, before.name, before.launch):
             self.events.publish(PaneUpdated(s.pane))

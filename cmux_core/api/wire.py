@@ -17,6 +17,8 @@ from cmux_core.agents.events import (
     PaneAgentDetected,
     PaneAgentStatusChanged,
     ServerManifestsReloaded,
+    SurfaceAgentDetected,
+    SurfaceAgentStatusChanged,
     WorkspaceMetadataUpdated,
 )
 from cmux_core.agents.tracker import AgentRecord, AgentTracker
@@ -273,9 +275,12 @@ def agent_info(mux: Mux, agents: AgentTracker, target: Pane | Surface) -> Wire:
     return out
 
 
-def agent_status(event: PaneAgentStatusChanged) -> Wire:
-    """The data of ``pane_agent_status_changed`` (without ``type``)."""
-    data: Wire = {**_at(event.pane, event.surface), "agent_status": event.agent_status}
+def agent_status(event: PaneAgentStatusChanged | SurfaceAgentStatusChanged) -> Wire:
+    """The data of ``pane_agent_status_changed`` or ``surface_agent_status_changed``
+    (without ``type``)."""
+    where = (_at(event.pane, event.surface) if isinstance(event, PaneAgentStatusChanged)
+             else _on(event.surface))
+    data: Wire = {**where, "agent_status": event.agent_status}
     if event.agent is not None:
         data["agent"] = event.agent
     if event.title is not None:
@@ -388,13 +393,22 @@ def plugin_event(event: PluginEvent) -> Wire:
 
 
 def _at(pane: Pane, surface: Surface | None = None) -> Wire:
-    """Where an event happened; an agent event adds its terminal and surface, and
-    ``shown: false`` when the pane shows another terminal than that one."""
+    """Where an event happened; a pane agent event adds the terminal it shows."""
     data: Wire = {"pane_id": pane.id, "workspace_id": pane.tab.workspace.id}
     if surface is not None and surface.term is not None:
         data.update(terminal_id=surface.term.id, surface_id=surface.uuid)
-        if pane.terminal_surface is not surface:
-            data["shown"] = False
+    return data
+
+
+def _on(surface: Surface) -> Wire:
+    """Where a surface agent event happened: the terminal, its pane, tab and workspace,
+    and ``shown: false`` when the pane shows another terminal."""
+    pane = surface.pane
+    data: Wire = {"surface_id": surface.uuid, "terminal_id": surface.terminal.id,
+                  "pane_id": pane.id, "tab_id": pane.tab.id,
+                  "workspace_id": pane.tab.workspace.id}
+    if pane.terminal_surface is not surface:
+        data["shown"] = False
     return data
 
 
@@ -410,10 +424,11 @@ def project(mux: Mux, agents: AgentTracker, event: Event) -> Wire:
             return _at(event.pane)
         case LayoutUpdated():
             return {"layout": layout_snapshot(mux, event.tab)}
-        case PaneAgentStatusChanged():
+        case PaneAgentStatusChanged() | SurfaceAgentStatusChanged():
             return agent_status(event)
-        case PaneAgentDetected():
-            data = _at(event.pane, event.surface)
+        case PaneAgentDetected() | SurfaceAgentDetected():
+            data = (_at(event.pane, event.surface) if isinstance(event, PaneAgentDetected)
+                    else _on(event.surface))
             if event.released:
                 data.update(released=True, final_status=event.final_status)
             if event.agent is not None:

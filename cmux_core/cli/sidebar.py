@@ -42,7 +42,7 @@ Row = Mapping[str, Any]
 DEFAULT_CLIENT = "sidebar"
 DEFAULT_COLUMNS = "status,name,agent,where,title,age"
 WATCH_EVENTS = (
-    "pane.agent_status_changed", "pane.agent_detected", "pane.updated", "pane.created",
+    "surface.agent_status_changed", "surface.agent_detected", "pane.updated", "pane.created",
     "pane.closed", "pane.exited", "pane.focused", "pane.moved", "tab.created", "tab.closed",
     "tab.renamed", "tab.moved", "tab.focused", "workspace.created", "workspace.closed",
     "workspace.renamed", "workspace.moved", "workspace.focused", "plugin.loaded",

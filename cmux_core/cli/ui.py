@@ -79,7 +79,7 @@ MIN_REDRAW_S = 1 / 60
 SPIN_SECONDS = 0.1
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 WATCH_EVENTS = (
-    "pane.agent_status_changed", "pane.agent_detected", "pane.updated", "pane.created",
+    "surface.agent_status_changed", "surface.agent_detected", "pane.updated", "pane.created",
     "pane.closed", "pane.exited", "pane.focused", "pane.moved", "tab.created", "tab.closed",
     "tab.renamed", "tab.moved", "tab.focused", "workspace.created", "workspace.closed",
     "workspace.renamed", "workspace.moved", "workspace.focused", "plugin.loaded",

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import orjson
 
-from cmux_core.agents.events import PaneAgentDetected
+from cmux_core.agents.events import SurfaceAgentDetected
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.agents.views import AgentView, AgentViewChanged, ViewBook, ViewPlugins
 from cmux_core.events import Event, EventHub
@@ -192,8 +192,8 @@ class SessionKeeper:
                 self._named.pop(event.client_id, None)
             else:
                 self._named[event.client_id] = event.view
-        elif isinstance(event, PaneAgentDetected):
-            if (event.released or event.agent is not None) and event.surface is not None:
+        elif isinstance(event, SurfaceAgentDetected):
+            if event.released or event.agent is not None:
                 self._carried.discard(event.surface.uuid)
         elif isinstance(event, PaneExited):
             self._carried.discard(event.pane.terminal_surface.uuid)

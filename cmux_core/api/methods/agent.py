@@ -62,8 +62,8 @@ READY_TIMEOUT_MS = 30000
 """Default bound of the wait for a pending launch in ``agent.prompt``/``agent.send_keys``."""
 START_TIMEOUT_MS = (3000, 300000)
 """``agent.start`` ``timeout_ms`` must lie in (low, high]."""
-WATCH_KINDS = frozenset({"pane_agent_status_changed", "pane_agent_detected", "pane_closed",
-                         "pane_exited", "pane_moved", "pane_updated"})
+WATCH_KINDS = frozenset({"surface_agent_status_changed", "surface_agent_detected",
+                         "pane_closed", "pane_exited", "pane_moved", "pane_updated"})
 
 
 def tracker_of(call: Call) -> AgentTracker:
@@ -356,9 +356,10 @@ def type_into_shell(mux: Mux, tracker: AgentTracker, pane_id: str, argv: list[st
 
 
 @contextmanager
-def watching(events: EventHub) -> Iterator[Subscriber]:
-    """A hub subscription to agent-relevant events, always released (also on cancel)."""
-    sub = events.subscribe(set(WATCH_KINDS))
+def watching(events: EventHub, kinds: frozenset[str] = WATCH_KINDS) -> Iterator[Subscriber]:
+    """A hub subscription to ``kinds`` (default: the events of agent terminals), always
+    released (also on cancel)."""
+    sub = events.subscribe(set(kinds))
     try:
         yield sub
     finally:
@@ -433,7 +434,7 @@ class Pinned:
 
     def concerns(self, mux: Mux, event: Published) -> bool:
         data = event.data
-        if event.kind in ("pane_agent_status_changed", "pane_agent_detected"):
+        if event.kind in ("surface_agent_status_changed", "surface_agent_detected"):
             return bool(data.get("terminal_id") == self.terminal_id)
         if event.kind == "pane_exited" and self.pane.terminal_surface is not self.surface:
             return False
@@ -474,14 +475,14 @@ async def wait_for_status(call: Call, pin: Pinned, until: set[str], deadline: fl
                 if kind in ("pane_closed", "pane_exited", "pane_moved"):
                     raise CmuxError("agent_not_running",
                                     "agent is no longer running in the target pane")
-                if kind == "pane_agent_detected" and data.get("released"):
+                if kind == "surface_agent_detected" and data.get("released"):
                     final = data.get("final_status")
                     if final in until:
                         return {**wire.agent_info(mux, tracker, pin.surface),
                                 "agent_status": final}
                     raise CmuxError("agent_not_running",
                                     "agent is no longer running in the target pane")
-                if transient and kind == "pane_agent_status_changed" \
+                if transient and kind == "surface_agent_status_changed" \
                         and data.get("agent_status") in until:
                     pin.check(mux, tracker)
                     return {**wire.agent_info(mux, tracker, pin.surface),

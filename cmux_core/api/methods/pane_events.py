@@ -2,9 +2,10 @@
 :func:`prepare_subscription` (``pane.agent_status_changed`` with a ``pane_id``,
 ``pane.output_matched``).
 
-Pane-scoped means the herdr family's pane: the terminal the pane shows. Agent events of a
-pane's background tabs (``shown: false``) are not its events. Waits and streams are woken
-by hub events or the pane's output, never by a poll, and end with their client.
+Pane-scoped means the herdr family's pane: the terminal the pane shows, which is what
+``pane_agent_status_changed`` reports (a pane's background tabs publish
+``surface_agent_status_changed`` alone). Waits and streams are woken by hub events or the
+pane's output, never by a poll, and end with their client.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ from cmux_core.model.tree import Pane
 
 methods = MethodTable()
 
+PANE_KINDS = frozenset({"pane_agent_status_changed", "pane_closed"})
+"""What pane-scoped waits and streams follow: the herdr family's pane events."""
+
 
 # -- events.wait --------------------------------------------------------------------------
 
@@ -82,7 +86,7 @@ async def events_wait(call: Call, p: EventsWaitParams) -> Result:
             "data": {"type": "pane_agent_status_changed", **data}}}
 
     async def wait() -> Result:
-        with watching(call.ctx.events) as sub:
+        with watching(call.ctx.events, PANE_KINDS) as sub:
             if tracker.status(pane) == status:
                 return matched(status_event(tracker, pane))
             while True:
@@ -91,8 +95,7 @@ async def events_wait(call: Call, p: EventsWaitParams) -> Result:
                 except TimeoutError:
                     raise WaitTimeout(message="timed out waiting for event match") from None
                 for event in batch:
-                    # A pane's background tabs are not the herdr family's pane.
-                    if event.data.get("pane_id") != pane.id or event.data.get("shown") is False:
+                    if event.data.get("pane_id") != pane.id:
                         continue
                     if event.kind == "pane_closed":
                         raise NotFound("pane", pane.id)
@@ -180,7 +183,7 @@ def status_stream(call: Call, tracker: AgentTracker, pane: Pane,
     pane_id, pane_ref = pane.id, weakref.ref(pane)
 
     async def run(out: Subscriber) -> None:
-        with watching(events) as sub:
+        with watching(events, PANE_KINDS) as sub:
             current = pane_ref()
             if current is None:
                 return
@@ -190,8 +193,7 @@ def status_stream(call: Call, tracker: AgentTracker, pane: Pane,
             del current
             while not out.closed:
                 for event in await sub.next_batch():
-                    # A pane's background tabs are not the herdr family's pane.
-                    if event.data.get("pane_id") != pane_id or event.data.get("shown") is False:
+                    if event.data.get("pane_id") != pane_id:
                         continue
                     if event.kind == "pane_closed":
                         return

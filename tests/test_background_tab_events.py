@@ -1,0 +1,182 @@
+"""A pane's background tab, as event subscribers see it, through a real server: one pane
+whose shown tab runs alphabot and whose background tab runs betabot (the fixture of
+``test_agent_per_surface``).
+
+The herdr family's events (``pane.agent_status_changed`` and ``pane.agent_detected``,
+global or pane-scoped) describe the terminal the pane shows; every terminal's changes,
+the background tabs' too, are ``surface.agent_status_changed`` and
+``surface.agent_detected``.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Api
+from fake_agent import agent_argv, manifest_server, screens_program, write_agent, write_manifests
+from test_agent_per_surface import WAIT_S, Tabs, manifest, screens
+
+from cmux_core.testing import ServerProcess, wait_until
+
+HERDR = [{"type": "pane.agent_status_changed"}, {"type": "pane.agent_detected"}]
+SURFACE = [{"type": "surface.agent_status_changed"}, {"type": "surface.agent_detected"}]
+
+
+@pytest.fixture
+def cmux_server(tmp_path: Path) -> Iterator[ServerProcess]:
+    manifests = write_manifests(tmp_path, {"alphabot": manifest("alphabot"),
+                                           "betabot": manifest("betabot")})
+    with manifest_server(manifests) as proc:
+        yield proc
+
+
+@pytest.fixture
+def tabs(api: Api, tmp_path: Path) -> Tabs:
+    return Tabs(api, tmp_path)
+
+
+@pytest.fixture
+def listen(api: Api) -> Iterator[Callable[..., Api]]:
+    """Connections subscribed to the given subscriptions, closed after the test."""
+    opened: list[Api] = []
+
+    def subscribe(*subs: dict[str, Any]) -> Api:
+        conn = Api(api.server)
+        opened.append(conn)
+        assert conn("events.subscribe", {"subscriptions": list(subs)})["type"] == \
+            "subscription_started"
+        return conn
+
+    yield subscribe
+    for conn in opened:
+        conn.close()
+
+
+def events_until(conn: Api, last: Callable[[str, dict[str, Any]], bool]) -> list[
+        tuple[str, dict[str, Any]]]:
+    """Every event ``conn`` receives up to and including the first that ``last`` accepts."""
+    seen: list[tuple[str, dict[str, Any]]] = []
+    while True:
+        event = conn.event(timeout=WAIT_S)
+        seen.append((event["event"], event["data"]))
+        if last(event["event"], event["data"]):
+            return seen
+
+
+def status_of(tabs: Tabs, label: str) -> str | None:
+    status = tabs.agent(label).get("agent_status")
+    return str(status) if status is not None else None
+
+
+def resting(terminal: str) -> Callable[[str, dict[str, Any]], bool]:
+    """Accepts the status event saying ``terminal``'s agent came to rest."""
+    return lambda kind, data: data.get("terminal_id") == terminal and \
+        data.get("agent_status") in ("idle", "done")
+
+
+def only_of(seen: list[tuple[str, dict[str, Any]]], pane_id: str, terminal: str) -> None:
+    """Every event of ``seen`` is the pane's, about ``terminal``, and shown."""
+    assert all(data["pane_id"] == pane_id and data["terminal_id"] == terminal
+               and "shown" not in data for _, data in seen), seen
+
+
+def test_a_herdr_subscriber_sees_only_the_shown_tab(api: Api, tabs: Tabs,
+                                                    listen: Callable[..., Api]) -> None:
+    """betabot changes in the background, then alphabot in the shown tab: the herdr
+    streams carry alphabot's change and nothing of betabot's before it."""
+    everything = listen(*HERDR)
+    scoped = listen({"type": "pane.agent_status_changed", "pane_id": tabs.pane_id})
+    tabs.type(tabs.beta_surface, "idle")
+    wait_until(lambda: status_of(tabs, "betabot") == "done", timeout=WAIT_S,
+               message="betabot done in the background tab")
+    tabs.type(tabs.alpha_surface, "idle")
+    for conn, name in ((everything, "pane_agent_status_changed"),
+                       (scoped, "pane.agent_status_changed")):
+        seen = events_until(conn, resting(tabs.alpha_terminal))
+        only_of(seen, tabs.pane_id, tabs.alpha_terminal)
+        kind, data = seen[-1]
+        assert (kind, data["agent"], data["surface_id"]) == (
+            name, "alphabot", tabs.alpha_surface)
+    pane = tabs.pane()
+    assert (pane["agent"], pane["terminal_id"]) == ("alphabot", tabs.alpha_terminal)
+    # agent.list rows still name the background tab's agent, marked as not shown.
+    beta = tabs.agent("betabot")
+    assert (beta["agent_status"], beta["shown"], beta["pane_id"]) == (
+        "done", False, tabs.pane_id)
+
+
+def test_showing_the_other_tab_switches_what_herdr_subscribers_see(
+        api: Api, tabs: Tabs, listen: Callable[..., Api]) -> None:
+    """The pane starts showing betabot: its status is published for the pane; alphabot,
+    now in the background, no longer reaches the pane's subscribers."""
+    api("pane.focus", {"pane_id": tabs.pane_id})
+    everything = listen(*HERDR)
+    scoped = listen({"type": "pane.agent_status_changed", "pane_id": tabs.pane_id})
+    api("surface.focus", {"surface_id": tabs.beta_surface})
+    for conn in (everything, scoped):
+        data = conn.event(timeout=WAIT_S)["data"]
+        assert (data["pane_id"], data["terminal_id"], data["agent"], data["agent_status"]) \
+            == (tabs.pane_id, tabs.beta_terminal, "betabot", "blocked")
+        assert "shown" not in data
+    tabs.type(tabs.alpha_surface, "idle")
+    wait_until(lambda: status_of(tabs, "alphabot") == "done", timeout=WAIT_S,
+               message="alphabot done in what is now the background tab")
+    tabs.type(tabs.beta_surface, "idle")
+    for conn in (everything, scoped):
+        only_of(events_until(conn, resting(tabs.beta_terminal)), tabs.pane_id,
+                tabs.beta_terminal)
+
+
+def test_background_changes_are_surface_events(api: Api, tabs: Tabs, tmp_path: Path,
+                                               listen: Callable[..., Api]) -> None:
+    """``surface.agent_*`` carry every terminal's agent, ``shown: false`` in a background
+    tab; a herdr subscriber of ``pane.agent_*`` hears none of the background's."""
+    surfaces = listen(*SURFACE)
+    herdr = listen(*HERDR)
+    pane = tabs.pane()
+    where = {"pane_id": tabs.pane_id, "tab_id": pane["tab_id"],
+             "workspace_id": pane["workspace_id"]}
+
+    # An agent wait on the background tab follows its surface events.
+    waiter = Api(api.server)
+    try:
+        waiter.sock.sendall(json.dumps({"id": "w", "method": "agent.wait", "params": {
+            "target": tabs.beta_surface, "until": ["done"],
+            "timeout_ms": int(WAIT_S * 1000)}}).encode() + b"\n")
+        tabs.type(tabs.beta_surface, "idle")
+        reply = waiter.readline(timeout=WAIT_S + 5)
+    finally:
+        waiter.close()
+    assert reply["ok"], reply
+    assert (reply["result"]["agent"]["agent_status"],
+            reply["result"]["agent"]["surface_id"]) == ("done", tabs.beta_surface)
+
+    kind, data = events_until(surfaces, resting(tabs.beta_terminal))[-1]
+    assert kind == "surface_agent_status_changed"
+    assert data == {"type": kind, "surface_id": tabs.beta_surface,
+                    "terminal_id": tabs.beta_terminal, **where, "shown": False,
+                    "agent_status": "done", "agent": "betabot"}
+
+    # A third tab, in the background, whose agent is detected there.
+    (tmp_path / "gamma").mkdir()
+    script = write_agent(tmp_path / "gamma", "betabot_agent",
+                         screens_program(screens("betabot", "busy")))
+    third = api("surface.create", {"pane_id": tabs.pane_id,
+                                   "command": shlex.join(agent_argv(script))})["surface_id"]
+    detected = events_until(surfaces, lambda kind, data: kind == "surface_agent_detected"
+                            and data["surface_id"] == third)[-1][1]
+    assert (detected["agent"], detected["shown"], detected["pane_id"]) == (
+        "betabot", False, tabs.pane_id)
+
+    # The shown tab's changes are in both families; the herdr one heard nothing else.
+    tabs.type(tabs.alpha_surface, "idle")
+    kind, data = events_until(surfaces, resting(tabs.alpha_terminal))[-1]
+    assert kind == "surface_agent_status_changed" and "shown" not in data
+    assert (data["surface_id"], data["tab_id"]) == (tabs.alpha_surface, pane["tab_id"])
+    only_of(events_until(herdr, resting(tabs.alpha_terminal)), tabs.pane_id,
+            tabs.alpha_terminal)
