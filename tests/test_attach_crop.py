@@ -21,21 +21,14 @@ import pytest
 from test_graphics_attach import Terminal
 
 from cmux_core.cli.kitty import FIRST_ID
-from cmux_core.testing import ServerProcess, start_server
+from cmux_core.testing import ServerProcess
 
 SEQUENCE = re.compile(rb"(?:\x1b7\x1b\[(\d+);(\d+)H)?\x1b_G([^;\x1b]*)(?:;[^\x1b]*)?\x1b\\")
 TALL = {"format": "rgb", "image_width": 40, "image_height": 60,
         "data_base64": base64.b64encode(bytes(40 * 60 * 3)).decode()}
 """An image 4 cells wide and 3 high at its own size."""
 
-
-@pytest.fixture
-def server() -> Iterator[ServerProcess]:
-    srv = start_server(env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
-    try:
-        yield srv
-    finally:
-        srv.stop()
+pytestmark = pytest.mark.cmux_server(env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
 
 
 @pytest.fixture
