@@ -170,7 +170,8 @@ def test_two_tabs_of_one_pane_have_their_own_agents(api: Api, tabs: Tabs) -> Non
 def test_a_background_agent_finishing_is_done_until_looked_at(api: Api, tabs: Tabs) -> None:
     listener = Api(api.server)
     try:
-        listener("events.subscribe", {"subscriptions": [{"type": "pane.agent_status_changed"}]})
+        listener("events.subscribe", {"subscriptions": [
+            {"type": "pane.agent_status_changed"}, {"type": "surface.agent_status_changed"}]})
         tabs.type(tabs.beta_surface, "idle")
         wait_until(lambda: tabs.agent("betabot").get("agent_status") == "done",
                    timeout=WAIT_S, message="betabot done in the background")
@@ -179,6 +180,7 @@ def test_a_background_agent_finishing_is_done_until_looked_at(api: Api, tabs: Ta
             if event["data"].get("terminal_id") == tabs.beta_terminal:
                 break
         data = event["data"]
+        assert event["event"] == "surface_agent_status_changed", "not the pane's event"
         assert (data["pane_id"], data["surface_id"], data["shown"]) == (
             tabs.pane_id, tabs.beta_surface, False)
         assert tabs.pane()["agent_status"] == "working", "the shown terminal is unmoved"
@@ -189,7 +191,8 @@ def test_a_background_agent_finishing_is_done_until_looked_at(api: Api, tabs: Ta
             "looking at the tab marked it seen, and the pane now shows it"
         while True:  # the pane showing another terminal is published as its status
             event = listener.event(timeout=WAIT_S)
-            if "shown" not in event["data"] and event["data"]["pane_id"] == tabs.pane_id:
+            if event["event"] == "pane_agent_status_changed" \
+                    and event["data"]["pane_id"] == tabs.pane_id:
                 break
         assert event["data"]["agent"] == "betabot"
     finally:
