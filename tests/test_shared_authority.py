@@ -36,7 +36,7 @@ from cmux_core.config import Settings
 from cmux_core.events import EventHub
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane
-from cmux_core.testing import ServerProcess, async_wait_until
+from cmux_core.testing import ServerProcess, async_wait_until, wait_until
 
 KNOWN = {"claude": "claude", "toybot": "toybot", "opencode": "opencode"}
 
@@ -445,5 +445,45 @@ def test_shared_authority_in_a_real_server(shared_server: tuple[ServerProcess, P
         assert error["code"] == "invalid_params" and error["data"]["field"] == "subagent"
         listed = {row["name"]: row for row in api("integration.list")["integrations"]}
         assert listed["toybot"]["authority"] == "shared"
+    finally:
+        api.close()
+
+
+def provenance(api: Api, pane_id: str) -> tuple[str, str, str | None]:
+    """The pane's agent status, its ``status_source`` and ``status_source_detail``."""
+    info = api("agent.get", {"target": pane_id})["agent"]
+    return info["agent_status"], info["status_source"], info.get("status_source_detail")
+
+
+def test_a_denied_permission_does_not_come_back_in_a_real_server(
+        shared_server: tuple[ServerProcess, Path]) -> None:
+    server, script = shared_server
+    api = Api(server)
+    try:
+        pane = start_in_shell(api, script)
+        wait_status(api, pane, "idle", timeout=30)
+        show(api, pane, "w")
+        wait_status(api, pane, "working")
+        # The permission hook fires, with a long TTL so that only spending can end it.
+        hook(api, pane, "blocked", ttl_ms=60_000)
+        assert provenance(api, pane) == ("blocked", "hook", "acme:toybot")
+        # Denied: no hook runs, the idle prompt comes back and wins.
+        show(api, pane, "i")
+        wait_until(lambda: provenance(api, pane) == ("idle", "screen", "idle_prompt"),
+                   timeout=15, message="the idle prompt overriding the hook's blocked")
+        # Output no rule explains: the screen's own fallback, not the hook's blocked.
+        show(api, pane, "x")
+        wait_until(lambda: provenance(api, pane)[1:] == ("screen", None), timeout=15,
+                   message="the unexplained screen judged alone")
+        assert status(api, pane) != "blocked"
+        # The agent exits: the pane lets it go, never reading blocked on the way.
+        api("pane.send_text", {"pane_id": pane, "text": "q\n"})
+        seen: list[tuple[str | None, str]] = []
+
+        def gone() -> bool:
+            seen.append(pane_agent(api, pane))
+            return seen[-1][0] is None
+        wait_until(gone, timeout=15, message="the agent's exit")
+        assert all(state != "blocked" for _agent, state in seen), seen
     finally:
         api.close()
