@@ -315,8 +315,11 @@ def cmux_on_event(kind: str, data: Mapping[str, Any]) -> None:
 
     ``kind`` is the snake_case event kind and ``data`` its payload (``data["type"] == kind``),
     read-only. ``plugin_error`` events are not delivered here, so a failing observer cannot
-    feed itself. Delivered in order per plugin through a bounded queue, after the event was
-    sent to subscribers. To act on the server, call its socket API.
+    feed itself. Agent changes come twice for a pane's shown terminal:
+    ``surface_agent_*`` for every terminal (``shown: false`` in a background tab), and
+    ``pane_agent_*`` for the terminal a pane shows only. Delivered in order per plugin
+    through a bounded queue, after the event was sent to subscribers. To act on the
+    server, call its socket API.
     """
 
 
