@@ -241,11 +241,15 @@ def test_a_blocked_the_screen_overrode_is_spent() -> None:
     async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
         t.set_detected(pane, "claude")  # acme:claude: the default 30 s blocked TTL
         t.publish_screen(pane, screen(WORKING))
-        t.report_agent(pane, source="acme:claude", agent="claude", state="blocked")
+        t.report_agent(pane, source="acme:claude", agent="claude", state="blocked",
+                       message="Claude needs your permission to use Bash")
         assert t.status(pane) == "blocked" and source_of(mux, t, pane) == "hook"
-        # "No" at the dialog: no hook runs, the idle prompt comes back and wins.
+        assert wire.agent_info(mux, t, pane)["message"].startswith("Claude needs")
+        # "No" at the dialog: no hook runs, the idle prompt comes back and wins; the
+        # report's message goes with it.
         t.publish_screen(pane, screen(IDLE))
         assert t.status(pane) == "idle" and source_of(mux, t, pane) == "screen"
+        assert "message" not in wire.agent_info(mux, t, pane)
         # Later screens no rule explains (a command menu, an unknown classification) are
         # judged on their own: the spent report never speaks again.
         t.publish_screen(pane, screen(NO_RULE))

@@ -270,8 +270,8 @@ def agent_info(mux: Mux, agents: AgentTracker, target: Pane | Surface) -> Wire:
     if "custom_status" in info:
         out["custom_status"] = info["custom_status"]
     out.update(_provenance(rec))
-    if rec.authority is not None and rec.authority.message:
-        out["message"] = rec.authority.message
+    if rec.authority is not None and rec.authority.message and not rec.authority.spent:
+        out["message"] = rec.authority.message  # a report the screen overrode says nothing
     return out
 
 
