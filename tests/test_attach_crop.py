@@ -1,5 +1,6 @@
-"""``cmux attach`` crops a layer placed partly outside the terminal and hides one wholly
-outside, as ``cmux ui`` does over its pane area, and places layers again on a resize.
+"""``cmux attach`` crops a layer placed partly outside the terminal (a client's, or an
+image a program drew that has partly scrolled off the top) and hides one wholly outside,
+as ``cmux ui`` does over its pane area, and places layers again on a resize.
 
 The test plays the kitty terminal (``Terminal`` from the attach graphics tests): a pty of
 80 by 24 cells of 10 by 20 pixels, answering the graphics query, whose output is read
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 from test_graphics_attach import Terminal
+from test_program_graphics import layers, run
 
 from cmux_core.cli.kitty import FIRST_ID
 from cmux_core.testing import ServerProcess
@@ -145,3 +147,26 @@ def test_layers_are_placed_again_when_the_terminal_is_resized(
     term.until(lambda: where(term, image) is None)
     resize(term, 80, 24)
     term.until(lambda: drawn(term, image, 21, 71))
+
+
+def test_a_program_image_scrolled_partly_off_the_top_is_cropped(
+        server: ServerProcess, term: Terminal) -> None:
+    pane = pane_of(server)
+    # One pixel wide, six high, scaled to a cell each; two lines scroll it up, then the
+    # program's last line and the shell's prompt may scroll it further.
+    run(server, pane, r'''
+sys.stdout.write("\x1b[2J\x1b[1;1H"); sys.stdout.flush()
+send("a=T,f=24,s=1,v=6,i=5,c=1,r=6,C=1,q=1", bytes(18))
+sys.stdout.write("\x1b[24;1H\n\n"); sys.stdout.flush()
+''')
+
+    def cropped() -> bool:
+        layer = layers(server, pane).get("program:5")
+        if layer is None:
+            return False
+        row = int(layer["placement"]["viewport_row"])
+        shown = str(6 + row)
+        return row < 0 and drawn(term, image_of(0), 1, 1, c="1", r=shown, x="0",
+                                 y=str(-row), w="1", h=shown)
+
+    term.until(cropped)
