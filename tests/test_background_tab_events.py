@@ -112,12 +112,16 @@ def test_a_herdr_subscriber_sees_only_the_shown_tab(api: Api, tabs: Tabs,
 
 def test_showing_the_other_tab_switches_what_herdr_subscribers_see(
         api: Api, tabs: Tabs, listen: Callable[..., Api]) -> None:
-    """The pane starts showing betabot: its status is published for the pane; alphabot,
-    now in the background, no longer reaches the pane's subscribers."""
+    """The pane starts showing betabot: its agent and status are published for the pane;
+    alphabot, now in the background, no longer reaches the pane's subscribers."""
     api("pane.focus", {"pane_id": tabs.pane_id})
     everything = listen(*HERDR)
     scoped = listen({"type": "pane.agent_status_changed", "pane_id": tabs.pane_id})
     api("surface.focus", {"surface_id": tabs.beta_surface})
+    detected = everything.event(timeout=WAIT_S)
+    assert (detected["event"], detected["data"]["pane_id"], detected["data"]["agent"],
+            detected["data"]["terminal_id"]) == (
+        "pane_agent_detected", tabs.pane_id, "betabot", tabs.beta_terminal)
     for conn in (everything, scoped):
         data = conn.event(timeout=WAIT_S)["data"]
         assert (data["pane_id"], data["terminal_id"], data["agent"], data["agent_status"]) \

@@ -747,14 +747,20 @@ class AgentTracker:
             self.forget(s)
 
     def _shown_changed(self, pane: Pane) -> None:
-        """The pane shows another terminal: its herdr-family status is now that one's."""
+        """The pane shows another terminal: its herdr-family agent (when it differs from
+        the one shown before) and status are now that one's."""
         if pane.key not in self.mux.panes or pane.selected is None:
             return
         shown = pane.terminal_surface
         before = self._shown.get(pane.key)
         self._shown[pane.key] = shown.uuid
-        if before is not None and before != shown.uuid:
-            self.events.publish(self.status_event(shown))
+        if before is None or before == shown.uuid:
+            return
+        agent = self.effective_agent(shown)
+        previous = self.surfaces.get(before)
+        if agent != (self.effective_agent(previous) if previous is not None else None):
+            self.events.publish(PaneAgentDetected(pane, agent, surface=shown))
+        self.events.publish(self.status_event(shown))
 
     # -- managed launches -------------------------------------------------------------------
 
