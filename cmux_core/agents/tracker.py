@@ -44,7 +44,8 @@ agent changed, or a release) and ``surface_agent_status_changed`` (status or pre
 changed) for every terminal; ``pane_agent_detected`` and ``pane_agent_status_changed``,
 the same for the terminal its pane shows only; ``pane_updated`` (tokens, name, revision
 or launch readiness changed) and ``workspace_metadata_updated``. A pane that starts
-showing another terminal publishes that terminal's status as ``pane_agent_status_changed``.
+showing another terminal publishes that terminal's status as ``pane_agent_status_changed``
+(after its agent as ``pane_agent_detected`` when that differs from the previous one's).
 The tracker follows the model through its events (a closed surface or pane is
 forgotten, an exited one released, a closed workspace's metadata dropped) and its
 ``view_listeners`` (a tab the user looks at is seen). The wire forms of panes and agents
