@@ -27,11 +27,34 @@ HERDR = [{"type": "pane.agent_status_changed"}, {"type": "pane.agent_detected"}]
 SURFACE = [{"type": "surface.agent_status_changed"}, {"type": "surface.agent_detected"}]
 
 
+RECORDER = """
+from cmux_core.hookspecs import hookimpl
+
+SEEN = []
+
+@hookimpl
+def cmux_on_event(kind, data):
+    if kind.endswith(("agent_status_changed", "agent_detected")):
+        SEEN.append([kind, dict(data)])
+
+@hookimpl
+def cmux_register_methods(register):
+    async def seen(call, params):
+        return {"type": "agent_events", "events": list(SEEN)}
+    register("seen", seen)
+"""
+"""A plugin keeping the agent events its ``cmux_on_event`` observed
+(``plugin.recorder.seen``)."""
+
+
 @pytest.fixture
 def cmux_server(tmp_path: Path) -> Iterator[ServerProcess]:
     manifests = write_manifests(tmp_path, {"alphabot": manifest("alphabot"),
                                            "betabot": manifest("betabot")})
-    with manifest_server(manifests) as proc:
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "recorder.py").write_text(RECORDER)
+    with manifest_server(manifests, "--plugins-dir", str(plugins)) as proc:
         yield proc
 
 
@@ -184,3 +207,32 @@ def test_background_changes_are_surface_events(api: Api, tabs: Tabs, tmp_path: P
     assert (data["surface_id"], data["tab_id"]) == (tabs.alpha_surface, pane["tab_id"])
     only_of(events_until(herdr, resting(tabs.alpha_terminal)), tabs.pane_id,
             tabs.alpha_terminal)
+
+
+def test_plugin_observers_get_both_families(api: Api, tabs: Tabs) -> None:
+    """``cmux_on_event`` sees the background tab's changes as surface events only, and
+    the shown tab's in both families."""
+    tabs.type(tabs.beta_surface, "idle")
+    tabs.type(tabs.alpha_surface, "idle")
+
+    def recorded() -> list[tuple[str, dict[str, Any]]]:
+        return [(kind, data) for kind, data in api("plugin.recorder.seen")["events"]]
+
+    def both_rested() -> bool:
+        seen = recorded()
+        return any(kind == "pane_agent_status_changed" and resting(tabs.alpha_terminal)(
+            kind, data) for kind, data in seen) and any(
+            kind == "surface_agent_status_changed" and resting(tabs.beta_terminal)(kind, data)
+            for kind, data in seen)
+
+    wait_until(both_rested, timeout=WAIT_S, message="both agents' rest observed")
+    seen = recorded()
+    pane_events = [(k, d) for k, d in seen if k.startswith("pane_")]
+    only_of(pane_events, tabs.pane_id, tabs.alpha_terminal)
+    beta = [d for k, d in seen if d["terminal_id"] == tabs.beta_terminal]
+    assert beta and all(d["shown"] is False for d in beta), seen
+    assert {k for k, d in seen if d["terminal_id"] == tabs.beta_terminal} == {
+        "surface_agent_detected", "surface_agent_status_changed"}
+    alpha = {k for k, d in seen if d["terminal_id"] == tabs.alpha_terminal}
+    assert alpha == {"pane_agent_detected", "pane_agent_status_changed",
+                     "surface_agent_detected", "surface_agent_status_changed"}
