@@ -38,7 +38,9 @@ def test_each_row_is_what_the_server_answers(cmux_server: ServerProcess) -> None
         for method, status in rows.items():
             if method == "browser.*":
                 for name in ("browser.open_split", "browser.navigate", "browser.eval"):
-                    assert v2.error(name).code == "method_not_found"
+                    error = v2.error(name)
+                    assert error.code == "not_supported" and name in error.message
+                    assert error.data == {"method": name}
                     assert name not in advertised
                 continue
             reply = v2.reply(method, {})

@@ -119,6 +119,15 @@ class MethodTable:
 
     def __init__(self) -> None:
         self._methods: dict[str, Method] = {}
+        self._families: dict[str, Method] = {}
+
+    def add_family(self, prefix: str, params: type[Params], handler: Handler, *,
+                   owner: str = "core", doc: str = "") -> None:
+        """Answer every method under ``prefix`` (e.g. ``"browser."``) that has no handler of
+        its own with ``handler``; such names are not listed by :meth:`names`."""
+        if prefix in self._families:
+            raise ValueError(f"method family {prefix}* is already registered")
+        self._families[prefix] = Method(prefix, params, handler, owner, doc)
 
     def add(self, name: str, params: type[Params], handler: Handler, *, owner: str = "core",
             doc: str = "") -> None:
@@ -168,10 +177,14 @@ class MethodTable:
     def merge(self, other: MethodTable) -> None:
         for m in other._methods.values():
             self.add(m.name, m.params, m.handler, owner=m.owner, doc=m.doc)
+        for m in other._families.values():
+            self.add_family(m.name, m.params, m.handler, owner=m.owner, doc=m.doc)
 
     async def call(self, call: Call, raw_params: dict[str, Any]) -> Result:
         """Validate ``raw_params`` and run the handler; every failure is a CmuxError."""
-        method = self._methods.get(call.method)
+        method = self._methods.get(call.method) or next(
+            (m for prefix, m in self._families.items() if call.method.startswith(prefix)),
+            None)
         if method is None:
             raise MethodNotFound(call.method)
         try:

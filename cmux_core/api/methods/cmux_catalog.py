@@ -3,8 +3,8 @@
 :data:`CMUX_METHODS` lists the methods the cmux app advertises outside ``browser.*``
 (release and debug builds). This server answers most of them; :data:`NOT_SUPPORTED` holds
 the rest, each with the reason, and every one of those answers ``not_supported`` with that
-reason (never ``method_not_found``), so a cmux client learns why. ``browser.*`` methods
-drive a web view of the GUI app and are not answered at all (``method_not_found``).
+reason (never ``method_not_found``), so a cmux client learns why. Every ``browser.*``
+method drives a web view of the GUI app and answers ``not_supported`` the same way.
 ``system.capabilities`` lists only the methods that work.
 """
 
@@ -148,3 +148,14 @@ def _refusal(name: str, reason: str) -> Callable[[Call, AnyParams], Awaitable[Re
 for _name, _reason in NOT_SUPPORTED.items():
     methods.add(_name, AnyParams, _refusal(_name, _reason),
                 doc=f"Not supported on a headless server: {_reason}.")
+
+GUI_ONLY_REASON = "browser surfaces are web views of the cmux app, which a headless server has not"
+
+
+async def _refuse_browser(call: Call, p: AnyParams) -> Result:
+    raise CmuxError("not_supported", f"{call.method} is not supported: {GUI_ONLY_REASON}",
+                    {"method": call.method})
+
+
+methods.add_family(GUI_ONLY_PREFIX, AnyParams, _refuse_browser,
+                   doc=f"Not supported on a headless server: {GUI_ONLY_REASON}.")
