@@ -237,6 +237,19 @@ def test_clear_authority_follows_seed_004() -> None:
     run(body)
 
 
+def test_a_report_past_its_ttl_shows_no_message() -> None:
+    async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
+        t.set_detected(pane, "claude")
+        t.publish_screen(pane, screen(WORKING))
+        t.report_agent(pane, source="acme:claude", agent="claude", state="blocked",
+                       message="Claude needs your permission to use Bash", ttl_s=0.05)
+        assert wire.agent_info(mux, t, pane)["message"].startswith("Claude needs")
+        await asyncio.sleep(0.1)  # the report's TTL, the behaviour under test
+        assert t.status(pane) == "working"
+        assert "message" not in wire.agent_info(mux, t, pane)
+    run(body)
+
+
 def test_a_blocked_the_screen_overrode_is_spent() -> None:
     async def body(mux: Mux, t: AgentTracker, pane: Pane) -> None:
         t.set_detected(pane, "claude")  # acme:claude: the default 30 s blocked TTL

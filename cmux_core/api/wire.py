@@ -11,6 +11,7 @@ same state.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from cmux_core.agents.events import (
@@ -270,8 +271,10 @@ def agent_info(mux: Mux, agents: AgentTracker, target: Pane | Surface) -> Wire:
     if "custom_status" in info:
         out["custom_status"] = info["custom_status"]
     out.update(_provenance(rec))
-    if rec.authority is not None and rec.authority.message and not rec.authority.spent:
-        out["message"] = rec.authority.message  # a report the screen overrode says nothing
+    auth = rec.authority
+    if auth is not None and auth.message and not auth.spent and (
+            auth.expires_at is None or time.monotonic() < auth.expires_at):
+        out["message"] = auth.message  # a report overridden or past its TTL says nothing
     return out
 
 
