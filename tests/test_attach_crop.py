@@ -2,9 +2,9 @@
 image a program drew that has partly scrolled off the top) and hides one wholly outside,
 as ``cmux ui`` does over its pane area, and places layers again on a resize.
 
-The test plays the kitty terminal (``Terminal`` from the attach graphics tests): a pty of
-80 by 24 cells of 10 by 20 pixels, answering the graphics query, whose output is read
-for where each image is shown.
+The test plays the kitty terminal (``pty_terminal.Terminal``): a pty of 80 by 24 cells of
+10 by 20 pixels, answering the graphics query, whose output is read for where each image
+is shown.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import termios
 from collections.abc import Iterator
 
 import pytest
-from test_graphics_attach import Terminal
+from pty_terminal import Terminal
 from test_program_graphics import layers, run
 
 from cmux_core.cli.kitty import FIRST_ID
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.cmux_server(env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1
 
 @pytest.fixture
 def term(server: ServerProcess) -> Iterator[Terminal]:
-    t = Terminal(server, kitty=True)
+    t = Terminal(server, "attach", kitty=True, size=(24, 80), cell=(10, 20))
     try:
         t.until(lambda: t.answered)
         yield t

@@ -8,24 +8,13 @@ client writes.
 from __future__ import annotations
 
 import base64
-import fcntl
-import os
-import re
-import select
-import struct
-import subprocess
-import sys
-import termios
-import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
+from pty_terminal import Terminal as PtyTerminal
 
-from cmux_core.cli.kitty import QUERY, transmit
+from cmux_core.cli.kitty import transmit
 from cmux_core.testing import ServerProcess, start_server
-
-APC = re.compile(rb"\x1b_G([^;\x1b]*)(?:;([^\x1b]*))?\x1b\\")
 
 
 @pytest.fixture
@@ -37,54 +26,12 @@ def server() -> Iterator[ServerProcess]:
         srv.stop()
 
 
-class Terminal:
-    """A pty running ``cmux attach``; the test plays the terminal emulator."""
+class Terminal(PtyTerminal):
+    """``cmux attach`` on a pty of 24 by 80 cells of 10 by 20 pixels; the test plays the
+    terminal emulator, answering the graphics query (or not, without ``kitty``)."""
 
     def __init__(self, server: ServerProcess, *, kitty: bool) -> None:
-        self.master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 800, 480))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CMUX_")}
-        env.update(server.env)
-        env["TERM"] = "xterm-256color"  # not a kitty TERM: the query decides
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cmux_core", "attach", "--socket", str(server.socket_path)],
-            stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
-        os.close(slave)
-        self.out = b""
-        self.kitty = kitty
-        self.answered = False
-
-    def pump(self, timeout: float = 0.2) -> None:
-        ready, _, _ = select.select([self.master], [], [], timeout)
-        if not ready:
-            return
-        try:
-            self.out += os.read(self.master, 1 << 16)
-        except OSError:
-            return
-        if not self.answered and QUERY in self.out:
-            self.answered = True
-            reply = b"\x1b_Gi=31;OK\x1b\\" if self.kitty else b""
-            os.write(self.master, reply + b"\x1b[?62;22c")
-
-    def until(self, predicate: Any, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            assert time.monotonic() < deadline, f"timed out; output tail: {self.out[-400:]!r}"
-            self.pump()
-
-    def apcs(self) -> list[tuple[dict[str, str], bytes]]:
-        found = []
-        for control, payload in APC.findall(self.out):
-            keys = dict(part.split("=", 1) for part in control.decode().split(","))
-            found.append((keys, payload))
-        return found
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
-        os.close(self.master)
+        super().__init__(server, "attach", kitty=kitty, size=(24, 80), cell=(10, 20))
 
 
 def image_bytes(apcs: list[tuple[dict[str, str], bytes]], image_id: str) -> bytes:
@@ -133,7 +80,7 @@ def test_attach_draws_layers_in_a_kitty_terminal(server: ServerProcess) -> None:
         term.until(lambda: sum(k.get("a") == "T" for k, _ in term.apcs()) >= 3)
         second = [k for k, _ in term.apcs() if k.get("a") == "T"][-1]["i"]
         before = len(term.apcs())
-        os.write(term.master, b"\x1c")  # ctrl+\ detaches
+        term.type(b"\x1c")  # ctrl+\ detaches
         term.until(lambda: term.proc.poll() is not None)
         term.pump()
         assert any(k.get("a") == "d" and k.get("i") == second for k, _ in term.apcs()[before:])
@@ -151,9 +98,7 @@ def test_attach_without_kitty_graphics_draws_nothing(server: ServerProcess) -> N
         server.call("pane.graphics.set", {"pane_id": pane, "format": "rgb", "image_width": 1,
                                           "image_height": 1, "data_base64": "AAAA"})
         term.until(lambda: b"marker-42" in term.out)
-        quiet_until = time.monotonic() + 1.0  # room for frames that must not come
-        while time.monotonic() < quiet_until:
-            term.pump()
+        term.quiet(1.0)  # room for frames that must not come
         assert [k for k, _ in term.apcs() if k.get("a") != "q"] == []
         reply = server.call("pane.graphics.layers", {"pane_id": pane})
         assert reply["layers"][0]["frames"] == 1
