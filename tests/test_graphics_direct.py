@@ -5,32 +5,24 @@ a path, outside the image budget), their checks, and clients drawing them from t
 from __future__ import annotations
 
 import base64
-import fcntl
 import json
 import os
-import re
-import select
 import socket
 import stat
-import struct
-import subprocess
 import sys
-import termios
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import Api
+from pty_terminal import Terminal
 
-from cmux_core.cli.kitty import QUERY
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
 MIB = 1024 * 1024
 BIG = 2048
 """A 2048x2048 rgba frame is 16 MiB, the most one frame may be."""
-APC = re.compile(rb"\x1b_G([^;\x1b]*)(?:;([^\x1b]*))?\x1b\\")
 
 
 @pytest.fixture
@@ -282,68 +274,16 @@ def test_a_lease_ends_with_the_next_frame_and_the_stream(
         plain.close()
 
 
-class Terminal:
-    """A pty running ``cmux attach``; the test plays a kitty terminal that loads files."""
-
-    def __init__(self, server: ServerProcess) -> None:
-        self.master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 800, 480))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CMUX_")}
-        env.update(server.env)
-        env["TERM"] = "xterm-256color"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cmux_core", "attach", "--socket", str(server.socket_path)],
-            stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
-        os.close(slave)
-        self.out = b""
-        self.answered = False
-
-    def pump(self, timeout: float = 0.2) -> None:
-        ready, _, _ = select.select([self.master], [], [], timeout)
-        if not ready:
-            return
-        try:
-            self.out += os.read(self.master, 1 << 16)
-        except OSError:
-            return
-        if not self.answered and QUERY in self.out and b"\x1b[c" in self.out:
-            self.answered = True
-            reply = b"\x1b_Gi=31;OK\x1b\\"
-            for keys, payload in self.apcs():
-                if keys.get("i") == "32" and keys.get("t") == "f":
-                    # Load the query image from its file, as a terminal does.
-                    pixel = Path(base64.b64decode(payload).decode())
-                    ok = pixel.is_file() and len(pixel.read_bytes()) == 3
-                    reply += b"\x1b_Gi=32;" + (b"OK" if ok else b"ENOENT") + b"\x1b\\"
-            os.write(self.master, reply + b"\x1b[?62;22c")
-
-    def until(self, predicate: Any, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            assert time.monotonic() < deadline, f"timed out; output tail: {self.out[-400:]!r}"
-            self.pump()
-
-    def apcs(self) -> list[tuple[dict[str, str], bytes]]:
-        found = []
-        for control, payload in APC.findall(self.out):
-            keys = dict(part.split("=", 1) for part in control.decode().split(","))
-            found.append((keys, payload))
-        return found
-
-    def shown(self) -> list[dict[str, str]]:
-        return [keys for keys, _ in self.apcs() if keys.get("a") == "T"]
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
-        os.close(self.master)
+def shown(term: Terminal) -> list[dict[str, str]]:
+    """The keys of every image the client transmitted and showed (``a=T``)."""
+    return [keys for keys, _ in term.apcs() if keys.get("a") == "T"]
 
 
 def test_cmux_attach_has_the_terminal_load_leased_frames_from_their_files(
         server: ServerProcess, api: Api) -> None:
     pane = pane_of(api)
-    term = Terminal(server)
+    # A kitty terminal that loads files, of 24 by 80 cells of 10 by 20 pixels.
+    term = Terminal(server, "attach", files=True, size=(24, 80), cell=(10, 20))
     try:
         term.until(lambda: direct_available(api, pane))
         folder = frame_dir(api, pane)
@@ -351,7 +291,7 @@ def test_cmux_attach_has_the_terminal_load_leased_frames_from_their_files(
         leased = write_rgba(folder / "f.rgba", 3, 2)
         assert direct(api, pane, leased, 3, 2, placement={"viewport_col": 1,
                                                          "viewport_row": 2})["ok"]
-        term.until(lambda: any(k.get("t") == "f" for k in term.shown()))
+        term.until(lambda: any(k.get("t") == "f" for k in shown(term)))
         keys, payload = next((k, p) for k, p in term.apcs()
                              if k.get("a") == "T" and k.get("t") == "f")
         assert (keys["f"], keys["s"], keys["v"], keys["S"], keys["m"]) == \
@@ -362,7 +302,7 @@ def test_cmux_attach_has_the_terminal_load_leased_frames_from_their_files(
         # bgra has no file format in kitty: sent inline, converted to rgba.
         swapped = write_rgba(folder / "g.rgba", 1, 1, b"\x01\x02\x03\xff")
         assert direct(api, pane, swapped, 1, 1, format="bgra")["ok"]
-        term.until(lambda: len(term.shown()) >= 2)
+        term.until(lambda: len(shown(term)) >= 2)
         keys, payload = [(k, p) for k, p in term.apcs() if k.get("a") == "T"][-1]
         assert "t" not in keys and base64.b64decode(payload) == b"\x03\x02\x01\xff"
         api("pane.graphics.stream.close", {"pane_id": pane, "owner": "painter"})
