@@ -12,23 +12,20 @@ import base64
 import fcntl
 import os
 import re
-import select
 import signal
 import struct
-import subprocess
 import sys
 import termios
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from pty_terminal import APC, Terminal, keys_of
 
-from cmux_core.cli.kitty import FIRST_ID, QUERY, fit
+from cmux_core.cli.kitty import FIRST_ID, fit
 from cmux_core.cli.ui import mouse_for_pane, switch_modes
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
-APC = re.compile(rb"\x1b_G([^;\x1b]*)(?:;([^\x1b]*))?\x1b\\")
 PLACED = re.compile(rb"\x1b7\x1b\[(\d+);(\d+)H\x1b_G([^;\x1b]*)\x1b\\\x1b8")
 COLUMNS, LINES = 120, 30
 CELL = (10, 20)
@@ -45,74 +42,20 @@ def server() -> Iterator[ServerProcess]:
         srv.stop()
 
 
-def keys_of(control: bytes) -> dict[str, str]:
-    return dict(part.split("=", 1) for part in control.decode().split(","))
+def ui(server: ServerProcess, *extra: str, kitty: bool = True) -> Terminal:
+    """``cmux ui`` on a pty of ``LINES`` by ``COLUMNS`` cells of ``CELL`` pixels."""
+    return Terminal(server, "ui", *extra, kitty=kitty, size=(LINES, COLUMNS), cell=CELL)
 
 
-class Terminal:
-    """A pty running ``cmux ui``; the test plays the terminal emulator."""
+def controls(term: Terminal, since: int = 0) -> list[dict[str, str]]:
+    """The keys of every kitty graphics sequence written from ``since`` on."""
+    return [k for k, _ in term.apcs(since)]
 
-    def __init__(self, server: ServerProcess, *extra: str, kitty: bool = True) -> None:
-        self.master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack(
-            "HHHH", LINES, COLUMNS, COLUMNS * CELL[0], LINES * CELL[1]))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CMUX_")}
-        env.update(server.env)
-        env["TERM"] = "xterm-256color"  # not a kitty TERM: the query decides
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cmux_core", "ui", "--socket", str(server.socket_path),
-             *extra], stdin=slave, stdout=slave, stderr=slave, env=env,
-            start_new_session=True)
-        os.close(slave)
-        self.out = b""
-        self.kitty = kitty
-        self.answers = 0
 
-    def pump(self, timeout: float = 0.2) -> None:
-        ready, _, _ = select.select([self.master], [], [], timeout)
-        if not ready:
-            return
-        try:
-            self.out += os.read(self.master, 1 << 16)
-        except OSError:
-            return
-        while self.out.count(QUERY) > self.answers:  # the ui's, and a full-screen attach's
-            self.answers += 1
-            reply = b"\x1b_Gi=31;OK\x1b\\" if self.kitty else b""
-            os.write(self.master, reply + b"\x1b[?62;22c")
-
-    @property
-    def answered(self) -> bool:
-        return self.answers > 0
-
-    def until(self, predicate: Callable[[], bool], timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            assert time.monotonic() < deadline, f"timed out; output tail: {self.out[-600:]!r}"
-            self.pump()
-
-    def quiet(self, seconds: float) -> None:
-        """Read for ``seconds`` (room for output that must not come)."""
-        until = time.monotonic() + seconds
-        while time.monotonic() < until:
-            self.pump()
-
-    def type(self, data: bytes) -> None:
-        os.write(self.master, data)
-
-    def apcs(self, since: int = 0) -> list[dict[str, str]]:
-        return [keys_of(control) for control, _ in APC.findall(self.out[since:])]
-
-    def placements(self, since: int = 0) -> list[tuple[int, int, dict[str, str]]]:
-        """``(row, column, keys)`` of each image placed (one-based screen cell)."""
-        return [(int(row), int(col), keys_of(control))
-                for row, col, control in PLACED.findall(self.out[since:])]
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
-        os.close(self.master)
+def placements(term: Terminal, since: int = 0) -> list[tuple[int, int, dict[str, str]]]:
+    """``(row, column, keys)`` of each image placed (one-based screen cell)."""
+    return [(int(row), int(col), keys_of(control))
+            for row, col, control in PLACED.findall(term.out[since:])]
 
 
 def set_layer(server: ServerProcess, pane: str, layer: str = "primary", **placement: int
@@ -131,14 +74,14 @@ def test_ui_places_layers_over_the_pane_area_and_removes_them(
     first = str(server.call("pane.current")["pane"]["pane_id"])
     second = str(server.call("pane.split", {"command": ["/bin/sh"]})["pane"]["pane_id"])
     set_layer(server, first, viewport_col=4, viewport_row=2, grid_cols=3, grid_rows=1)
-    term = Terminal(server)
+    term = ui(server)
     try:
-        term.until(lambda: started(term) and bool(term.placements()))
-        stored = [k for k in term.apcs() if k.get("a") == "t"]
+        term.until(lambda: started(term) and bool(placements(term)))
+        stored = [k for k in controls(term) if k.get("a") == "t"]
         assert stored and stored[0]["i"] == str(FIRST_ID) and stored[0]["f"] == "24"
         image_id = stored[0]["i"]
         # The pane area starts right of the sidebar and its border, below the heading.
-        row, col, keys = term.placements()[-1]
+        row, col, keys = placements(term)[-1]
         assert (row, col) == (1 + 2 + 1, SIDEBAR + 1 + 4 + 1)
         assert (keys["i"], keys["p"], keys["c"], keys["r"], keys["q"]) \
             == (image_id, "1", "3", "1", "2")
@@ -150,8 +93,8 @@ def test_ui_places_layers_over_the_pane_area_and_removes_them(
             "image_height": 1, "data_base64": base64.b64encode(b"\0" * 12).decode(),
             "placement": {"viewport_col": -2, "viewport_row": 0, "grid_cols": 4,
                           "grid_rows": 1}})
-        term.until(lambda: any(k.get("c") == "2" for _, _, k in term.placements(mark)))
-        row, col, keys = next(p for p in term.placements(mark) if p[2].get("c") == "2")
+        term.until(lambda: any(k.get("c") == "2" for _, _, k in placements(term, mark)))
+        row, col, keys = next(p for p in placements(term, mark) if p[2].get("c") == "2")
         assert (row, col) == (2, SIDEBAR + 2)
         assert (keys["x"], keys["y"], keys["w"], keys["h"], keys["r"]) \
             == ("2", "0", "2", "1", "1")
@@ -159,22 +102,22 @@ def test_ui_places_layers_over_the_pane_area_and_removes_them(
         # A new image is stored and placed again; a cleared layer is deleted.
         mark = len(term.out)
         set_layer(server, first, viewport_col=5, viewport_row=3)
-        term.until(lambda: any(k["i"] == image_id for _, _, k in term.placements(mark)))
-        assert [k["i"] for k in term.apcs(mark) if k.get("a") == "t"] == [image_id]
-        assert (term.placements(mark)[-1][0], term.placements(mark)[-1][1]) \
+        term.until(lambda: any(k["i"] == image_id for _, _, k in placements(term, mark)))
+        assert [k["i"] for k in controls(term, mark) if k.get("a") == "t"] == [image_id]
+        assert (placements(term, mark)[-1][0], placements(term, mark)[-1][1]) \
             == (1 + 3 + 1, SIDEBAR + 1 + 5 + 1)
         mark = len(term.out)
         server.call("pane.graphics.clear", {"pane_id": first, "layer_id": "wide"})
-        term.until(lambda: {"a": "d", "d": "I", "i": wide_id, "q": "2"} in term.apcs(mark))
+        term.until(lambda: {"a": "d", "d": "I", "i": wide_id, "q": "2"} in controls(term, mark))
         # Another pane shown (tab): the first pane's images are deleted, the other's drawn.
         set_layer(server, second, "other", viewport_col=1, viewport_row=1)
         mark = len(term.out)
         term.type(b"\t")
-        term.until(lambda: {"a": "d", "d": "I", "i": image_id, "q": "2"} in term.apcs(mark)
-                   and bool(term.placements(mark)))
-        row, col, _ = term.placements(mark)[-1]
+        term.until(lambda: {"a": "d", "d": "I", "i": image_id, "q": "2"} in controls(term, mark)
+                   and bool(placements(term, mark)))
+        row, col, _ = placements(term, mark)[-1]
         assert (row, col) == (3, SIDEBAR + 3)
-        other_id = term.placements(mark)[-1][2]["i"]
+        other_id = placements(term, mark)[-1][2]["i"]
         # Quitting deletes what is shown before the terminal leaves the alternate screen.
         mark = len(term.out)
         term.type(b"q")
@@ -193,10 +136,10 @@ def test_ui_crops_to_the_area_as_it_changes(server: ServerProcess) -> None:
     # A layer at the right edge of a 120x30 terminal's pane area (99x28 cells beside a
     # 20-cell sidebar): 3 of its 6 columns are inside.
     set_layer(server, pane, viewport_col=96, viewport_row=20, grid_cols=6, grid_rows=2)
-    term = Terminal(server, "--sidebar-width", "20")
+    term = ui(server, "--sidebar-width", "20")
     try:
-        term.until(lambda: started(term) and bool(term.placements()))
-        row, col, keys = term.placements()[-1]
+        term.until(lambda: started(term) and bool(placements(term)))
+        row, col, keys = placements(term)[-1]
         assert (row, col) == (1 + 20 + 1, 21 + 96 + 1)
         assert (keys["c"], keys["r"], keys["x"], keys["w"]) == ("3", "2", "0", "1")
         # The terminal shrinks: the layer falls outside the pane area and is hidden.
@@ -204,14 +147,14 @@ def test_ui_crops_to_the_area_as_it_changes(server: ServerProcess) -> None:
         fcntl.ioctl(term.master, termios.TIOCSWINSZ, struct.pack(
             "HHHH", 20, 90, 900, 400))
         os.killpg(term.proc.pid, signal.SIGWINCH)
-        term.until(lambda: {"a": "d", "d": "i", "i": keys["i"], "q": "2"} in term.apcs(mark))
+        term.until(lambda: {"a": "d", "d": "i", "i": keys["i"], "q": "2"} in controls(term, mark))
         # It grows back: placed again.
         mark = len(term.out)
         fcntl.ioctl(term.master, termios.TIOCSWINSZ, struct.pack(
             "HHHH", LINES, COLUMNS, COLUMNS * CELL[0], LINES * CELL[1]))
         os.killpg(term.proc.pid, signal.SIGWINCH)
-        term.until(lambda: bool(term.placements(mark)))
-        assert term.placements(mark)[-1][:2] == (22, 118)
+        term.until(lambda: bool(placements(term, mark)))
+        assert placements(term, mark)[-1][:2] == (22, 118)
     finally:
         term.close()
 
@@ -219,23 +162,23 @@ def test_ui_crops_to_the_area_as_it_changes(server: ServerProcess) -> None:
 def test_ui_draws_again_after_a_full_screen_attach(server: ServerProcess) -> None:
     pane = str(server.call("pane.current")["pane"]["pane_id"])
     set_layer(server, pane, viewport_col=2, viewport_row=1)
-    term = Terminal(server)
+    term = ui(server)
     try:
-        term.until(lambda: started(term) and bool(term.placements()))
-        image_id = term.placements()[-1][2]["i"]
+        term.until(lambda: started(term) and bool(placements(term)))
+        image_id = placements(term)[-1][2]["i"]
         # Enter: the ui deletes its images before the full-screen attach draws its own.
         mark = len(term.out)
         term.type(b"\r")
-        term.until(lambda: any(k.get("a") == "T" for k in term.apcs(mark)))
+        term.until(lambda: any(k.get("a") == "T" for k in controls(term, mark)))
         attach_at = term.out.index(b"a=T", mark)
         assert {"a": "d", "d": "I", "i": image_id, "q": "2"} in [
             keys_of(c) for c, _ in APC.findall(term.out[mark:attach_at])]
         # Back in the ui (the attach's detach key): stored and placed again.
         mark = len(term.out)
         term.type(b"\x1c")
-        term.until(lambda: b"q quit" in term.out[mark:] and bool(term.placements(mark)))
-        assert any(k.get("a") == "t" and k["i"] == image_id for k in term.apcs(mark))
-        assert term.placements(mark)[-1][:2] == (1 + 1 + 1, SIDEBAR + 1 + 2 + 1)
+        term.until(lambda: b"q quit" in term.out[mark:] and bool(placements(term, mark)))
+        assert any(k.get("a") == "t" and k["i"] == image_id for k in controls(term, mark))
+        assert placements(term, mark)[-1][:2] == (1 + 1 + 1, SIDEBAR + 1 + 2 + 1)
     finally:
         term.close()
 
@@ -244,7 +187,7 @@ def test_ui_draws_again_after_a_full_screen_attach(server: ServerProcess) -> Non
 def test_ui_with_graphics_off_on_the_server_draws_nothing(cmux_server: ServerProcess
                                                           ) -> None:
     pane = str(cmux_server.call("pane.current")["pane"]["pane_id"])
-    term = Terminal(cmux_server)
+    term = ui(cmux_server)
     try:
         term.until(lambda: term.answered and started(term))
         cmux_server.call("pane.send_text", {"pane_id": pane, "text": "echo shown-$((6*7))\n"})
@@ -252,7 +195,7 @@ def test_ui_with_graphics_off_on_the_server_draws_nothing(cmux_server: ServerPro
         term.type(b"q")
         term.until(lambda: term.proc.poll() is not None)
         assert term.proc.returncode == 0
-        assert [k for k in term.apcs() if k.get("a") != "q"] == []
+        assert [k for k in controls(term) if k.get("a") != "q"] == []
     finally:
         term.close()
 
@@ -260,18 +203,18 @@ def test_ui_with_graphics_off_on_the_server_draws_nothing(cmux_server: ServerPro
 def test_ui_without_kitty_graphics_draws_nothing(server: ServerProcess) -> None:
     pane = str(server.call("pane.current")["pane"]["pane_id"])
     set_layer(server, pane, viewport_col=1, viewport_row=1)
-    term = Terminal(server, kitty=False)
+    term = ui(server, kitty=False)
     try:
         term.until(lambda: term.answered and started(term))
         server.call("pane.send_text", {"pane_id": pane, "text": "echo marker-$((6*7))\n"})
         set_layer(server, pane, "second")
         term.until(lambda: b"marker-42" in term.out)
         term.quiet(1.0)
-        assert [k for k in term.apcs() if k.get("a") != "q"] == []
+        assert [k for k in controls(term) if k.get("a") != "q"] == []
         term.type(b"q")
         term.until(lambda: term.proc.poll() is not None)
         term.pump()
-        assert [k for k in term.apcs() if k.get("a") != "q"] == []
+        assert [k for k in controls(term) if k.get("a") != "q"] == []
         with pytest.raises(Exception, match="cell_size_unavailable"):
             server.call("pane.graphics.info", {"pane_id": pane})
     finally:
@@ -300,7 +243,7 @@ def test_typing_follows_the_programs_modes(server: ServerProcess, tmp_path: Any)
         return lambda: text in server.call("pane.read", {
             "pane_id": pane, "source": "recent"})["read"]["text"]
 
-    term = Terminal(server, kitty=False)
+    term = ui(server, kitty=False)
     try:
         term.until(lambda: started(term) and b"ready" in term.out)
         assert b"\x1b[?1h" not in term.out  # not while keys go to the sidebar
@@ -340,7 +283,7 @@ def test_modes_back_off_when_keys_return_to_the_sidebar(server: ServerProcess,
     script = tmp_path / "keys.py"
     script.write_text(KEY_ECHO)
     server.call("pane.send_text", {"pane_id": pane, "text": f"{sys.executable} {script}\n"})
-    term = Terminal(server, kitty=False)
+    term = ui(server, kitty=False)
     try:
         term.until(lambda: started(term) and b"ready" in term.out)
         term.type(b"i")
