@@ -10,29 +10,20 @@ checks the terminal's settings through the slave it keeps open.
 from __future__ import annotations
 
 import base64
-import fcntl
-import os
-import re
-import select
 import signal
-import struct
-import subprocess
-import sys
-import termios
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pty_terminal import APC, Terminal
 
-from cmux_core.cli.kitty import QUERY
 from cmux_core.cli.ui_pane import switch_keyboard
 from cmux_core.client import Client
 from cmux_core.errors import CmuxError
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
-APC = re.compile(rb"\x1b_G([^;\x1b]*)(?:;([^\x1b]*))?\x1b\\")
 PIXEL = base64.b64encode(b"\x10\x20\x30").decode()
 EXIT_S = 15.0
 """How long a client may take to leave after the signal (the machine is loaded)."""
@@ -51,97 +42,19 @@ def server() -> Iterator[ServerProcess]:
         srv.stop()
 
 
-class Terminal:
-    """A client on a pty; the test plays a kitty terminal (files loaded when ``files``).
+def client(server: ServerProcess, *argv: str, controlling: bool = False, files: bool = False,
+           stderr: Path | None = None) -> Terminal:
+    """``cmux <argv>`` on a pty of 30 by 120 cells of 10 by 20 pixels, played as a kitty
+    terminal (loading files when ``files``); the test keeps the slave to check its
+    settings."""
+    return Terminal(server, *argv, size=(30, 120), cell=(10, 20), keep_slave=True,
+                    controlling=controlling, files=files, stderr=stderr)
 
-    With ``controlling`` the pty is the client's controlling terminal, so closing the
-    master hangs it up (SIGHUP) as a terminal window closing does."""
 
-    def __init__(self, server: ServerProcess, *argv: str, controlling: bool = False,
-                 files: bool = False, stderr: Path | None = None) -> None:
-        self.master, self.slave = os.openpty()
-        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 1200, 600))
-        self.cooked = termios.tcgetattr(self.slave)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CMUX_")}
-        env.update(server.env)
-        env["TERM"] = "xterm-256color"
-        err = open(stderr, "wb") if stderr is not None else self.slave  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cmux_core", *argv, "--socket", str(server.socket_path)],
-            stdin=self.slave, stdout=self.slave, stderr=err, env=env,
-            start_new_session=True,
-            preexec_fn=(lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0)) if controlling
-            else None)
-        if stderr is not None:
-            err.close()  # type: ignore[union-attr]
-        self.out = b""
-        self.files = files
-        self.answers = 0
-        self.master_open = True
-
-    def pump(self, timeout: float = 0.1) -> None:
-        ready, _, _ = select.select([self.master], [], [], timeout)
-        if not ready:
-            return
-        try:
-            self.out += os.read(self.master, 1 << 16)
-        except OSError:
-            return
-        while self.out.count(QUERY) > self.answers:
-            self.answers += 1
-            reply = b"\x1b_Gi=31;OK\x1b\\"
-            if self.files:
-                query = self.out.rindex(QUERY)
-                for keys, payload in APC.findall(self.out[query:]):
-                    if b"i=32" in keys and b"t=f" in keys:
-                        pixel = Path(base64.b64decode(payload).decode())
-                        ok = pixel.is_file() and len(pixel.read_bytes()) == 3
-                        reply += b"\x1b_Gi=32;" + (b"OK" if ok else b"ENOENT") + b"\x1b\\"
-            os.write(self.master, reply + b"\x1b[?62;22c")
-
-    def until(self, predicate: Callable[[], bool], timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            assert time.monotonic() < deadline, f"timed out; output tail: {self.out[-600:]!r}"
-            self.pump()
-
-    def type(self, data: bytes) -> None:
-        os.write(self.master, data)
-
-    def exited(self, timeout: float = EXIT_S) -> int:
-        """The client's exit status, reading its output meanwhile; fails after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while self.proc.poll() is None:
-            assert time.monotonic() < deadline, "the client did not exit"
-            if self.master_open:
-                self.pump()
-            else:
-                time.sleep(0.05)
-        if self.master_open:
-            self.pump(0.2)
-        return self.proc.returncode
-
-    def close_master(self) -> None:
-        os.close(self.master)
-        self.master_open = False
-
-    def image_ids(self) -> set[str]:
-        return {dict(p.split("=", 1) for p in c.decode().split(",")).get("i", "")
-                for c, _ in APC.findall(self.out) if b"a=T" in c or b"a=t" in c}
-
-    def restored(self) -> bool:
-        """The slave's settings are the cooked ones it had before the client ran."""
-        now = termios.tcgetattr(self.slave)
-        return bool(now[3] & termios.ICANON and now[3] & termios.ECHO
-                    and now[3] == self.cooked[3])
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
-        if self.master_open:
-            os.close(self.master)
-        os.close(self.slave)
+def transmitted(term: Terminal) -> set[str]:
+    """The ids of the images the client transmitted."""
+    return {keys.get("i", "") for keys, _ in term.apcs()
+            if keys.get("a") in ("T", "t")}
 
 
 def pane_of(server: ServerProcess) -> str:
@@ -173,9 +86,9 @@ def attach_ready(server: ServerProcess, *, controlling: bool = False,
     set_layer(server, pane)
     server.call("pane.send_text", {"pane_id": pane, "text": SET_MODES})
     wait_until(lambda: "modes-42" in pane_text(server, pane), 30, message="modes set")
-    term = Terminal(server, "attach", pane, controlling=controlling, stderr=stderr)
+    term = client(server, "attach", pane, controlling=controlling, stderr=stderr)
     term.until(lambda: b"\x1b[?1004h" in term.out and b"\x1b[=1;1u" in term.out
-               and bool(term.image_ids()))
+               and bool(transmitted(term)))
     return term, pane
 
 
@@ -184,7 +97,7 @@ def test_attach_ended_by_a_signal_restores_the_terminal(
         server: ServerProcess, sig: signal.Signals) -> None:
     term, pane = attach_ready(server)
     try:
-        (image_id,) = term.image_ids()
+        (image_id,) = transmitted(term)
         mark = len(term.out)
         term.proc.send_signal(sig)
         assert term.exited() == 128 + sig
@@ -242,7 +155,7 @@ def test_attach_restores_the_terminal_when_the_server_goes_away(server: ServerPr
                                                                 ) -> None:
     term, _ = attach_ready(server)
     try:
-        (image_id,) = term.image_ids()
+        (image_id,) = transmitted(term)
         mark = len(term.out)
         server.process.kill()
         assert term.exited() == 1
@@ -265,8 +178,8 @@ def ui_ready(server: ServerProcess, *, controlling: bool = False,
     set_layer(server, pane)
     server.call("pane.send_text", {"pane_id": pane, "text": SET_MODES})
     wait_until(lambda: "modes-42" in pane_text(server, pane), 30, message="modes set")
-    term = Terminal(server, "ui", controlling=controlling, stderr=stderr)
-    term.until(lambda: b"q quit" in term.out and bool(term.image_ids()))
+    term = client(server, "ui", controlling=controlling, stderr=stderr)
+    term.until(lambda: b"q quit" in term.out and bool(transmitted(term)))
     term.type(b"i")
     term.until(lambda: all(s in term.out for s in (b"\x1b[?1h", b"\x1b[?1000h",
                                                     b"\x1b[?1004h", b"\x1b[>1u")))
@@ -278,7 +191,7 @@ def test_ui_ended_by_a_signal_restores_the_terminal(
         server: ServerProcess, sig: signal.Signals) -> None:
     term, pane = ui_ready(server)
     try:
-        image_ids = term.image_ids()
+        image_ids = transmitted(term)
         mark = len(term.out)
         term.proc.send_signal(sig)
         assert term.exited() == 128 + sig
@@ -330,7 +243,7 @@ def test_ui_leaves_quietly_when_its_terminal_closes(
 def test_ui_restores_the_terminal_when_the_server_goes_away(server: ServerProcess) -> None:
     term, _ = ui_ready(server)
     try:
-        image_ids = term.image_ids()
+        image_ids = transmitted(term)
         mark = len(term.out)
         server.process.kill()
         assert term.exited() == 1
@@ -370,7 +283,7 @@ def test_ui_passes_focus_reports_and_the_kitty_keyboard_protocol_through(
     script.write_text(READER)
     server.call("pane.send_text", {"pane_id": pane, "text": f"python3 {script}\r"})
     wait_until(lambda: "reader-ready" in pane_text(server, pane), 30, message="reader")
-    term = Terminal(server, "ui")
+    term = client(server, "ui")
     try:
         term.until(lambda: b"q quit" in term.out and b"reader-ready" in term.out)
         assert b"\x1b[?1004h" not in term.out and b"\x1b[>" not in term.out
@@ -421,13 +334,13 @@ def test_ui_has_a_terminal_that_loads_files_draw_leased_frames_from_them(
         except CmuxError:
             return {}
 
-    plain = Terminal(server, "ui")  # answers the query, loads no file
+    plain = client(server, "ui")  # answers the query, loads no file
     try:
         plain.until(lambda: b"q quit" in plain.out and bool(info()))
         assert info()["file_frame_directory"] is None
     finally:
         plain.close()
-    term = Terminal(server, "ui", files=True)
+    term = client(server, "ui", files=True)
     try:
         term.until(lambda: b"q quit" in term.out
                    and info().get("file_frame_directory") is not None)
@@ -460,7 +373,7 @@ def test_ui_ended_during_a_full_screen_attach_ends_the_attach_first(
         server: ServerProcess) -> None:
     pane = pane_of(server)
     server.call("pane.send_text", {"pane_id": pane, "text": "echo shown-$((6*7))\r"})
-    term = Terminal(server, "ui")
+    term = client(server, "ui")
     try:
         term.until(lambda: b"q quit" in term.out and b"shown-42" in term.out)
         mark = len(term.out)
