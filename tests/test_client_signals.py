@@ -76,16 +76,49 @@ def pane_text(server: ServerProcess, pane: str) -> str:
     return str(server.call("pane.read", {"pane_id": pane, "source": "visible"})["read"]["text"])
 
 
+def modes_set(server: ServerProcess) -> str:
+    """The current pane, showing an image, once its program has set modes (``SET_MODES``)."""
+    pane = pane_of(server)
+    set_layer(server, pane)
+    server.call("pane.send_text", {"pane_id": pane, "text": SET_MODES})
+    wait_until(lambda: "modes-42" in pane_text(server, pane), 30, message="modes set")
+    return pane
+
+
+def hang_up_while_blocked(server: ServerProcess, term: Terminal, pane: str) -> None:
+    """The pane floods while the terminal stops reading, so the client blocks writing;
+    a SIGHUP then ends it promptly (128 + SIGHUP)."""
+    server.call("pane.send_text", {"pane_id": pane, "text": "\r"})  # SET_MODES floods
+    wchan = Path(f"/proc/{term.proc.pid}/wchan")
+    wait_until(lambda: wchan.read_text() in ("n_tty_write", "wait_woken", "tty_write"), 30,
+               message="the client blocked writing to its terminal")
+    term.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + EXIT_S
+    while term.proc.poll() is None:
+        assert time.monotonic() < deadline, "a hung-up client waits for its terminal"
+        time.sleep(0.05)
+    assert term.proc.returncode == 128 + signal.SIGHUP
+
+
+def closed_quietly(server: ServerProcess, term: Terminal, pane: str, log: Path,
+                   controlling: bool) -> None:
+    """The terminal closes as a window closes: SIGHUP when it is the controlling terminal,
+    else reads and writes fail (EIO); the client leaves without a traceback and the pane
+    lives on."""
+    term.close_master()
+    status = term.exited()
+    assert status == (128 + signal.SIGHUP if controlling else 1)
+    assert "Traceback" not in log.read_text()
+    assert server.call("pane.get", {"pane_id": pane})["pane"]
+
+
 # -- cmux attach ---------------------------------------------------------------------------
 
 
 def attach_ready(server: ServerProcess, *, controlling: bool = False,
                  stderr: Path | None = None) -> tuple[Terminal, str]:
     """``cmux attach`` on a pane whose program set modes and which shows an image."""
-    pane = pane_of(server)
-    set_layer(server, pane)
-    server.call("pane.send_text", {"pane_id": pane, "text": SET_MODES})
-    wait_until(lambda: "modes-42" in pane_text(server, pane), 30, message="modes set")
+    pane = modes_set(server)
     term = client(server, "attach", pane, controlling=controlling, stderr=stderr)
     term.until(lambda: b"\x1b[?1004h" in term.out and b"\x1b[=1;1u" in term.out
                and bool(transmitted(term)))
@@ -117,19 +150,7 @@ def test_attach_hung_up_while_its_terminal_stops_reading_exits_promptly(
         server: ServerProcess) -> None:
     term, pane = attach_ready(server)
     try:
-        # The terminal stops reading while the pane floods: the client blocks writing.
-        server.call("pane.send_text", {"pane_id": pane, "text": "\r"})
-        wchan = Path(f"/proc/{term.proc.pid}/wchan")
-        seen: list[str] = []
-        wait_until(lambda: seen.append(wchan.read_text()) or seen[-1]
-                   in ("n_tty_write", "wait_woken", "tty_write"), 30,
-                   message="the client blocked writing to its terminal")
-        term.proc.send_signal(signal.SIGHUP)
-        deadline = time.monotonic() + EXIT_S
-        while term.proc.poll() is None:
-            assert time.monotonic() < deadline, "a hung-up client waits for its terminal"
-            time.sleep(0.05)
-        assert term.proc.returncode == 128 + signal.SIGHUP
+        hang_up_while_blocked(server, term, pane)
     finally:
         term.close()
 
@@ -140,13 +161,7 @@ def test_attach_leaves_quietly_when_its_terminal_closes(
     log = tmp_path / "stderr"
     term, pane = attach_ready(server, controlling=controlling, stderr=log)
     try:
-        # Closed as a window closes: SIGHUP when it is the controlling terminal, else
-        # reads and writes fail (EIO).
-        term.close_master()
-        status = term.exited()
-        assert status == (128 + signal.SIGHUP if controlling else 1)
-        assert "Traceback" not in log.read_text()
-        assert server.call("pane.get", {"pane_id": pane})["pane"]
+        closed_quietly(server, term, pane, log, controlling)
     finally:
         term.close()
 
@@ -174,10 +189,7 @@ def test_attach_restores_the_terminal_when_the_server_goes_away(server: ServerPr
 def ui_ready(server: ServerProcess, *, controlling: bool = False,
              stderr: Path | None = None) -> tuple[Terminal, str]:
     """``cmux ui`` typing into a pane whose program set modes and which shows an image."""
-    pane = pane_of(server)
-    set_layer(server, pane)
-    server.call("pane.send_text", {"pane_id": pane, "text": SET_MODES})
-    wait_until(lambda: "modes-42" in pane_text(server, pane), 30, message="modes set")
+    pane = modes_set(server)
     term = client(server, "ui", controlling=controlling, stderr=stderr)
     term.until(lambda: b"q quit" in term.out and bool(transmitted(term)))
     term.type(b"i")
@@ -211,16 +223,7 @@ def test_ui_hung_up_while_its_terminal_stops_reading_exits_promptly(
         server: ServerProcess) -> None:
     term, pane = ui_ready(server)
     try:
-        server.call("pane.send_text", {"pane_id": pane, "text": "\r"})  # floods
-        wchan = Path(f"/proc/{term.proc.pid}/wchan")
-        wait_until(lambda: wchan.read_text() in ("n_tty_write", "wait_woken", "tty_write"),
-                   30, message="the ui blocked writing to its terminal")
-        term.proc.send_signal(signal.SIGHUP)
-        deadline = time.monotonic() + EXIT_S
-        while term.proc.poll() is None:
-            assert time.monotonic() < deadline, "a hung-up ui waits for its terminal"
-            time.sleep(0.05)
-        assert term.proc.returncode == 128 + signal.SIGHUP
+        hang_up_while_blocked(server, term, pane)
     finally:
         term.close()
 
@@ -231,11 +234,7 @@ def test_ui_leaves_quietly_when_its_terminal_closes(
     log = tmp_path / "stderr"
     term, pane = ui_ready(server, controlling=controlling, stderr=log)
     try:
-        term.close_master()
-        status = term.exited()
-        assert status == (128 + signal.SIGHUP if controlling else 1)
-        assert "Traceback" not in log.read_text()
-        assert server.call("pane.get", {"pane_id": pane})["pane"]
+        closed_quietly(server, term, pane, log, controlling)
     finally:
         term.close()
 
