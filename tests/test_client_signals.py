@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from pty_terminal import APC, Terminal
 from cmux_core.cli.ui_pane import switch_keyboard
 from cmux_core.client import Client
 from cmux_core.errors import CmuxError
-from cmux_core.testing import ServerProcess, start_server, wait_until
+from cmux_core.testing import ServerProcess, wait_until
 
 PIXEL = base64.b64encode(b"\x10\x20\x30").decode()
 EXIT_S = 15.0
@@ -33,13 +32,8 @@ SET_MODES = ("printf '\\033[?1h\\033[?1004h\\033[?1000h\\033[>1u'; "
 the kitty keyboard protocol, then waits for a line before it floods the screen."""
 
 
-@pytest.fixture
-def server() -> Iterator[ServerProcess]:
-    srv = start_server(env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
-    try:
-        yield srv
-    finally:
-        srv.stop()
+pytestmark = pytest.mark.cmux_server(env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
+"""``server`` (the conftest's) runs with kitty graphics on."""
 
 
 def client(server: ServerProcess, *argv: str, controlling: bool = False, files: bool = False,

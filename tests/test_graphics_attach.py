@@ -8,22 +8,15 @@ client writes.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 
 import pytest
 from pty_terminal import Terminal as PtyTerminal
 
 from cmux_core.cli.kitty import transmit
-from cmux_core.testing import ServerProcess, start_server
+from cmux_core.testing import ServerProcess
 
-
-@pytest.fixture
-def server() -> Iterator[ServerProcess]:
-    srv = start_server(env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
-    try:
-        yield srv
-    finally:
-        srv.stop()
+pytestmark = pytest.mark.cmux_server(env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
+"""``server`` (the conftest's) runs with kitty graphics on."""
 
 
 class Terminal(PtyTerminal):

@@ -16,7 +16,7 @@ import signal
 import struct
 import sys
 import termios
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,7 +24,7 @@ from pty_terminal import APC, Terminal, keys_of
 
 from cmux_core.cli.kitty import FIRST_ID, fit
 from cmux_core.cli.ui import mouse_for_pane, switch_modes
-from cmux_core.testing import ServerProcess, start_server, wait_until
+from cmux_core.testing import ServerProcess, wait_until
 
 PLACED = re.compile(rb"\x1b7\x1b\[(\d+);(\d+)H\x1b_G([^;\x1b]*)\x1b\\\x1b8")
 COLUMNS, LINES = 120, 30
@@ -33,13 +33,8 @@ SIDEBAR = 36
 PIXEL = base64.b64encode(b"\x10\x20\x30").decode()
 
 
-@pytest.fixture
-def server() -> Iterator[ServerProcess]:
-    srv = start_server(env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
-    try:
-        yield srv
-    finally:
-        srv.stop()
+pytestmark = pytest.mark.cmux_server(env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
+"""``server`` (the conftest's) runs with kitty graphics on."""
 
 
 def ui(server: ServerProcess, *extra: str, kitty: bool = True) -> Terminal:
