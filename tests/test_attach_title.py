@@ -2,62 +2,19 @@
 on the title stack (``CSI 22;0t``) before it shows the pane, sets the pane's title while
 attached, and pops it (``CSI 23;0t``) on the way out, after every title it set.
 
-The client runs on a pseudo-terminal this test holds the other end of, so every byte it
-writes to its terminal is recorded in order (no outer terminal or tmux is involved).
+The client runs on a pseudo-terminal this test holds the other end of (``pty_terminal``),
+so every byte it writes to its terminal is recorded in order (no outer terminal or tmux is
+involved).
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
-import pty
-import struct
-import subprocess
-import sys
-import termios
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from pty_terminal import Terminal
 
-import pytest
-
-from cmux_core.testing import ServerProcess, start_server, wait_until
+from cmux_core.testing import ServerProcess, wait_until
 
 PUSH = b"\x1b[22;0t"
 POP = b"\x1b[23;0t"
-
-
-@dataclass
-class Recorded:
-    """What a client wrote to its terminal, collected by a reader thread."""
-
-    master: int
-    data: bytearray = field(default_factory=bytearray)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def read_all(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self.master, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            with self.lock:
-                self.data += chunk
-
-    def bytes(self) -> bytes:
-        with self.lock:
-            return bytes(self.data)
-
-
-@pytest.fixture
-def server() -> Iterator[ServerProcess]:
-    s = start_server()
-    try:
-        yield s
-    finally:
-        s.stop()
 
 
 def set_title(server: ServerProcess, title: str) -> None:
@@ -73,33 +30,18 @@ def test_attach_pushes_the_title_and_pops_it_after_the_last_one_it_set(
         server: ServerProcess) -> None:
     set_title(server, "first-pane-title")
     wait_until(lambda: pane_title(server) == "first-pane-title", 15, message="pane title")
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CMUX_")}
-    client = subprocess.Popen(
-        [sys.executable, "-m", "cmux_core", "attach", "--socket", str(server.socket_path),
-         "w1:p1"], stdin=slave, stdout=slave, stderr=slave, env=env,
-        start_new_session=True)
-    os.close(slave)
-    recorded = Recorded(master)
-    reader = threading.Thread(target=recorded.read_all, daemon=True)
-    reader.start()
+    # A terminal without kitty graphics, of 24 by 80 cells and no pixel size.
+    term = Terminal(server, "attach", "w1:p1", kitty=False, size=(24, 80), cell=(0, 0))
     try:
-        wait_until(lambda: b"\x1b]2;first-pane-title\x07" in recorded.bytes(), 30,
-                   message="the pane's title on the attached terminal")
+        term.until(lambda: b"\x1b]2;first-pane-title\x07" in term.out)
         set_title(server, "second-pane-title")
-        wait_until(lambda: b"\x1b]2;second-pane-title\x07" in recorded.bytes(), 30,
-                   message="the pane's new title on the attached terminal")
-        os.write(master, b"\x1c")  # ctrl+\ detaches
-        assert client.wait(30) == 0
-        wait_until(lambda: b"[detached]" in recorded.bytes(), 10, message="detach message")
+        term.until(lambda: b"\x1b]2;second-pane-title\x07" in term.out)
+        term.type(b"\x1c")  # ctrl+\ detaches
+        assert term.exited(30) == 0
+        term.until(lambda: b"[detached]" in term.out, 10)
     finally:
-        if client.poll() is None:
-            client.kill()
-            client.wait(10)
-        reader.join(10)
-        os.close(master)
-    out = recorded.bytes()
+        term.close()
+    out = term.out
     assert out.count(PUSH) == 1 and out.count(POP) == 1
     first_title = out.index(b"\x1b]2;")
     last_title = out.rindex(b"\x1b]2;")
