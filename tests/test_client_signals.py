@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,33 +80,6 @@ def modes_set(server: ServerProcess) -> str:
     return pane
 
 
-def hang_up_while_blocked(server: ServerProcess, term: Terminal, pane: str) -> None:
-    """The pane floods while the terminal stops reading, so the client blocks writing;
-    a SIGHUP then ends it promptly (128 + SIGHUP)."""
-    server.call("pane.send_text", {"pane_id": pane, "text": "\r"})  # SET_MODES floods
-    wchan = Path(f"/proc/{term.proc.pid}/wchan")
-    wait_until(lambda: wchan.read_text() in ("n_tty_write", "wait_woken", "tty_write"), 30,
-               message="the client blocked writing to its terminal")
-    term.proc.send_signal(signal.SIGHUP)
-    deadline = time.monotonic() + EXIT_S
-    while term.proc.poll() is None:
-        assert time.monotonic() < deadline, "a hung-up client waits for its terminal"
-        time.sleep(0.05)
-    assert term.proc.returncode == 128 + signal.SIGHUP
-
-
-def closed_quietly(server: ServerProcess, term: Terminal, pane: str, log: Path,
-                   controlling: bool) -> None:
-    """The terminal closes as a window closes: SIGHUP when it is the controlling terminal,
-    else reads and writes fail (EIO); the client leaves without a traceback and the pane
-    lives on."""
-    term.close_master()
-    status = term.exited()
-    assert status == (128 + signal.SIGHUP if controlling else 1)
-    assert "Traceback" not in log.read_text()
-    assert server.call("pane.get", {"pane_id": pane})["pane"]
-
-
 # -- cmux attach ---------------------------------------------------------------------------
 
 
@@ -136,26 +110,6 @@ def test_attach_ended_by_a_signal_restores_the_terminal(
         assert tail.index(b"a=d,d=I") < tail.index(b"\x1b[?1049l")
         assert term.restored()
         assert server.call("pane.get", {"pane_id": pane})["pane"]  # the pane lives on
-    finally:
-        term.close()
-
-
-def test_attach_hung_up_while_its_terminal_stops_reading_exits_promptly(
-        server: ServerProcess) -> None:
-    term, pane = attach_ready(server)
-    try:
-        hang_up_while_blocked(server, term, pane)
-    finally:
-        term.close()
-
-
-@pytest.mark.parametrize("controlling", [True, False], ids=["hangup", "eio"])
-def test_attach_leaves_quietly_when_its_terminal_closes(
-        server: ServerProcess, tmp_path: Path, controlling: bool) -> None:
-    log = tmp_path / "stderr"
-    term, pane = attach_ready(server, controlling=controlling, stderr=log)
-    try:
-        closed_quietly(server, term, pane, log, controlling)
     finally:
         term.close()
 
@@ -209,26 +163,6 @@ def test_ui_ended_by_a_signal_restores_the_terminal(
         assert tail.index(b"a=d,d=I") < tail.rindex(b"\x1b[?1049l")
         assert term.restored()
         assert server.call("pane.get", {"pane_id": pane})["pane"]
-    finally:
-        term.close()
-
-
-def test_ui_hung_up_while_its_terminal_stops_reading_exits_promptly(
-        server: ServerProcess) -> None:
-    term, pane = ui_ready(server)
-    try:
-        hang_up_while_blocked(server, term, pane)
-    finally:
-        term.close()
-
-
-@pytest.mark.parametrize("controlling", [True, False], ids=["hangup", "eio"])
-def test_ui_leaves_quietly_when_its_terminal_closes(
-        server: ServerProcess, tmp_path: Path, controlling: bool) -> None:
-    log = tmp_path / "stderr"
-    term, pane = ui_ready(server, controlling=controlling, stderr=log)
-    try:
-        closed_quietly(server, term, pane, log, controlling)
     finally:
         term.close()
 
@@ -395,3 +329,49 @@ def test_keyboard_modes_are_pushed_changed_in_place_and_popped() -> None:
     assert switch_keyboard((True, 3), (True, 1)) == b"\x1b[=3;1u"
     assert switch_keyboard((False, 0), (True, 3)) == b"\x1b[?1004l\x1b[<u"
     assert switch_keyboard((True, 0), (True, 0)) == b""
+
+
+# -- both ----------------------------------------------------------------------------------
+
+
+Ready = Callable[..., tuple[Terminal, str]]
+CLIENTS = pytest.mark.parametrize("ready", [attach_ready, ui_ready], ids=["attach", "ui"])
+"""Each test runs with ``cmux attach`` and with ``cmux ui``."""
+
+
+@CLIENTS
+def test_hung_up_while_its_terminal_stops_reading_exits_promptly(
+        server: ServerProcess, ready: Ready) -> None:
+    term, pane = ready(server)
+    try:
+        # The terminal stops reading while the pane floods: the client blocks writing.
+        server.call("pane.send_text", {"pane_id": pane, "text": "\r"})
+        wchan = Path(f"/proc/{term.proc.pid}/wchan")
+        wait_until(lambda: wchan.read_text() in ("n_tty_write", "wait_woken", "tty_write"),
+                   30, message="the client blocked writing to its terminal")
+        term.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + EXIT_S
+        while term.proc.poll() is None:
+            assert time.monotonic() < deadline, "a hung-up client waits for its terminal"
+            time.sleep(0.05)
+        assert term.proc.returncode == 128 + signal.SIGHUP
+    finally:
+        term.close()
+
+
+@CLIENTS
+@pytest.mark.parametrize("controlling", [True, False], ids=["hangup", "eio"])
+def test_leaves_quietly_when_its_terminal_closes(
+        server: ServerProcess, tmp_path: Path, ready: Ready, controlling: bool) -> None:
+    log = tmp_path / "stderr"
+    term, pane = ready(server, controlling=controlling, stderr=log)
+    try:
+        # Closed as a window closes: SIGHUP when it is the controlling terminal, else
+        # reads and writes fail (EIO).
+        term.close_master()
+        status = term.exited()
+        assert status == (128 + signal.SIGHUP if controlling else 1)
+        assert "Traceback" not in log.read_text()
+        assert server.call("pane.get", {"pane_id": pane})["pane"]
+    finally:
+        term.close()
