@@ -110,24 +110,22 @@ async def _workspace_uuid(call: Call, handle: str) -> str | None:
     return str(found["workspace"]["uuid"])
 
 
-async def _select_workspace(call: Call, args: list[str]) -> str:
-    if len(args) != 1:
-        return "ERROR: Usage: select_workspace <id|index>"
-    uuid = await _workspace_uuid(call, args[0])
-    if uuid is None:
-        return "ERROR: Tab not found"
-    await call("workspace.select", {"workspace_id": uuid})
-    return "OK"
+def _workspace_command(method: str, usage: str
+                       ) -> Callable[[Call, list[str]], Awaitable[str]]:
+    """A command taking one workspace argument and calling ``method`` on it."""
+    async def run(call: Call, args: list[str]) -> str:
+        if len(args) != 1:
+            return f"ERROR: Usage: {usage}"
+        uuid = await _workspace_uuid(call, args[0])
+        if uuid is None:
+            return "ERROR: Tab not found"
+        await call(method, {"workspace_id": uuid})
+        return "OK"
+    return run
 
 
-async def _close_workspace(call: Call, args: list[str]) -> str:
-    if len(args) != 1:
-        return "ERROR: Usage: close_workspace <id>"
-    uuid = await _workspace_uuid(call, args[0])
-    if uuid is None:
-        return "ERROR: Tab not found"
-    await call("workspace.close", {"workspace_id": uuid})
-    return "OK"
+_select_workspace = _workspace_command("workspace.select", "select_workspace <id|index>")
+_close_workspace = _workspace_command("workspace.close", "close_workspace <id>")
 
 
 COMMANDS: dict[str, Callable[[Call, list[str]], Awaitable[str]]] = {
