@@ -141,10 +141,36 @@ class Api:
             "match": {"type": "substring", "value": needle}}, timeout=timeout_ms / 1000 + 5)
         return str(result["matched_line"])
 
+    def wait_line(self, pane_id: str, pattern: str, timeout_ms: int = 10000) -> str:
+        """Wait for a whole screen line matching the regex ``pattern`` and return it.
+
+        A PTY read can stop in the middle of a line, so ``wait_text`` may return a prefix of
+        the line it finds; a test that checks what a line says waits with this instead. On a
+        timeout the assertion shows the screen."""
+        try:
+            return self.wait_text_match(pane_id, f"^(?:{pattern})$", timeout_ms)
+        except CmuxError as err:
+            if err.code != "timeout":
+                raise
+            screen = self.read(pane_id, "recent", lines=50)
+            raise AssertionError(f"no line matching {pattern!r}; screen:\n{screen}") from err
+
+    def wait_text_match(self, pane_id: str, regex: str, timeout_ms: int = 10000) -> str:
+        result = self("pane.wait_for_output", {
+            "pane_id": pane_id, "source": "recent", "timeout_ms": timeout_ms,
+            "match": {"type": "regex", "value": regex}}, timeout=timeout_ms / 1000 + 5)
+        return str(result["matched_line"])
+
     def run(self, argv: list[str], **kw: Any) -> str:
         """Split the focused pane running ``argv``; returns the new pane id."""
         result = self("pane.split", {"command": argv, **kw})
         return str(result["pane"]["pane_id"])
+
+
+def regex_literal(text: str) -> str:
+    """``text`` as a pattern in the server's (Rust) regex dialect, which rejects escapes of
+    characters that are not metacharacters, such as ``re.escape``'s escaped spaces."""
+    return "".join("\\" + c if c in "\\.+*?()|[]{}^$#&-~" else c for c in text)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import os
 import sys
 
 import pytest
-from conftest import Api
+from conftest import Api, regex_literal
 
 from cmux_core.api.methods.pane import OutputMatch, line_matcher
 from cmux_core.testing import ServerProcess, wait_until
@@ -32,8 +32,7 @@ def test_pane_environment_is_injected_and_managed_values_win(api: Api) -> None:
               "'CMUX_PANE_ID','CMUX_WORKSPACE_ID','CMUX_TAB_ID','TERM','MY_VAR']))")
     pane = api.run([PY, "-c", script], env={"MY_VAR": "hello", "CMUX_PANE_ID": "spoofed",
                                             "TERM": "dumb"})
-    line = api.wait_text(pane, "|")
-    assert line == f"1|{pane}|w1|w1:t1|xterm-256color|hello"
+    api.wait_line(pane, regex_literal(f"1|{pane}|w1|w1:t1|xterm-256color|hello"))
 
 
 @pytest.mark.parametrize(("env", "fragment"), [
@@ -77,7 +76,7 @@ def test_stty_size_matches_the_pane_rect_and_resize_sends_sigwinch(api: Api) -> 
               "signal.signal(signal.SIGWINCH, show)\nshow()\n"
               "while True: signal.pause()\n")
     pane = api.run([PY, "-c", script], direction="down")
-    assert api.wait_text(pane, "size") == "size 80 12"
+    api.wait_line(pane, "size 80 12")
     api("server.set_area", {"width": 100, "height": 30})
     api.wait_text(pane, "size 100 15")
     info = api("pane.get", {"pane_id": pane})["pane"]
@@ -120,7 +119,7 @@ def test_bracketed_paste_only_when_the_program_enabled_it(api: Api) -> None:
     pane = api.run([PY, "-c", script])
     api.wait_text(pane, "ready")
     api("pane.send_input", {"pane_id": pane, "text": "pasted!"})
-    line = api.wait_text(pane, "pasted")
+    line = api.wait_line(pane, "b'.*pasted.*'")
     assert "\\x1b[200~pasted!\\x1b[201~" in line
 
 
@@ -241,8 +240,8 @@ def _zombie_children(server_pid: int) -> list[int]:
 
 def test_closing_a_pane_ends_its_process_group_without_zombies(
         cmux_server: ServerProcess, api: Api) -> None:
-    pane = api.run(["sh", "-c", "sleep 300 & echo bg $!; trap '' HUP; wait"])
-    line = api.wait_text(pane, "bg ")
+    pane = api.run(["sh", "-c", "sleep 300 & echo bg $! end; trap '' HUP; wait"])
+    line = api.wait_line(pane, r"bg \d+ end")
     bg_pid = int(line.split()[1])
     shell_pid = api("pane.process_info", {"pane_id": pane})["process_info"]["shell_pid"]
     api("pane.close", {"pane_id": pane})
@@ -335,7 +334,7 @@ def test_server_environment_hints_do_not_leak_into_panes(api: Api) -> None:
     script = ("import os;print('|'.join(os.environ.get(k,'-') for k in "
               "['CMUX_AGENT','HERDR_AGENT','CODEX_THREAD_ID','KEEP_ME']))")
     pane = api.run([PY, "-c", script])
-    assert api.wait_text(pane, "|") == "-|-|-|yes"
+    api.wait_line(pane, regex_literal("-|-|-|yes"))
 
 
 def test_cursor_position_query_is_answered_through_the_pty(api: Api) -> None:
@@ -344,4 +343,4 @@ def test_cursor_position_query_is_answered_through_the_pty(api: Api) -> None:
               "reply+=os.read(0,32)\nsys.stdout.write('\\r\\ngot '+repr(reply)+'\\r\\n')\n"
               "sys.stdout.flush()\nimport time\ntime.sleep(30)\n")
     pane = api.run([PY, "-c", script])
-    assert api.wait_text(pane, "got ") == "got b'\\x1b[5;9R'"
+    api.wait_line(pane, regex_literal("got b'\\x1b[5;9R'"))

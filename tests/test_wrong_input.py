@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Api
+from conftest import Api, regex_literal
 
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
@@ -235,7 +235,7 @@ def test_env_names_a_shell_keeps_reach_the_program(shared_api: Api) -> None:
     pane = shared_api.run([sys.executable, "-c", script + ";input()"],
                           env={"_a": "1", "Ab_9": "2", "lower": "3"})
     try:
-        assert shared_api.wait_text(pane, "|") == "1|2|3"
+        shared_api.wait_line(pane, regex_literal("1|2|3"))
     finally:
         shared_api("pane.close", {"pane_id": pane})
 
