@@ -28,6 +28,10 @@ from cmux_core.testing import ServerProcess, async_wait_until
 
 SCHEMA_PATH = Path(__file__).parent / "data" / "herdr-api.schema.json"
 
+OUTPUT_WAIT_MS = 30000
+"""How long ``Api.wait_text``/``wait_line`` wait for a pane's output by default: a program
+(a python3 start, a shell) can take seconds to print on a loaded machine."""
+
 
 @functools.cache
 def _schema() -> dict[str, Any]:
@@ -134,14 +138,14 @@ class Api:
     def read(self, pane_id: str, source: str = "visible", **kw: Any) -> str:
         return str(self("pane.read", {"pane_id": pane_id, "source": source, **kw})["read"]["text"])
 
-    def wait_text(self, pane_id: str, needle: str, timeout_ms: int = 10000,
+    def wait_text(self, pane_id: str, needle: str, timeout_ms: int = OUTPUT_WAIT_MS,
                   source: str = "recent") -> str:
         result = self("pane.wait_for_output", {
             "pane_id": pane_id, "source": source, "timeout_ms": timeout_ms,
             "match": {"type": "substring", "value": needle}}, timeout=timeout_ms / 1000 + 5)
         return str(result["matched_line"])
 
-    def wait_line(self, pane_id: str, pattern: str, timeout_ms: int = 10000) -> str:
+    def wait_line(self, pane_id: str, pattern: str, timeout_ms: int = OUTPUT_WAIT_MS) -> str:
         """Wait for a whole screen line matching the regex ``pattern`` and return it.
 
         A PTY read can stop in the middle of a line, so ``wait_text`` may return a prefix of
@@ -155,7 +159,8 @@ class Api:
             screen = self.read(pane_id, "recent", lines=50)
             raise AssertionError(f"no line matching {pattern!r}; screen:\n{screen}") from err
 
-    def wait_text_match(self, pane_id: str, regex: str, timeout_ms: int = 10000) -> str:
+    def wait_text_match(self, pane_id: str, regex: str, timeout_ms: int = OUTPUT_WAIT_MS
+                        ) -> str:
         result = self("pane.wait_for_output", {
             "pane_id": pane_id, "source": "recent", "timeout_ms": timeout_ms,
             "match": {"type": "regex", "value": regex}}, timeout=timeout_ms / 1000 + 5)

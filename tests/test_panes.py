@@ -125,7 +125,10 @@ def test_bracketed_paste_only_when_the_program_enabled_it(api: Api) -> None:
 
 def test_read_sources_and_line_limits(api: Api) -> None:
     pane = api.run(["seq", "1", "300"])
-    api.wait_text(pane, "300")
+    # Once seq has exited its output has all been read: "300" alone can be seen before the
+    # line feed after it moves the cursor.
+    wait_until(lambda: api("pane.get", {"pane_id": pane})["pane"].get("exited"),
+               timeout=30, message="seq's exit")
     recent = api("pane.read", {"pane_id": pane, "source": "recent", "lines": 5})["read"]
     # Five rows counted before the blank tail (the cursor's empty row) is trimmed.
     assert recent["text"] == "297\n298\n299\n300\n" and recent["truncated"] is True

@@ -218,7 +218,7 @@ def test_a_killed_server_keeps_what_it_saved_a_moment_before(place: Place) -> No
         return (ws.get("label") == "survivor" and ws["tabs"][0]["root"]["type"] == "split"
                 and ws.get("pinned") is True)
 
-    wait_until(saved_change, timeout=5, message="the change in the session file")
+    wait_until(saved_change, timeout=30, message="the change in the session file")
     kill_hard(first)
 
     second = place.start()
@@ -269,7 +269,7 @@ def test_no_restore_starts_clean_and_keeps_the_file_until_something_changes(
     clean.call("pane.list")
     assert place.file.read_bytes() == old
     clean.call("workspace.rename", {"workspace_id": "w1", "label": "new life"})
-    wait_until(lambda: place.file.read_bytes() != old, timeout=5, message="a save")
+    wait_until(lambda: place.file.read_bytes() != old, timeout=30, message="a save")
     clean.stop()
     assert place.saved()["windows"][0]["workspaces"][0]["label"] == "new life"
 

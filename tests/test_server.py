@@ -100,7 +100,7 @@ def test_graceful_shutdown(how: str) -> None:
         server.process.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGINT)
     assert server.process.wait(15) == 0
     assert not server.socket_path.exists()
-    wait_until(lambda: _gone(pid), 5, message="pane shell to end")
+    wait_until(lambda: _gone(pid), 30, message="pane shell to end")
 
 
 def _reply_as_nobody(path: Path) -> dict[str, Any]:
