@@ -39,25 +39,20 @@ A terminal ``agent.start`` named is followed until its agent is ready (``launch_
 ``interactive_ready``) by the rules of :mod:`cmux_core.agents.launch`. The record kept per
 terminal is :mod:`cmux_core.agents.record`'s.
 
-Events (typed, :mod:`cmux_core.agents.events`): ``surface_agent_detected`` (effective
-agent changed, or a release) and ``surface_agent_status_changed`` (status or presentation
-changed) for every terminal; ``pane_agent_detected`` and ``pane_agent_status_changed``,
-the same for the terminal its pane shows only; ``pane_updated`` (tokens, name, revision
-or launch readiness changed) and ``workspace_metadata_updated``. A pane that starts
-showing another terminal publishes that terminal's status as ``pane_agent_status_changed``
-(after its agent as ``pane_agent_detected`` when that differs from the previous one's).
-The tracker follows the model through its events (a closed surface or pane is
-forgotten, an exited one released, a closed workspace's metadata dropped) and its
-``view_listeners`` (a tab the user looks at is seen). The wire forms of panes and agents
-(PaneInfo's agent fields, AgentInfo) are built from the tracker at the API edge
-(``cmux_core.api.wire``). All methods run on the event loop.
+Events (typed, :mod:`cmux_core.agents.events`) are published by
+:class:`~cmux_core.agents.publish.AgentPublisher` from a snapshot taken before each change
+(agent, status, presentation, pane updates, the terminal a pane shows), and
+``workspace_metadata_updated`` here. The tracker follows the model through its events (a
+closed surface or pane is forgotten, an exited one released, a closed workspace's
+metadata dropped) and its ``view_listeners`` (a tab the user looks at is seen). The wire
+forms of panes and agents (PaneInfo's agent fields, AgentInfo) are built from the tracker
+at the API edge (``cmux_core.api.wire``). All methods run on the event loop.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from cmux_core.agents.authority import (
@@ -72,13 +67,7 @@ from cmux_core.agents.authority import (
     declarations_from,
     hook_speaks,
 )
-from cmux_core.agents.events import (
-    PaneAgentDetected,
-    PaneAgentStatusChanged,
-    SurfaceAgentDetected,
-    SurfaceAgentStatusChanged,
-    WorkspaceMetadataUpdated,
-)
+from cmux_core.agents.events import PaneAgentStatusChanged, WorkspaceMetadataUpdated
 from cmux_core.agents.launch import LAUNCH_SETTLE_S, LAUNCH_TIMEOUT_S, Launch
 from cmux_core.agents.metadata import (
     MAX_SEQUENCED_TOKEN_SOURCES,
@@ -92,6 +81,7 @@ from cmux_core.agents.metadata import (
     deadline_after,
     effective_presentation,
 )
+from cmux_core.agents.publish import AgentPublisher, Snapshot
 from cmux_core.agents.record import (
     ATTENTION,
     AgentRecord,
@@ -128,16 +118,6 @@ REACQUIRE_SUPPRESS_S = 1.0
 """After a release, process detection of the released agent is ignored this long."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Snapshot:
-    agent: str | None
-    status: AgentStatus
-    presentation: tuple[tuple[str, Any], ...]
-    revision: int
-    name: str | None
-    launch: tuple[bool, bool]
-
-
 class AgentTracker:
     """Owns every terminal surface's :class:`AgentRecord` and every workspace's metadata.
 
@@ -153,12 +133,11 @@ class AgentTracker:
         """Agent records by terminal surface uuid."""
         self.surfaces: dict[str, Surface] = {}
         """The surface of each record, by the same key."""
-        self._shown: dict[str, str] = {}
-        """The terminal surface each pane showed at its last update, by pane key."""
         self.workspace_metadata: dict[str, MetadataStore] = {}
         self.next_state_change_seq = 0
         self.canonical_agent: Callable[[str], str | None] = lambda label: None
         self.declarations: Callable[[], Iterable[SourceDeclaration]] = tuple
+        self._publisher = AgentPublisher(mux, events, self, self.surfaces)
         self._report_order = 0
         self._timers = ExpiryTimers(self._expire)
         self._launch_timers = ExpiryTimers(self._launch_due)
@@ -554,11 +533,7 @@ class AgentTracker:
 
     def status_event(self, target: AgentTarget) -> PaneAgentStatusChanged:
         """``pane_agent_status_changed`` for the terminal as it is now."""
-        s = self.surface_of(target)
-        pres = self.presentation(s)
-        return PaneAgentStatusChanged(s.pane, self.status(s), self.effective_agent(s),
-                                      pres.get("title"), pres.get("display_agent"),
-                                      pres.get("state_labels"), surface=s)
+        return self._publisher.status_event(self.surface_of(target))
 
     def agent_surfaces(self) -> list[Surface]:
         """Every agent terminal, shown or in a pane's background tab, in workspace, tab and
@@ -578,7 +553,7 @@ class AgentTracker:
         (a pane's background tabs stay ``done``). A pane that now shows another terminal
         publishes that terminal's status (a focus call may have selected it)."""
         for pane in self.mux.tab_panes(tab):
-            self._shown_changed(pane)
+            self._publisher.shown_changed(pane)
             s = pane.selected
             rec = self.records.get(s.uuid) if s is not None else None
             if s is not None and rec is not None and not rec.seen:
@@ -680,45 +655,17 @@ class AgentTracker:
 
     # -- events ---------------------------------------------------------------------------
 
-    def _snapshot(self, s: Surface, rec: AgentRecord, now: float | None = None) -> _Snapshot:
-        pres = self.presentation(s, now)
-        launch = rec.launch
-        return _Snapshot(self.effective_agent(s), rec.status,
-                         tuple(sorted((k, str(v)) for k, v in pres.items())),
-                         rec.metadata.revision, rec.name,
-                         (launch is not None and launch.pending,
-                          launch is not None and launch.ready))
+    def _snapshot(self, s: Surface, rec: AgentRecord, now: float | None = None) -> Snapshot:
+        return self._publisher.snapshot(s, rec, now)
 
-    def _emit(self, s: Surface, rec: AgentRecord, before: _Snapshot, *,
+    def _emit(self, s: Surface, rec: AgentRecord, before: Snapshot, *,
               released: str | None = None, final_status: AgentStatus | None = None,
               force_update: bool = False) -> None:
-        """Publish what changed since ``before``: detection, status, pane updates. The
-        surface events go out for every terminal, the pane events (the herdr family's
-        view of the pane) only for the terminal its pane shows."""
+        """Settle a managed launch, then publish what changed since ``before``
+        (:meth:`AgentPublisher.publish`)."""
         self._settle_launch(s, rec)
-        after = self._snapshot(s, rec)
-        shown = s.pane.terminal_surface is s
-        if released is not None:
-            self.events.publish(SurfaceAgentDetected(s, released or None, released=True,
-                                                     final_status=final_status))
-            if shown:
-                self.events.publish(PaneAgentDetected(s.pane, released or None, released=True,
-                                                      final_status=final_status, surface=s))
-        elif after.agent != before.agent:
-            self.events.publish(SurfaceAgentDetected(s, after.agent))
-            if shown:
-                self.events.publish(PaneAgentDetected(s.pane, after.agent, surface=s))
-        if (after.status, after.presentation, after.agent) != (
-                before.status, before.presentation, before.agent):
-            status = self.status_event(s)
-            self.events.publish(SurfaceAgentStatusChanged(
-                s, status.agent_status, status.agent, status.title, status.display_agent,
-                status.state_labels))
-            if shown:
-                self.events.publish(status)
-        if force_update or (after.revision, after.name, after.launch) != (
-                before.revision, before.name, before.launch):
-            self.events.publish(PaneUpdated(s.pane))
+        self._publisher.publish(s, rec, before, released=released, final_status=final_status,
+                                force_update=force_update)
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, PaneExited):
@@ -732,11 +679,11 @@ class AgentTracker:
         elif isinstance(event, PaneClosed | PaneUpdated):
             self._sweep()
             if isinstance(event, PaneUpdated):
-                self._shown_changed(event.pane)
+                self._publisher.shown_changed(event.pane)
             else:
-                self._shown.pop(event.pane.key, None)
+                self._publisher.pane_closed(event.pane)
         elif isinstance(event, PaneCreated | PaneFocused):
-            self._shown_changed(event.pane)
+            self._publisher.shown_changed(event.pane)
         elif isinstance(event, WorkspaceClosed):
             ws_id = event.workspace.id
             self.workspace_metadata.pop(ws_id, None)
@@ -746,22 +693,6 @@ class AgentTracker:
         """Forget the records of closed surfaces (a moved one keeps its record)."""
         for s in [s for s in self.surfaces.values() if not self.live(s)]:
             self.forget(s)
-
-    def _shown_changed(self, pane: Pane) -> None:
-        """The pane shows another terminal: its herdr-family agent (when it differs from
-        the one shown before) and status are now that one's."""
-        if pane.key not in self.mux.panes or pane.selected is None:
-            return
-        shown = pane.terminal_surface
-        before = self._shown.get(pane.key)
-        self._shown[pane.key] = shown.uuid
-        if before is None or before == shown.uuid:
-            return
-        agent = self.effective_agent(shown)
-        previous = self.surfaces.get(before)
-        if agent != (self.effective_agent(previous) if previous is not None else None):
-            self.events.publish(PaneAgentDetected(pane, agent, surface=shown))
-        self.events.publish(self.status_event(shown))
 
     # -- managed launches -------------------------------------------------------------------
 
