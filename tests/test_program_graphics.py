@@ -220,6 +220,86 @@ sys.stdout.write("\x1b[24;1H" + "\n" * 5); sys.stdout.flush()
     assert layers(server, pane) == {}
 
 
+PLACE_AND_SCROLL = r"""
+sys.stdout.write("\x1b[20;1H"); sys.stdout.flush()
+send("a=T,f=24,s=1,v=1,i=4,r=2,C=1,q=1", b"abc")
+sys.stdout.write("\x1b[24;1H" + SCROLL); sys.stdout.flush()
+sys.stdout.write("\x1b[H"); sys.stdout.flush()  # DONE and the prompt scroll nothing
+"""
+
+
+def placed_row(server: ServerProcess, pane: str) -> int:
+    return int(layers(server, pane)["program:4"]["placement"]["viewport_row"])
+
+
+@pytest.mark.parametrize("backend", ["ghostty", "pyte"])
+def test_images_follow_scrolling_once_the_scrollback_is_full(
+        backend: str, tmp_path: Path) -> None:
+    """History stops growing once the scrollback holds its limit; images still move."""
+    (tmp_path / "cmux").mkdir()
+    (tmp_path / "cmux" / "config.toml").write_text("[server]\nscrollback_lines = 5\n")
+    srv = start_server(["--emulator", backend], env={
+        "CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1", "XDG_CONFIG_HOME": str(tmp_path)})
+    try:
+        pane = focused(srv)
+        fill = 'sys.stdout.write("x\\n" * 20000); sys.stdout.flush()\n'
+        run(srv, pane, fill + PLACE_AND_SCROLL.replace("SCROLL", '"\\n" * 5'))
+        assert placed_row(srv, pane) == 14
+        run(srv, pane, 'sys.stdout.write("\\x1b[24;1H" + "\\n" * 7); sys.stdout.flush()\n'
+            'sys.stdout.write("\\x1b[H"); sys.stdout.flush()')
+        assert placed_row(srv, pane) == 7
+        run(srv, pane, 'sys.stdout.write("\\x1b[24;1H" + "\\n" * 9); sys.stdout.flush()')
+        assert layers(srv, pane) == {}  # its last row went off the top
+    finally:
+        srv.stop()
+
+
+def test_images_follow_scrolling_on_the_alternate_screen(server: ServerProcess) -> None:
+    """The alternate screen has no history: its scrolls still move images."""
+    pane = focused(server)
+    run(server, pane, 'sys.stdout.write("\\x1b[?1049h"); sys.stdout.flush()\n'
+        + PLACE_AND_SCROLL.replace("SCROLL", '"\\n" * 5'))
+    assert placed_row(server, pane) == 14
+    run(server, pane, 'sys.stdout.write("\\x1b[24;1H" + "\\n" * 16); sys.stdout.flush()')
+    assert layers(server, pane) == {}
+    run(server, pane, 'sys.stdout.write("\\x1b[?1049l"); sys.stdout.flush()')
+
+
+def test_scroll_regions_smaller_than_the_screen_move_no_images(server: ServerProcess) -> None:
+    pane = focused(server)
+    run(server, pane, 'sys.stdout.write("\\x1b[2J"); sys.stdout.flush()\n' + PLACE_AND_SCROLL
+        .replace("SCROLL", '"\\x1b[2;23r\\x1b[23;1H" + "\\n" * 3 + "\\x1b[2S\\x1b[r"'))
+    assert placed_row(server, pane) == 19
+
+
+@pytest.mark.parametrize("backend", ["ghostty", "pyte"])
+def test_the_emulator_counts_whole_screen_scrolls(backend: str) -> None:
+    from cmux_core.terminal.backends import make_emulator
+
+    emulator = make_emulator(backend, 20, 5, scrollback_lines=3)
+    emulator.feed(b"x\r\n" * 4)  # row 4: nothing scrolled yet
+    assert emulator.scrolled == 0
+    emulator.feed(b"x\r\n" * 100)  # far past the 3 rows of scrollback
+    assert emulator.scrolled == 100
+    emulator.feed(b"\x1b[5;1H" + b"y" * 45)  # wraps twice at the bottom
+    assert emulator.scrolled == 102
+    emulator.feed(b"\x1b[2S")
+    assert emulator.scrolled == 104
+    emulator.feed(b"\x1b[2;5r\x1b[5;1H\n\n\x1b[2S\x1b[r")  # a region short of the top
+    assert emulator.scrolled == 104
+    emulator.feed(b"\x1b[?1049h")
+    for _ in range(3):
+        emulator.feed(b"\x1b[5;1H\n\n")
+    assert emulator.scrolled == 110
+    emulator.feed(b"\x1b[3S")  # libghostty copies the rows of the alternate screen here
+    assert emulator.scrolled == (110 if backend == "ghostty" else 113)
+    scrolled = emulator.scrolled
+    emulator.resize(20, 3)  # the cursor's row stays: two rows leave the top
+    assert emulator.scrolled == scrolled + 2
+    emulator.feed(b"\x1b[?1049l\x1b[2J\x1b[H\x1b[3J")  # erasing is no scrolling
+    assert emulator.scrolled == scrolled + 2
+
+
 def test_limits_and_malformed_commands_answer_errors(server: ServerProcess) -> None:
     pane = focused(server)
     lines = run(server, pane, r'''

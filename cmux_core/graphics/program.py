@@ -21,7 +21,7 @@ import logging
 import math
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -82,9 +82,10 @@ class _Screen(Protocol):
     @property
     def modes(self) -> _Modes: ...
 
-    def cursor(self) -> tuple[int, int]: ...
+    @property
+    def scrolled(self) -> int: ...
 
-    def history_rows(self, limit: int, *, styled: bool = True) -> tuple[Sequence[object], int]: ...
+    def cursor(self) -> tuple[int, int]: ...
 
     def take_replies(self) -> bytes: ...
 
@@ -183,7 +184,7 @@ class ProgramScreen:
         self._transfer: _Transfer | None = None
         self._next_id = ANONYMOUS_FIRST_ID
         self._alt = terminal.emulator.modes.alt_screen
-        self._offset = self._screen_offset()
+        self._scrolled = terminal.emulator.scrolled
 
     # -- output -------------------------------------------------------------------------
 
@@ -206,16 +207,13 @@ class ProgramScreen:
                 # A fault here loses this command, never the pane's output.
                 log.exception("kitty graphics command of pane %s failed", self.pane.id)
 
-    def _screen_offset(self) -> int:
-        screen = self.terminal.emulator
-        return screen.history_rows(0, styled=False)[1] - screen.lines
-
     def _follow_screen(self) -> None:
-        """Move placed images up by the lines the screen scrolled; drop them all when the
+        """Move placed images up by the rows the whole screen scrolled (the emulator's
+        count: main or alternate screen, scrollback full or not); drop them all when the
         program switched screens."""
         alt = self.terminal.emulator.modes.alt_screen
-        offset = self._screen_offset()
-        scrolled, self._offset = offset - self._offset, offset
+        now = self.terminal.emulator.scrolled
+        scrolled, self._scrolled = now - self._scrolled, now
         if alt != self._alt:
             self._alt = alt
             self._remove_all()

@@ -95,6 +95,13 @@ class Emulator(Protocol):
     256 characters; ``None`` before any, ``""`` after an empty one), ``cwd`` the
     latest OSC 7 path and ``progress`` the latest OSC 9 payload after ``9;``
     (e.g. ``"4;1;50"``), as detection's ``osc_progress`` region reads it.
+
+    ``scrolled`` counts the rows the whole active screen has moved up since the
+    emulator was made, on the main and the alternate screen alike and whether or not
+    the rows were kept in the scrollback: a line feed, index or wrap at the bottom
+    while the scroll region spans the screen, SU then, and the rows a smaller size
+    pushes off the top. It never decreases. Scrolls of a smaller scroll region are not
+    counted (see each backend for what it cannot tell apart).
     """
 
     backend: str
@@ -104,6 +111,10 @@ class Emulator(Protocol):
     title: str | None
     cwd: str | None
     progress: str | None
+
+    @property
+    def scrolled(self) -> int:
+        """Rows the whole screen has scrolled up so far (see the class docstring)."""
 
     def feed(self, data: bytes) -> None:
         """Absorb output bytes; partial UTF-8 and escape sequences carry over."""

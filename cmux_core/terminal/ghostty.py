@@ -19,6 +19,7 @@ is garbage; it is not thread-safe (one event loop calls it, as the protocol says
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Any
 
 import pyghostty
@@ -285,6 +286,13 @@ _WRITE_PTY_CALLBACK: Any = ffi.callback("GhosttyTerminalWritePtyFn", _on_write_p
 _SIZE_CALLBACK: Any = ffi.callback("GhosttyTerminalSizeFn", _on_size_query)
 
 
+def _free_terminal(handle: Any, pins: Any) -> None:
+    # Tracked references belong to the terminal's page lists: they go first.
+    for pin in pins:
+        lib.ghostty_tracked_grid_ref_free(pin)
+    lib.ghostty_terminal_free(handle)
+
+
 def _check(result: Any, what: str) -> None:
     if result != lib.GHOSTTY_SUCCESS:
         raise InternalError(message=f"libghostty-vt {what} failed ({int(result)})")
@@ -348,6 +356,26 @@ class _NativeTerminal:
         self._point: Any = ffi.new("GhosttyPointS*")
         self._point.tag = lib.GHOSTTY_POINT_TAG_SCREEN
         self._ref: Any = init_sized("GhosttyGridRef")
+        # Two tracked references, on the last column of the screen's top and bottom rows,
+        # follow those rows as the screen scrolls (see :meth:`pin_rows`).
+        self._track: Any = union_fn(
+            "ghostty_terminal_grid_ref_track",
+            "GhosttyResult(*)(GhosttyTerminal, GhosttyPointS, GhosttyTrackedGridRef*)")
+        self._retrack: Any = union_fn(
+            "ghostty_tracked_grid_ref_set",
+            "GhosttyResult(*)(GhosttyTrackedGridRef, GhosttyTerminal, GhosttyPointS)")
+        self._pins: Any = ffi.new("GhosttyTrackedGridRef[2]")
+        self._pin_at: Any = ffi.new("GhosttyPointS*")
+        self._pin_at.tag = lib.GHOSTTY_POINT_TAG_ACTIVE
+        self._pin_point: Any = ffi.new("GhosttyPointCoordinate*")
+        self._pin_column = 0
+        for i in range(2):
+            _check(self._track(self._handle, self._pin_at[0], ffi.addressof(self._pins, i)),
+                   "track row")
+        # One finalizer frees the references and then the terminal, in that order.
+        self._term._free.detach()
+        weakref.finalize(self._term, _free_terminal, self._handle, list(self._pins))
+        self.pin(columns, lines)
 
     def _set(self, option: Any, value: Any, what: str) -> None:
         _check(lib.ghostty_terminal_set(self._handle, option, value), f"set {what}")
@@ -362,6 +390,32 @@ class _NativeTerminal:
     def set_scrollback_bytes(self, budget: int) -> None:
         self._size[0] = budget
         self._set(lib.GHOSTTY_TERMINAL_OPT_SCROLLBACK_MAX_BYTES, self._size, "scrollback bytes")
+
+    def pin(self, columns: int, lines: int) -> None:
+        """Put the row references on the active screen's top and bottom rows again."""
+        self._pin_column = self._pin_at.value.x = max(0, columns - 1)
+        for i, y in enumerate((0, lines - 1)):
+            self._pin_at.value.y = y
+            _check(self._retrack(self._pins[i], self._handle, self._pin_at[0]), "track row")
+
+    def pin_rows(self, *, reflowed: bool = False) -> tuple[int | None, int | None]:
+        """The rows of the active screen the top and bottom references are on now
+        (negative: in the scrollback), or ``None`` for one whose row is gone (erased by
+        a scroll of the alternate screen, which also moves it to the first column, or
+        pruned from the scrollback). After a change of width the column is not checked:
+        reflowing moves the references too."""
+        history = self.scrollback_rows()
+        rows: list[int | None] = []
+        point = self._pin_point
+        for pin in self._pins:
+            if not lib.ghostty_tracked_grid_ref_has_value(pin) \
+                    or lib.ghostty_tracked_grid_ref_point(
+                        pin, lib.GHOSTTY_POINT_TAG_SCREEN, point) != lib.GHOSTTY_SUCCESS \
+                    or (point.x != self._pin_column and not reflowed):
+                rows.append(None)
+            else:
+                rows.append(int(point.y) - history)
+        return rows[0], rows[1]
 
     def total_rows(self) -> int:
         _check(lib.ghostty_terminal_get(self._handle, lib.GHOSTTY_TERMINAL_DATA_TOTAL_ROWS,
@@ -481,6 +535,16 @@ class GhosttyEmulator:
     ``scrollback_lines`` is the number of primary-screen rows kept above the
     screen (at least that many; pruning works in whole pages, so a few hundred
     more may be kept). Alternate-screen content never enters scrollback.
+
+    ``scrolled`` counts the rows the whole screen has moved up, as the pyte backend
+    does. libghostty keeps no such count; it is read, after each :meth:`feed` and
+    :meth:`resize`, from two tracked references that libghostty moves with the rows of
+    the screen's top and bottom (see :meth:`_count_scrolls`). Where that cannot tell,
+    the count is short, never over: a slice of output that switches screens or resets
+    the terminal adds nothing, and one that scrolls the alternate screen by its height
+    or more adds the height. One difference from pyte: on the main screen libghostty
+    moves the rows of a scroll region that starts at the top row into the scrollback
+    like a whole-screen scroll, and those scrolls count too.
     """
 
     backend = "ghostty"
@@ -503,6 +567,8 @@ class GhosttyEmulator:
         self._mid_sequence = False
         self._fit_budget()
         self._native.read_modes(self.modes)
+        self.scrolled = 0
+        self._pinned = (self.modes.alt_screen, lines)
 
     def feed(self, data: bytes) -> None:
         """Absorb output bytes; partial UTF-8 and escape sequences carry over.
@@ -525,13 +591,16 @@ class GhosttyEmulator:
                     self.modes.cursor_shape = int(shape or 0)
             # A sequence start held back by the filter is finished by a later write.
             self._mid_sequence = not at_ground or self._filter.holding
+        self._count_scrolls(b"\x1bc" in data)
         if not self.modes.alt_screen:
             self._keep_scrollback_depth(data)
 
     def resize(self, columns: int, lines: int) -> None:
         """Change the screen size; the primary screen reflows, the byte budget follows."""
+        reflowed = columns != self.columns
         self._native.resize(columns, lines)
         self.columns, self.lines = columns, lines
+        self._count_scrolls(False, reflowed=reflowed)
         self._fit_budget()
         self._last_scrollback = self._native.scrollback_rows()
 
@@ -586,6 +655,36 @@ class GhosttyEmulator:
             return True
         self._compressed_at = activity
         return False
+
+    def _count_scrolls(self, reset: bool, *, reflowed: bool = False) -> None:
+        """Add to :attr:`scrolled` how far the screen's top and bottom rows both moved up
+        since they were last pinned, and pin the current ones.
+
+        A scroll of the whole screen moves both; a scroll region short of either edge
+        leaves that edge's row in place, so it adds nothing (in a slice of output that
+        mixes region and whole-screen scrolls, the smaller of the two moves counts).
+        When the top row is gone (scrolled off the alternate screen, or pruned) the bottom
+        row's move counts; when both are, the count is the least they moved: past the
+        screen and the scrollback left above it. A slice that
+        switches screens or resets the terminal (RIS) adds nothing; a resize adds the rows
+        it pushed off the top (a change of width, which reflows rows, nothing when a row
+        was lost to it).
+        """
+        native = self._native
+        alt, lines = self.modes.alt_screen, self._pinned[1]
+        top, bottom = native.pin_rows(reflowed=reflowed)
+        if top == 0 and bottom == lines - 1 and self._pinned == (alt, self.lines):
+            return
+        if reflowed and (top is None or bottom is None):
+            pass
+        elif not reset and alt == self._pinned[0]:
+            history = 0 if alt else native.scrollback_rows()
+            bottom_moved = lines + history if bottom is None else lines - 1 - bottom
+            # A lost top row says only that the top scrolled: the bottom row says how far.
+            top_moved = bottom_moved if top is None else -top
+            self.scrolled += max(0, min(top_moved, bottom_moved))
+        native.pin(self.columns, self.lines)
+        self._pinned = (alt, self.lines)
 
     def _rows(self, first: int, end: int, with_style: bool = True) -> list[Row]:
         count = end - first

@@ -122,6 +122,10 @@ class PyteEmulator:
         return self._osc.take_signals()
 
     @property
+    def scrolled(self) -> int:
+        return self._screen.scrolled
+
+    @property
     def scrollback(self) -> deque[Row]:
         """The primary screen's scrollback rows, oldest first (read-only view)."""
         return self._screen.history

@@ -54,6 +54,11 @@ class Screen(pyte.Screen):
     line), filled only by lines scrolling off the top of the full-screen region
     of the primary screen; ``scrollback_lines`` and ``scrollback_bytes`` bound
     it, oldest first out. Replies for the program accumulate in ``replies``.
+
+    ``scrolled`` counts the rows the whole screen (either one) has moved up since it was
+    made: a line feed, index or wrap at the bottom while no scroll region is set (or it
+    spans the screen), SU then, and the rows a smaller size pushes off the top. Scrolls
+    of a region smaller than the screen are not counted.
     """
 
     def __init__(
@@ -63,6 +68,7 @@ class Screen(pyte.Screen):
         self.replies: list[str] = []
         self.history: deque[Row] = deque()
         self.history_bytes = 0
+        self.scrolled = 0
         self.scrollback_lines = max(0, scrollback_lines)
         self.scrollback_bytes = max(0, scrollback_bytes)
         self.last_char = ""
@@ -133,6 +139,7 @@ class Screen(pyte.Screen):
                 buffer.update(moved)
                 if buffer is self.buffer:
                     self.cursor.y -= top
+                    self.scrolled += top
         self.tabstops = {x for x in self.tabstops if x < columns}
         self.tabstops.update(range(max(8, self.columns - self.columns % 8), columns, 8))
         self.lines, self.columns = lines, columns
@@ -184,6 +191,7 @@ class Screen(pyte.Screen):
             return
         buffer = self.buffer
         if top == 0 and bottom == last:
+            self.scrolled += 1
             if self._stash is None:
                 self._push_history(buffer.get(0))
             moved = [(y - 1, line) for y, line in buffer.items() if y]
@@ -236,6 +244,7 @@ class Screen(pyte.Screen):
         last = self.lines - 1
         old = [buffer.get(y) for y in range(last)]
         passing = max(0, count - last)
+        self.scrolled += count
         if self.scrollback_lines:
             rows = [render_line(line, self.columns) for line in old[:count]]
             for text in texts[:passing]:
@@ -262,6 +271,8 @@ class Screen(pyte.Screen):
     def scroll_up(self, count: int) -> None:
         """SU: scroll the region up without moving the cursor; nothing enters scrollback."""
         top, bottom = self.margins or Margins(0, self.lines - 1)
+        if top == 0 and bottom == self.lines - 1:
+            self.scrolled += min(count or 1, self.lines)
         self._lift(top, bottom, count or 1)
 
     def scroll_down(self, count: int) -> None:
