@@ -18,7 +18,15 @@ from typing import Any
 
 import pytest
 from conftest import Api
-from fake_agent import agent_argv, manifest_server, screens_program, write_agent, write_manifests
+from fake_agent import (
+    agent_argv,
+    manifest_server,
+    screens_program,
+    start_in_shell,
+    wait_agent,
+    write_agent,
+    write_manifests,
+)
 from test_agent_per_surface import WAIT_S, Tabs, manifest, screens
 
 from cmux_core.testing import ServerProcess, wait_until
@@ -236,3 +244,69 @@ def test_plugin_observers_get_both_families(api: Api, tabs: Tabs) -> None:
     alpha = {k for k, d in seen if d["terminal_id"] == tabs.alpha_terminal}
     assert alpha == {"pane_agent_detected", "pane_agent_status_changed",
                      "surface_agent_detected", "surface_agent_status_changed"}
+
+
+
+def agent_with_a_cat_tab(api: Api, tmp_path: Path) -> tuple[str, str, str, str]:
+    """A focused pane showing alphabot (busy) with a background tab running ``cat``:
+    ``(pane_id, alphabot's surface, cat's surface, cat's terminal id)``."""
+    script = write_agent(tmp_path, "alphabot_agent", screens_program(screens("alphabot", "busy")))
+    pane_id = start_in_shell(api, script)
+    alpha = api("pane.get", {"pane_id": pane_id})["pane"]["surface_id"]
+    cat = api("surface.create", {"pane_id": pane_id, "command": "cat"})["surface_id"]
+    wait_agent(api, pane_id, "alphabot", "working", timeout=WAIT_S)
+    row = {row["id"]: row for row in api("surface.list")["surfaces"]}[cat]
+    assert row.get("agent") is None and row["selected"] is False
+    api("pane.focus", {"pane_id": pane_id})
+    return pane_id, alpha, cat, str(row["terminal_id"])
+
+
+def pane_agent_events(conn: Api, pane_id: str) -> list[tuple[str, dict[str, Any]]]:
+    """The pane's herdr agent events up to its first ``pane_agent_status_changed``."""
+    seen = events_until(conn, lambda kind, data: kind == "pane_agent_status_changed"
+                        and data["pane_id"] == pane_id)
+    return [(kind, data) for kind, data in seen if data["pane_id"] == pane_id]
+
+
+def test_showing_a_tab_without_an_agent_clears_the_panes_agent(
+        api: Api, tmp_path: Path, listen: Callable[..., Api]) -> None:
+    """The pane starts showing its ``cat`` tab: herdr subscribers learn it has no agent
+    (``pane_agent_detected`` without ``agent``) and its status (unknown)."""
+    pane_id, _, cat, cat_terminal = agent_with_a_cat_tab(api, tmp_path)
+    everything = listen(*HERDR)
+    scoped = listen({"type": "pane.agent_detected", "pane_id": pane_id})
+    api("surface.focus", {"surface_id": cat})
+    (kind, data), (_, status) = pane_agent_events(everything, pane_id)
+    assert kind == "pane_agent_detected"
+    assert (data["terminal_id"], data["surface_id"]) == (cat_terminal, cat)
+    assert "agent" not in data and "released" not in data, data
+    assert (status["agent_status"], status.get("agent"), status["terminal_id"]) == (
+        "unknown", None, cat_terminal)
+    data = scoped.event(timeout=WAIT_S)["data"]
+    assert (data["pane_id"], data["terminal_id"], data.get("agent")) == (
+        pane_id, cat_terminal, None)
+    pane = api("pane.get", {"pane_id": pane_id})["pane"]
+    assert (pane.get("agent"), pane["agent_status"]) == (None, "unknown")
+
+
+def test_closing_the_shown_tab_releases_the_panes_agent(
+        api: Api, tmp_path: Path, listen: Callable[..., Api]) -> None:
+    """The shown tab, running alphabot, closes and the pane shows its ``cat`` tab: herdr
+    subscribers get the release an agent's exit gives (``released: true``, the agent,
+    its final status), then the pane's new status."""
+    pane_id, alpha, cat, cat_terminal = agent_with_a_cat_tab(api, tmp_path)
+    everything = listen(*HERDR)
+    scoped = listen({"type": "pane.agent_detected", "pane_id": pane_id})
+    api("surface.close", {"surface_id": alpha})
+    (kind, data), (_, status) = pane_agent_events(everything, pane_id)
+    assert kind == "pane_agent_detected"
+    assert (data.get("released"), data.get("agent"), data.get("final_status"),
+            data["surface_id"]) == (True, "alphabot", "working", alpha), data
+    assert (status["agent_status"], status.get("agent"), status["terminal_id"]) == (
+        "unknown", None, cat_terminal)
+    data = scoped.event(timeout=WAIT_S)["data"]
+    assert (data["pane_id"], data.get("released"), data.get("agent")) == (
+        pane_id, True, "alphabot")
+    pane = api("pane.get", {"pane_id": pane_id})["pane"]
+    assert (pane.get("agent"), pane["agent_status"], pane["surface_id"]) == (
+        None, "unknown", cat)

@@ -9,8 +9,9 @@ terminal before a change and hands it back after; the publisher compares and pub
 its pane shows, and ``pane_updated`` (tokens, name, revision or launch readiness changed).
 It also follows which terminal each pane shows: a pane that starts showing another
 terminal publishes that terminal's status as ``pane_agent_status_changed``, after its
-agent as ``pane_agent_detected`` when that differs from the previous one's. Runs on the
-event loop.
+agent as ``pane_agent_detected`` when that differs from the previous one's, and after a
+release (``pane_agent_detected`` with ``released``) of the previous one's agent when that
+terminal was closed. Runs on the event loop.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class AgentReader(Protocol):
     def status(self, target: Surface) -> AgentStatus: ...
 
     def presentation(self, target: Surface, now: float | None = None) -> dict[str, Any]: ...
+
+    def live(self, s: Surface) -> bool: ...
 
 
 class AgentPublisher:
@@ -116,7 +119,10 @@ class AgentPublisher:
 
     def shown_changed(self, pane: Pane) -> None:
         """The pane shows another terminal: its herdr-family agent (when it differs from
-        the one shown before) and status are now that one's."""
+        the one shown before) and status are now that one's. When the terminal shown
+        before was closed with an agent, that agent is first released (its
+        ``final_status`` the status it had), as an agent that exits is; ``pane_updated``
+        handlers call this before the tracker forgets the closed terminal's record."""
         if pane.key not in self.mux.panes or pane.selected is None:
             return
         shown = pane.terminal_surface
@@ -126,7 +132,13 @@ class AgentPublisher:
             return
         agent = self.reader.effective_agent(shown)
         previous = self.surfaces.get(before)
-        if agent != (self.reader.effective_agent(previous) if previous is not None else None):
+        was = self.reader.effective_agent(previous) if previous is not None else None
+        if previous is not None and was is not None and not self.reader.live(previous):
+            # The shown terminal closed with its agent: released, as when the agent exits.
+            self.events.publish(PaneAgentDetected(pane, was, released=True, surface=previous,
+                                                  final_status=self.reader.status(previous)))
+            was = None
+        if agent != was:
             self.events.publish(PaneAgentDetected(pane, agent, surface=shown))
         self.events.publish(self.status_event(shown))
 

@@ -676,12 +676,12 @@ class AgentTracker:
             if (s is not None and pane.key in self.mux.panes and rec is not None
                     and rec.exited_agent is None):
                 self._agent_exited(s, rec)
-        elif isinstance(event, PaneClosed | PaneUpdated):
+        elif isinstance(event, PaneUpdated):
+            self._publisher.shown_changed(event.pane)  # reads a closed terminal's record
             self._sweep()
-            if isinstance(event, PaneUpdated):
-                self._publisher.shown_changed(event.pane)
-            else:
-                self._publisher.pane_closed(event.pane)
+        elif isinstance(event, PaneClosed):
+            self._sweep()
+            self._publisher.pane_closed(event.pane)
         elif isinstance(event, PaneCreated | PaneFocused):
             self._publisher.shown_changed(event.pane)
         elif isinstance(event, WorkspaceClosed):
