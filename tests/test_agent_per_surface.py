@@ -295,6 +295,40 @@ def test_a_report_with_only_a_pane_id_lands_on_the_reporting_tab(api: Api, tabs:
     assert api.error("agent.get", {"target": "hookbot"})["code"] == "agent_not_found"
 
 
+
+def test_a_report_from_a_process_that_left_the_tabs_session_lands_on_that_tab(
+        api: Api, tabs: Tabs, tmp_path: Path) -> None:
+    """A background tab's program starts a helper in a session of its own (``setsid``,
+    as tmux or a daemonising tool does) that reports with only ``$CMUX_PANE_ID``: the
+    report still lands on that tab, found through the helper's parent processes."""
+    script = tmp_path / "detached.py"
+    script.write_text(textwrap.dedent("""\
+        import json, os, socket, sys, time
+        if os.fork() == 0:
+            os.setsid()
+            assert os.getsid(0) == os.getpid()
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(os.environ["CMUX_SOCKET_PATH"])
+            sock.sendall(json.dumps({"id": 1, "method": "pane.report_agent", "params": {
+                "pane_id": os.environ["CMUX_PANE_ID"], "source": "custom:hookbot",
+                "agent": "hookbot", "state": "blocked"}}).encode() + b"\\n")
+            print("reply:", sock.recv(65536).decode().strip(), flush=True)
+            time.sleep(120)
+            sys.exit(0)
+        os.wait()
+    """))
+    # The shell runs the program as its child; the helper is that program's child.
+    command = f"{shlex.join([sys.executable, '-u', str(script)])}; sleep 120"
+    created = api("surface.create", {"pane_id": tabs.pane_id,
+                                     "command": shlex.join(["sh", "-c", command])})
+    wait_until(lambda: tabs.agent("hookbot").get("agent_status") is not None,
+               timeout=WAIT_S, message="hookbot's report applied")
+    hookbot = tabs.agent("hookbot")
+    assert (hookbot["surface_id"], hookbot["shown"], hookbot["agent_status"]) == (
+        created["surface_id"], False, "blocked")
+    pane = tabs.pane()
+    assert (pane["agent"], pane["agent_status"]) == ("alphabot", "working")
+
 def test_a_moved_surface_keeps_its_agent(api: Api, tabs: Tabs) -> None:
     tabs.api("pane.report_metadata", {"surface_id": tabs.beta_surface,
                                       "source": "custom:tabs", "tokens": {"task": "t1"}})

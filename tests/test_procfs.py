@@ -112,3 +112,22 @@ def test_the_reader_keeps_the_group_table_as_long_as_asked(tmp_path: Path) -> No
     _fake_process(tmp_path, 6, b"6 (b) S 1 5 5 0\n")
     assert kept.group_members(5) == [5]
     assert fresh.group_members(5) == [5, 6]
+
+
+def test_ancestry_follows_parents_up_to_init(sleeper: subprocess.Popen[bytes]) -> None:
+    """The sleeper's ``sh`` is this test's child: its ancestry runs through this process."""
+    chain = procfs.ancestry(sleeper.pid, 64)
+    assert chain[:3] == [sleeper.pid, os.getpid(), os.getppid()]
+    assert 1 not in chain
+    assert procfs.ancestry(sleeper.pid, 2) == [sleeper.pid, os.getpid()]
+
+
+def test_ancestry_stops_at_a_loop_or_an_unreadable_process(tmp_path: Path) -> None:
+    _fake_process(tmp_path, 7, b"7 (a) b (c) S 8 7 7 0\n")
+    _fake_process(tmp_path, 8, b"8 (b) S 9 7 7 0\n")
+    _fake_process(tmp_path, 9, b"9 (c) S 7 7 7 0\n")
+    _fake_process(tmp_path, 4, b"4 (d) S 3 4 4 0\n")
+    root = str(tmp_path)
+    assert procfs.ancestry(7, 64, root) == [7, 8, 9]
+    assert procfs.ancestry(4, 64, root) == [4, 3]
+    assert procfs.parent_pid(7, root) == 8 and procfs.parent_pid(3, root) is None

@@ -1,7 +1,7 @@
 """Everything cmux reads from ``/proc`` (Linux) about the processes in its terminals.
 
 A process's names (``comm``, ``cmdline``, the ``exe`` link), its working directory,
-chosen variables of its environment, and the process groups (one scan of every
+chosen variables of its environment, its parents, and the process groups (one scan of every
 ``/proc/<pid>/stat``). Each read is a handful of small file reads; a process that is
 gone, or that another user owns, reads as nothing (``None``, empty), never as an
 error. ``proc_root`` stands in for ``/proc`` in tests.
@@ -79,6 +79,31 @@ def environment(pid: int, names: Collection[str], proc_root: str = PROC_ROOT) ->
             if name in names:
                 found[name] = value.decode("utf-8", "replace")
     return found
+
+
+def parent_pid(pid: int, proc_root: str = PROC_ROOT) -> int | None:
+    """The process's parent (``ppid`` of ``/proc/<pid>/stat``); None when it is gone."""
+    try:
+        with open(f"{proc_root}/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # "pid (comm) state ppid ..."; comm may hold spaces and parentheses.
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
+def ancestry(pid: int, limit: int, proc_root: str = PROC_ROOT) -> list[int]:
+    """``pid``, its parent, that one's parent and so on: it ends before pid 1, after a
+    process whose parent cannot be read, at ``limit`` pids, or where a pid would come
+    twice. One small read per step."""
+    chain: list[int] = []
+    current: int | None = pid
+    while current is not None and current > 1 and len(chain) < limit \
+            and current not in chain:
+        chain.append(current)
+        current = parent_pid(current, proc_root)
+    return chain
 
 
 def rss_bytes(pid: int | str = "self", proc_root: str = PROC_ROOT) -> int:

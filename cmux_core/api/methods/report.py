@@ -10,7 +10,8 @@ accepted reports are passed on to plugins.
 
 A report lands on one terminal surface (:func:`report_target`): the one ``surface_id``
 names (hooks send ``$CMUX_SURFACE_ID``), else the terminal of ``pane_id``'s pane that the
-reporting process runs in (its session is that terminal's), else the one the pane shows.
+reporting process runs in (its session is that terminal's, or, for a process that left the
+session, the terminal's process is among its parents), else the one the pane shows.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from cmux_core.api.methods.agent import STATUS_NAMES, tracker_of
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model.tree import Surface
+from cmux_core.terminal import procfs
 
 methods = MethodTable()
 
@@ -38,6 +40,8 @@ MAX_SOURCE_CHARS = 80
 MAX_TOKENS_PER_REPORT = 16
 MAX_TEXT_CHARS = 80
 MAX_CUSTOM_STATUS_CHARS = 32
+MAX_ANCESTRY = 32
+"""How many processes up its parent chain a reporting process is followed to its terminal."""
 MAX_TTL_MS = 86_400_000
 MAX_SESSION_ID_BYTES = 512
 MAX_SESSION_PATH_BYTES = 4096
@@ -153,15 +157,21 @@ def report_target(call: Call, pane_id: str | None, surface_id: str | None) -> Su
         raise InvalidParams("pane_id", "field required")
     pane = mux.pane(pane_id)
     pid = call.connection.peer_pid if call.connection is not None else None
-    terminals = [s for s in pane.surfaces if s.term is not None]
+    # Each live terminal by its process (the leader of its session); an exited one's pid
+    # may belong to another process by now.
+    terminals = {s.terminal.pid: s for s in pane.surfaces
+                 if s.term is not None and s.terminal.pid > 0 and not s.terminal.exited}
     if pid is not None and len(terminals) > 1:
         try:
-            sid = os.getsid(pid)
+            found = terminals.get(os.getsid(pid))
         except OSError:
-            sid = None
-        for s in terminals:
-            if sid is not None and s.terminal.pid == sid:
-                return s
+            found = None
+        if found is not None:
+            return found
+        # A process that left its terminal's session (setsid, a multiplexer inside).
+        for ancestor in procfs.ancestry(pid, MAX_ANCESTRY):
+            if ancestor in terminals:
+                return terminals[ancestor]
     return pane.terminal_surface
 
 
