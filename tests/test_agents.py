@@ -450,7 +450,8 @@ def test_workspace_metadata(api: Api) -> None:
                          {"workspace_id": ws, **params})["code"] == code
     events = subscriber(api, {"type": "workspace.metadata_updated"})
     try:
-        api("workspace.report_metadata", {"workspace_id": ws, "source": "ci", "ttl_ms": 300,
+        # Long enough to be listed below before it expires, even on a loaded machine.
+        api("workspace.report_metadata", {"workspace_id": ws, "source": "ci", "ttl_ms": 2000,
                                           "tokens": {"build": "green"}})
         assert next_event(events, "workspace_metadata_updated")["workspace"]["tokens"] == \
             {"build": "green"}
