@@ -170,3 +170,27 @@ sys.stdout.write("\x1b[24;1H\n\n"); sys.stdout.flush()
                                  y=str(-row), w="1", h=shown)
 
     term.until(cropped)
+
+
+def test_no_resize_crops_to_the_part_of_the_pane_shown(server: ServerProcess) -> None:
+    """A ``--no-resize`` client larger than the pane shows the pane in its top-left corner:
+    layers are cropped to the pane's edges there, and follow the pane's size."""
+    pane = pane_of(server)
+    big = Terminal(server, "attach", "--no-resize", kitty=True, size=(30, 100), cell=(10, 20))
+    try:
+        big.until(lambda: big.answered)
+        image = image_of(0)
+        set_layer(server, pane, "edge", viewport_col=78, viewport_row=22)
+        # The pane is 80 by 24: two of the four columns and two of the three rows show.
+        big.until(lambda: drawn(big, image, 23, 79, x="0", y="0", w="20", h="40"))
+        sizing = Terminal(server, "attach", kitty=False, size=(20, 60))
+        try:  # the pane takes this client's 60 by 20 cells: the layer is wholly outside
+            big.until(lambda: where(big, image) is None)
+            set_layer(server, pane, "edge", viewport_col=58, viewport_row=17)
+            big.until(lambda: drawn(big, image, 18, 59, x="0", y="0", w="20", h="60"))
+        finally:
+            sizing.close()
+        # Back to 80 by 24 with the last client sizing it gone: all of it shows again.
+        big.until(lambda: drawn(big, image, 18, 59))
+    finally:
+        big.close()

@@ -48,6 +48,7 @@ DETACH_DEFAULT = "ctrl+\\"
 INPUT_CHUNK = 64 * 1024
 SERVER_START_S = 30.0
 GRAPHICS_REQUEST = "cmux-attach-graphics"
+SIZE_REQUEST = "cmux-attach-pane-size"
 
 _CTRL_KEYS = {**{chr(c): c - 0x60 for c in range(ord("a"), ord("z") + 1)},
               "@": 0, "[": 0x1B, "\\": 0x1C, "]": 0x1D, "^": 0x1E, "_": 0x1F}
@@ -71,9 +72,10 @@ class TerminalRenderer:
 
     :meth:`open` saves the title and switches to the alternate screen; :meth:`screen`
     writes a frame of terminal bytes the server painted; :meth:`graphics` draws the pane's
-    image layers over it, cropped to the terminal and placed again on :meth:`resize`;
-    :meth:`close` deletes the images and restores modes, cursor shape and visibility, the
-    main screen and the title.
+    image layers over it, cropped to the part of the pane the terminal shows (its top-left
+    corner, as wide and high as both the terminal and the pane) and placed again on
+    :meth:`resize` and :meth:`pane_resized`; :meth:`close` deletes the images and restores
+    modes, cursor shape and visibility, the main screen and the title.
     """
 
     OPEN = b"\x1b[22;0t\x1b[?1049h\x1b[H\x1b[2J"
@@ -81,13 +83,23 @@ class TerminalRenderer:
              b"\x1b[?1003l\x1b[?1006l\x1b[=0;1u\x1b[0 q\x1b[?25h\x1b[?7h\x1b[0m"
              b"\x1b[?1049l\x1b[23;0t")
 
-    def __init__(self, out: TerminalOutput, columns: int, lines: int) -> None:
+    def __init__(self, out: TerminalOutput, columns: int, lines: int,
+                 pane_size: tuple[int, int] | None = None) -> None:
         self.out = out
         self.is_open = False
         self.kitty: AreaLayers | None = None
         """Draws the pane's graphics layers, when the terminal can (see :func:`start_graphics`)."""
-        self.area = (0, 0, columns, lines)
-        """The terminal's cells, the pane's top-left first: layers are cropped to them."""
+        self.size = (columns, lines)
+        self.pane_size = pane_size
+        """The pane's columns and lines, when known."""
+        self.area = self._shown()
+        """The cells showing the pane, its top-left first: layers are cropped to them."""
+
+    def _shown(self) -> tuple[int, int, int, int]:
+        columns, lines = self.size
+        if self.pane_size is not None:
+            columns, lines = min(columns, self.pane_size[0]), min(lines, self.pane_size[1])
+        return 0, 0, columns, lines
 
     def open(self) -> None:
         self.write(self.OPEN)
@@ -108,8 +120,16 @@ class TerminalRenderer:
 
     def resize(self, columns: int, lines: int) -> None:
         """The terminal has ``columns`` by ``lines`` cells now: layers are placed again,
-        cropped to them."""
-        self.area = (0, 0, columns, lines)
+        cropped to the part of the pane they show."""
+        self.size = (columns, lines)
+        self.area = self._shown()
+        if self.kitty is not None:
+            self.kitty.draw(self.area)
+
+    def pane_resized(self, columns: int, lines: int) -> None:
+        """The pane has ``columns`` by ``lines`` cells now: layers are placed again."""
+        self.pane_size = (columns, lines)
+        self.area = self._shown()
         if self.kitty is not None:
             self.kitty.draw(self.area)
 
@@ -248,8 +268,10 @@ class AttachClient:
     """
 
     def __init__(self, sock: socket.socket, pending: bytes, renderer: TerminalRenderer,
-                 in_fd: int, *, detach: tuple[bytes, ...], read_only: bool) -> None:
+                 in_fd: int, *, detach: tuple[bytes, ...], read_only: bool,
+                 pane_id: str | None = None) -> None:
         self.sock = sock
+        self.pane_id = pane_id
         self.renderer = renderer
         self.in_fd = in_fd
         self.detach = detach
@@ -334,12 +356,21 @@ class AttachClient:
             kind = header.get("frame")
             if kind == "screen":
                 self.renderer.screen(payload)
+                if b"\x1b[2J" in payload and self.renderer.kitty is not None and self.pane_id:
+                    # A whole new screen: the pane may have a new size, which crops layers.
+                    self._send(json.dumps({"id": SIZE_REQUEST, "method": "pane.get",
+                                           "params": {"pane_id": self.pane_id}}).encode()
+                               + b"\n")
             elif kind == "end":
                 self.reason = str(header.get("reason", "ended"))
             elif kind in ("graphics", "graphics_clear"):
                 self.renderer.graphics(header, payload)
             elif header.get("id") == GRAPHICS_REQUEST:
                 pass  # graphics off on the server: the pane is shown without them
+            elif header.get("id") == SIZE_REQUEST:
+                pane = (header.get("result") or {}).get("pane") or {}
+                if "columns" in pane and "rows" in pane:
+                    self.renderer.pane_resized(int(pane["columns"]), int(pane["rows"]))
             elif header.get("ok") is False:
                 err = header.get("error") or {}
                 self.error = f"{err.get('code')}: {err.get('message')}"
@@ -389,13 +420,15 @@ def cmd_attach(args: argparse.Namespace) -> int:
         own = os.environ.get("CMUX_PANE_ID")
         if own and pane_id == own and os.environ.get("CMUX_SOCKET_PATH") == str(path):
             raise CmuxError("invalid_params", "target: cannot attach a pane to itself")
-        c.call("pane.attach", {"pane_id": handle, "columns": columns, "lines": lines,
-                               "read_only": args.read_only, "resize": not args.no_resize})
+        attached = c.call("pane.attach", {
+            "pane_id": handle, "columns": columns, "lines": lines,
+            "read_only": args.read_only, "resize": not args.no_resize})
         sock, pending = c.take_connection()
     out = TerminalOutput(sys.stdout.fileno())
-    renderer = TerminalRenderer(out, columns, lines)
+    renderer = TerminalRenderer(out, columns, lines,
+                                (int(attached["columns"]), int(attached["lines"])))
     session = AttachClient(sock, pending, renderer, in_fd, detach=detach,
-                           read_only=args.read_only)
+                           read_only=args.read_only, pane_id=str(attached["pane_id"]))
     try:
         with session.signals, raw_terminal(in_fd):
             typed = start_graphics(sock, renderer, in_fd, sys.stdout.fileno())
