@@ -46,8 +46,13 @@ from cmux_core.client import Client
 T = TypeVar("T")
 
 
-DEFAULT_WAIT = 10.0
-"""Seconds :func:`wait_until` and :func:`async_wait_until` wait by default."""
+DEFAULT_WAIT = 30.0
+"""Seconds :func:`wait_until` and :func:`async_wait_until` wait by default: long, since a
+wait that is met returns at once and a loaded machine can take seconds to get there."""
+
+START_WAIT = 60.0
+"""Seconds :func:`start_server` gives a server to answer ``ping`` (a server's start can
+take tens of seconds on a heavily loaded machine)."""
 
 
 def wait_until(predicate: Callable[[], T], timeout: float = DEFAULT_WAIT,
@@ -131,7 +136,7 @@ def start_server(args: list[str] | None = None, env: dict[str, str] | None = Non
     The socket is ``<home>/s.sock`` unless ``args`` holds ``--socket PATH``. ``command``
     is what runs cmux (default: this interpreter's ``-m cmux_core``), e.g. another
     installation's ``cmux`` script. Raises RuntimeError, with the server's log, when it
-    exits or does not answer within 20 s; its home is removed then too.
+    exits or does not answer within :data:`START_WAIT` seconds; its home is removed then too.
     """
     home = Path(tempfile.mkdtemp(prefix="cmux-t-", dir=tempfile.gettempdir()))
     args = list(args or [])
@@ -157,7 +162,7 @@ def start_server(args: list[str] | None = None, env: dict[str, str] | None = Non
                                 env=full_env, cwd=str(home))
     server = ServerProcess(sock, home, proc, log_path, full_env)
     _unstopped.append(server)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + START_WAIT
     while True:
         if proc.poll() is not None:
             failure = f"cmux serve exited with {proc.returncode}:\n{server.log()}"
