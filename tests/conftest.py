@@ -28,6 +28,10 @@ from cmux_core.testing import ServerProcess, async_wait_until
 
 SCHEMA_PATH = Path(__file__).parent / "data" / "herdr-api.schema.json"
 
+REPLY_WAIT_S = 30.0
+"""How long ``Api`` and ``Raw`` wait for a reply or an event by default: one that comes
+returns at once, and a loaded machine can take seconds to answer."""
+
 OUTPUT_WAIT_MS = 30000
 """How long ``Api.wait_text``/``wait_line`` wait for a pane's output by default: a program
 (a python3 start, a shell) can take seconds to print on a loaded machine."""
@@ -86,7 +90,7 @@ class Api:
     def close(self) -> None:
         self.sock.close()
 
-    def readline(self, timeout: float = 10.0) -> dict[str, Any]:
+    def readline(self, timeout: float = REPLY_WAIT_S) -> dict[str, Any]:
         self.sock.settimeout(timeout)
         while b"\n" not in self.buf:
             chunk = self.sock.recv(65536)
@@ -97,7 +101,7 @@ class Api:
         return dict(json.loads(line))
 
     def request(self, method: str, params: dict[str, Any] | None = None,
-                timeout: float = 10.0) -> dict[str, Any]:
+                timeout: float = REPLY_WAIT_S) -> dict[str, Any]:
         request_id = f"t{next(self.ids)}"
         payload = {"id": request_id, "method": method, "params": params or {}}
         self.sock.sendall(json.dumps(payload).encode() + b"\n")
@@ -111,7 +115,7 @@ class Api:
             return reply
 
     def __call__(self, method: str, params: dict[str, Any] | None = None,
-                 timeout: float = 10.0) -> dict[str, Any]:
+                 timeout: float = REPLY_WAIT_S) -> dict[str, Any]:
         reply = self.request(method, params, timeout)
         if not reply["ok"]:
             err = reply["error"]
@@ -124,7 +128,7 @@ class Api:
         assert not reply["ok"], f"{method} unexpectedly succeeded: {reply}"
         return dict(reply["error"])
 
-    def event(self, timeout: float = 10.0) -> dict[str, Any]:
+    def event(self, timeout: float = REPLY_WAIT_S) -> dict[str, Any]:
         event = self.readline(timeout)
         assert "event" in event, event
         check_event(event)
@@ -217,7 +221,7 @@ class Raw:
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def line(self, timeout: float = 10.0) -> dict[str, Any]:
+    def line(self, timeout: float = REPLY_WAIT_S) -> dict[str, Any]:
         self.sock.settimeout(timeout)
         while b"\n" not in self.buf:
             chunk = self.sock.recv(65536)

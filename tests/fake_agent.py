@@ -87,7 +87,7 @@ def pane_agent(api: Api, pane_id: str) -> tuple[str | None, str]:
 
 
 def wait_agent(api: Api, pane_id: str, agent: str | None, status: str,
-               timeout: float = 15.0) -> float:
+               timeout: float = 30.0) -> float:
     """Wait until the pane shows ``agent`` in ``status``; returns the seconds it took. The
     failure names what the pane showed at the end."""
     started = time.monotonic()

@@ -115,7 +115,7 @@ class Terminal:
         os.write(self.master, reply + DA1_REPLY)
         self._answer()  # a later probe may have come in the same read
 
-    def until(self, predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+    def until(self, predicate: Callable[[], bool], timeout: float = 60.0) -> None:
         """Read (and answer) until ``predicate`` holds; fails after ``timeout``."""
         deadline = time.monotonic() + timeout
         while not predicate():
@@ -131,7 +131,7 @@ class Terminal:
     def type(self, data: bytes) -> None:
         os.write(self.master, data)
 
-    def exited(self, timeout: float = 15.0) -> int:
+    def exited(self, timeout: float = 30.0) -> int:
         """The client's exit status, reading its output meanwhile; fails after ``timeout``."""
         deadline = time.monotonic() + timeout
         while self.proc.poll() is None:

@@ -68,7 +68,7 @@ class Tmux:
         return int(width), int(height)
 
     def wait_for(self, target: str, predicate: Callable[[str], object],
-                 timeout: float = 30.0) -> str:
+                 timeout: float = 60.0) -> str:
         """The first capture of ``target`` for which ``predicate`` holds; AssertionError
         with the last capture when none does within ``timeout`` seconds."""
         seen = [""]
