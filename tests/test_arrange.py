@@ -485,7 +485,7 @@ def test_apply_rolls_back_every_pane_when_a_spawn_fails(api: Api) -> None:
                 return False
         return True
 
-    wait_until(sleepers_gone, 10, message="rolled-back processes to end")
+    wait_until(sleepers_gone, 30, message="rolled-back processes to end")
     # Nothing was published, so the next pane takes the next number.
     assert split(api, "w1:p1") == "w1:p2"
     watcher.close()

@@ -58,7 +58,7 @@ def test_typed_line_runs_in_the_pane_and_shows(server: ServerProcess, tmux: Tmux
     tmux.type(outer, "echo attach-$((6*7))")
     tmux.send(outer, "Enter")
     tmux.wait_for(outer, lambda text: "attach-42" in text)
-    wait_until(lambda: "attach-42" in pane_text(server, pane), timeout=20)
+    wait_until(lambda: "attach-42" in pane_text(server, pane), timeout=30)
 
 
 def test_pane_takes_the_attached_terminal_size(server: ServerProcess, tmux: Tmux) -> None:
@@ -69,7 +69,7 @@ def test_pane_takes_the_attached_terminal_size(server: ServerProcess, tmux: Tmux
     tmux.send(outer, "Enter")
     tmux.wait_for(outer, lambda text: f"{lines} {columns}" in text)
     tmux.run("resize-window", "-t", "a", "-x", "90", "-y", "25")
-    wait_until(lambda: tmux.size(outer) == (90, 25), timeout=20)
+    wait_until(lambda: tmux.size(outer) == (90, 25), timeout=30)
     tmux.type(outer, "stty size")
     tmux.send(outer, "Enter")
     tmux.wait_for(outer, lambda text: "25 90" in text)
@@ -80,13 +80,13 @@ def test_detach_key_returns_to_the_shell_and_the_pane_lives_on(
     pane = first_pane(server)
     outer = tmux.new_session("a", 100, 30)
     attach(tmux, outer, server)
-    wait_until(lambda: _size(server, pane) == tmux.size(outer), timeout=20)
+    wait_until(lambda: _size(server, pane) == tmux.size(outer), timeout=30)
     tmux.send(outer, "C-\\")
     tmux.wait_for(outer, lambda text: "[detached]" in text and "outer$" in text)
     # Back to the size its layout gives it (the server's 80x24 area).
-    wait_until(lambda: _size(server, pane) == (80, 24), timeout=20)
+    wait_until(lambda: _size(server, pane) == (80, 24), timeout=30)
     server.call("pane.send_text", {"pane_id": pane, "text": "echo still-$((2+3))\n"})
-    wait_until(lambda: "still-5" in pane_text(server, pane), timeout=20)
+    wait_until(lambda: "still-5" in pane_text(server, pane), timeout=30)
     # The outer shell is usable again, and the terminal is back on its main screen.
     tmux.type(outer, "echo back-$((1+1))")
     tmux.send(outer, "Enter")
@@ -149,7 +149,7 @@ def test_attach_starts_a_server_when_none_runs(tmux: Tmux) -> None:
     finally:
         with Client(sock, timeout=10) as c:
             c.call("server.stop")
-        wait_until(lambda: not sock.exists(), timeout=20)
+        wait_until(lambda: not sock.exists(), timeout=30)
 
 
 # -- the frames themselves ----------------------------------------------------------------
@@ -200,20 +200,20 @@ def test_screen_frames_redraw_the_pane_exactly(server: ServerProcess) -> None:
     pane = first_pane(server)
     server.call("pane.send_text", {"pane_id": pane, "text":
                                    "printf '\\033[1;31mred\\033[0m \\033[?2004h\\033[5 q'\n"})
-    wait_until(lambda: "\nred" in pane_text(server, pane), timeout=20)
+    wait_until(lambda: "\nred" in pane_text(server, pane), timeout=30)
     client = Attached(server, pane_id=pane, columns=80, lines=24)
     try:
-        wait_until(lambda: "red" in client.text(), timeout=20)
+        wait_until(lambda: "red" in client.text(), timeout=30)
         reply = client.replies[0]
         assert reply["ok"] and reply["result"]["type"] == "pane_attach"
-        wait_until(lambda: (client.pump(), client.screen.modes.bracketed_paste)[1], timeout=20)
+        wait_until(lambda: (client.pump(), client.screen.modes.bracketed_paste)[1], timeout=30)
         assert client.screen.modes.cursor_shape == 5
         server_rows = server.call("pane.read", {"pane_id": pane, "format": "ansi"})
         assert "\x1b[" in server_rows["read"]["text"]
         client.send("attach.input", {"data_base64": base64.b64encode(b"echo b64-ok\r").decode()})
-        wait_until(lambda: "b64-ok" in client.text(), timeout=20)
+        wait_until(lambda: "b64-ok" in client.text(), timeout=30)
         client.send("attach.detach")
-        wait_until(lambda: (client.pump(), client.ended)[1] == "detached", timeout=20)
+        wait_until(lambda: (client.pump(), client.ended)[1] == "detached", timeout=30)
     finally:
         client.close()
 
@@ -235,16 +235,16 @@ def test_attach_errors_change_nothing(server: ServerProcess) -> None:
         assert getattr(excinfo.value, "code", "") == "invalid_params"
     client = Attached(server, pane_id=pane, read_only=True)
     try:
-        wait_until(lambda: client.text().strip(), timeout=20)
+        wait_until(lambda: client.text().strip(), timeout=30)
         client.send("attach.input", {"data": "echo nope\r"}, request_id=2)
-        wait_until(lambda: (client.pump(), len(client.replies) >= 2)[1], timeout=20)
+        wait_until(lambda: (client.pump(), len(client.replies) >= 2)[1], timeout=30)
         assert client.replies[1]["error"]["code"] == "read_only"
         client.send("attach.input", {"data": "a", "data_base64": "YQ=="}, request_id=3)
-        wait_until(lambda: (client.pump(), len(client.replies) >= 3)[1], timeout=20)
+        wait_until(lambda: (client.pump(), len(client.replies) >= 3)[1], timeout=30)
         assert client.replies[2]["error"]["code"] == "invalid_params"
         client.send("pane.attach", {"pane_id": pane, "columns": 80, "lines": 24},
                     request_id=4)
-        wait_until(lambda: (client.pump(), len(client.replies) >= 4)[1], timeout=20)
+        wait_until(lambda: (client.pump(), len(client.replies) >= 4)[1], timeout=30)
         assert client.replies[3]["error"]["code"] == "already_attached"
     finally:
         client.close()
@@ -255,9 +255,9 @@ def test_closing_the_pane_ends_the_session(server: ServerProcess) -> None:
     pane = str(server.call("pane.split", {"command": ["/bin/sh"]})["pane"]["pane_id"])
     client = Attached(server, pane_id=pane)
     try:
-        wait_until(lambda: client.text().strip(), timeout=20)
+        wait_until(lambda: client.text().strip(), timeout=30)
         server.call("pane.close", {"pane_id": pane})
-        wait_until(lambda: (client.pump(), client.ended)[1] == "pane_closed", timeout=20)
+        wait_until(lambda: (client.pump(), client.ended)[1] == "pane_closed", timeout=30)
     finally:
         client.close()
 
@@ -312,13 +312,13 @@ def test_an_attached_pane_keeps_its_client_size_through_a_split(server: ServerPr
     pane = first_pane(server)
     client = Attached(server, pane_id=pane, columns=100, lines=30)
     try:
-        wait_until(lambda: _size(server, pane) == (100, 30), timeout=20)
+        wait_until(lambda: _size(server, pane) == (100, 30), timeout=30)
         other = str(server.call("pane.split", {"target_pane_id": pane})["pane"]["pane_id"])
         assert _size(server, pane) == (100, 30)
         assert _size(server, other)[0] < 80
     finally:
         client.close()
-    wait_until(lambda: _size(server, pane)[0] < 80, timeout=20)
+    wait_until(lambda: _size(server, pane)[0] < 80, timeout=30)
 
 
 def test_modes_the_program_set_reach_the_terminal_and_are_undone_on_detach(
@@ -333,7 +333,7 @@ def test_modes_the_program_set_reach_the_terminal_and_are_undone_on_detach(
     tmux.type(outer, "printf '\\033[?1002h\\033[?1006h\\033[?1hmodes-%s\\n' on")
     tmux.send(outer, "Enter")
     tmux.wait_for(outer, lambda text: "modes-on" in text)
-    wait_until(lambda: flags() == "button=1 sgr=1 cursor_keys=1", timeout=20)
+    wait_until(lambda: flags() == "button=1 sgr=1 cursor_keys=1", timeout=30)
     tmux.send(outer, "C-\\")
     tmux.wait_for(outer, lambda text: "[detached]" in text)
     assert flags() == "button=0 sgr=0 cursor_keys=0"
@@ -347,7 +347,7 @@ def test_a_surface_handle_shows_that_surface_and_read_only_clients_size_the_pane
         assert c.call("surface.current")["surface_id"] == second
         c.call("surface.send_text", {"surface_id": first, "text": "echo on-the-first\n"})
         wait_until(lambda: "on-the-first" in c.call(
-            "surface.read_text", {"surface_id": first})["text"], timeout=20)
+            "surface.read_text", {"surface_id": first})["text"], timeout=30)
         def size() -> tuple[int, int]:
             stats = c.call("debug.terminal.render_stats", {"surface_id": first})["stats"]
             return stats["columns"], stats["rows"]
@@ -357,10 +357,10 @@ def test_a_surface_handle_shows_that_surface_and_read_only_clients_size_the_pane
         # Attaching by the first surface's handle shows it, though the second was selected.
         client = Attached(server, pane_id=first, read_only=True, columns=50, lines=14)
         try:
-            wait_until(lambda: "on-the-first" in client.text(), timeout=20)
+            wait_until(lambda: "on-the-first" in client.text(), timeout=30)
             assert c.call("surface.current")["surface_id"] == first
             # A read-only client that attached last sizes the pane, as any other would.
-            wait_until(lambda: size() == (50, 14), timeout=20)
+            wait_until(lambda: size() == (50, 14), timeout=30)
         finally:
             client.close()
-        wait_until(lambda: size() == layout_size, timeout=20)
+        wait_until(lambda: size() == layout_size, timeout=30)

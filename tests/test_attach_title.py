@@ -29,7 +29,7 @@ def pane_title(server: ServerProcess) -> str:
 def test_attach_pushes_the_title_and_pops_it_after_the_last_one_it_set(
         server: ServerProcess) -> None:
     set_title(server, "first-pane-title")
-    wait_until(lambda: pane_title(server) == "first-pane-title", 15, message="pane title")
+    wait_until(lambda: pane_title(server) == "first-pane-title", 30, message="pane title")
     # A terminal without kitty graphics, of 24 by 80 cells and no pixel size.
     term = Terminal(server, "attach", "w1:p1", kitty=False, size=(24, 80), cell=(0, 0))
     try:

@@ -54,7 +54,7 @@ def test_a_client_that_writes_without_reading_stops_being_read(
         assert grown < 30 * MiB, f"RSS grew by {grown / MiB:.1f} MiB"
     finally:
         flood.close()
-    wait_until(lambda: api("server.stats")["connections"] == before["connections"], 10,
+    wait_until(lambda: api("server.stats")["connections"] == before["connections"], 30,
                message="the flooding connection to be gone")
 
 
@@ -96,7 +96,7 @@ def test_a_client_that_leaves_while_held_back_cancels_its_wait(
     _flood(sock, PING * 200_000, stall_s=1.0)
     sock.close()
     wait_until(lambda: (s := api("server.stats"))["pending_waits"] == before["pending_waits"]
-               and s["connections"] == before["connections"], 10,
+               and s["connections"] == before["connections"], 30,
                message="the wait and the connection to be dropped")
 
 
@@ -159,7 +159,7 @@ def test_a_subscriber_that_stops_reading_is_dropped_with_the_overflow_notice(
     assert all(line["event"] == "workspace_renamed" for line in lines[:-1])
     assert len(lines) <= made - 4096
     assert sum(len(json.dumps(line)) for line in lines) < 2 * MiB
-    wait_until(lambda: api("server.stats")["connections"] == before["connections"], 10,
+    wait_until(lambda: api("server.stats")["connections"] == before["connections"], 30,
                message="the dropped subscriber's connection to be gone")
 
 
@@ -169,5 +169,5 @@ def test_a_dropped_subscriber_that_leaves_without_reading_is_forgotten(
     sub = _subscribe(cmux_server.socket_path)
     _drop_subscriber(api, cmux_server.socket_path, before["subscribers"])
     sub.close()
-    wait_until(lambda: api("server.stats")["connections"] == before["connections"], 10,
+    wait_until(lambda: api("server.stats")["connections"] == before["connections"], 30,
                message="the dropped subscriber's connection to be gone")

@@ -164,7 +164,7 @@ def _stable(read: Any, marker: str) -> str:
         seen.append(_normalise(read()))
         return marker in seen[-1] and len(seen) >= 3 and len(set(seen[-3:])) == 1
 
-    wait_until(settled, timeout=10, interval=0.05, message=f"a stable screen showing {marker!r}")
+    wait_until(settled, timeout=30, interval=0.05, message=f"a stable screen showing {marker!r}")
     return seen[-1]
 
 

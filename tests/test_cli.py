@@ -188,7 +188,7 @@ def test_human_views(cmux_server: ServerProcess) -> None:
 
 def test_server_stop(cmux_server: ServerProcess) -> None:
     assert ok(cmux_server, "server", "stop") == ""
-    wait_until(lambda: cmux_server.process.poll() is not None, timeout=10,
+    wait_until(lambda: cmux_server.process.poll() is not None, timeout=30,
                message="the server to exit")
     assert cmux_server.process.returncode == 0
 
@@ -202,7 +202,7 @@ def test_events_streams_pane_created(cmux_server: ServerProcess) -> None:
         assert proc.stdout is not None
         # The subscription starts at some unknown moment, so split until an event arrives.
         created: list[str] = []
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60  # the client's start, on a loaded machine
         line = ""
         while not line:
             assert time.monotonic() < deadline, "no pane.created event"

@@ -140,7 +140,7 @@ def test_serve_without_quiet_logs_info(config: Path) -> None:
         stderr=subprocess.STDOUT, text=True, cwd=home,
         env={**clean, "XDG_CONFIG_HOME": str(config), "SHELL": "/bin/sh"})
     try:
-        wait_until(lambda: sock.exists() or proc.poll() is not None, timeout=20,
+        wait_until(lambda: sock.exists() or proc.poll() is not None, timeout=30,
                    message="the server to listen")
     finally:
         proc.terminate()

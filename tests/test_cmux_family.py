@@ -71,7 +71,7 @@ def test_workspace_create_with_cmux_params_and_refs(raw: Raw) -> None:
     assert [w["selected"] for w in listed] == [True, False]  # creation keeps the selection
     surface = str(created["surface_ref"])
     wait_until(lambda: "from-initial-command" in str(
-        v2("surface.read_text", surface_id=surface)["text"]), 10)
+        v2("surface.read_text", surface_id=surface)["text"]), 30)
     # Any handle form addresses the same workspace.
     for handle in (created["workspace_id"], created["workspace_ref"], "w2", "2"):
         assert v2("workspace.select", workspace_id=handle)["workspace_ref"] == "workspace:2"
@@ -85,7 +85,7 @@ def test_surface_send_and_read(raw: Raw) -> None:
     sid = surfaces[0]["id"]
     v2("surface.send_text", surface_id=sid, text="echo cmux-v2-$((6*7))")
     v2("surface.send_key", surface_id=sid, key="enter")
-    wait_until(lambda: "cmux-v2-42" in str(v2("surface.read_text", surface_id=sid)["text"]), 10)
+    wait_until(lambda: "cmux-v2-42" in str(v2("surface.read_text", surface_id=sid)["text"]), 30)
     read = v2("surface.read_text", surface_id=sid, lines=5)
     assert "base64" in read and read["surface_ref"] == "surface:1"
     current = v2("surface.current")

@@ -94,10 +94,10 @@ def test_a_new_tab_takes_typed_input_under_the_setting(old_policy: Api,
 
     baseline = present()
     api("debug.type", {"text": "echo TYPED_$((3*4))"})
-    wait_until(lambda: present() > baseline, timeout=15, message="presentCount to grow")
+    wait_until(lambda: present() > baseline, timeout=30, message="presentCount to grow")
     api("debug.type", {"text": "\n"})
     wait_until(lambda: "TYPED_12" in api("surface.read_text", {"surface_id": tab})["text"],
-               timeout=15, message="the typed command's output in the new tab")
+               timeout=30, message="the typed command's output in the new tab")
 
 
 def test_focus_false_still_keeps_focus_under_the_setting(old_policy: Api) -> None:
@@ -229,4 +229,4 @@ def test_layout_save_keeps_the_commands_the_user_gave(api: Api, wait_until: Any)
         return text in api("surface.read_text", {"surface_id": surface})["text"]
 
     wait_until(lambda: shows(surfaces[0], "LAYOUT_42") and shows(surfaces[1], "SPLIT_25"),
-               timeout=20, message="the opened layout to run both commands")
+               timeout=30, message="the opened layout to run both commands")

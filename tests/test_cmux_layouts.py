@@ -65,10 +65,10 @@ def test_layout_builds_splits_surfaces_env_and_commands(api: Api, tmp_path: Path
     assert surfaces[1]["title"] == "second"
     first, second = panes[0]["surface_ids"]
 
-    wait_until(lambda: "LEFT-t1" in read(api, first), 15)
+    wait_until(lambda: "LEFT-t1" in read(api, first), 30)
     # The typed commands are echoed; only their output holds these words.
-    wait_until(lambda: "CWD-42" in read(api, second), 15)
-    wait_until(lambda: "TOP-2" in read(api, panes[1]["surface_ids"][0]), 15)
+    wait_until(lambda: "CWD-42" in read(api, second), 30)
+    wait_until(lambda: "TOP-2" in read(api, panes[1]["surface_ids"][0]), 30)
     top_pane = panes[1]["pane_id"]
     api("pane.send_text", {"pane_id": top_pane, "text": "pwd\n"})
     api.wait_text(top_pane, str(tmp_path / "sub"))
@@ -224,6 +224,6 @@ def test_a_spawn_failure_midway_closes_what_was_started(tmp_path: Path) -> None:
         assert (mux.windows, mux.panes, published) == ([], {}, [])
         assert mux.refs.mint("window") == "window:1"
         # The two shells started before the failure were hung up and have exited.
-        await async_wait_until(lambda: not shells(), 15, message="the shells to exit")
+        await async_wait_until(lambda: not shells(), 30, message="the shells to exit")
 
     asyncio.run(main())

@@ -235,7 +235,7 @@ def test_a_stream_whose_connection_left_is_reclaimed(api: Api,
     def reclaimed() -> bool:
         reply = api.request("pane.graphics.set", {"pane_id": pane, **rgba(3, 1)})
         return bool(reply["ok"])
-    wait_until(reclaimed, timeout=10)
+    wait_until(reclaimed, timeout=30)
     row = api("pane.graphics.layers", {"pane_id": pane})["layers"][0]
     assert (row["owner"], row["image_width"], row["frames"]) == (None, 3, 1)
 
@@ -314,7 +314,7 @@ def test_an_attached_client_that_draws_gets_graphics_frames(api: Api,
     finally:
         client.close()
     wait_until(lambda: api.request("pane.graphics.info", {"pane_id": pane}).get(
-        "error", {}).get("code") == "cell_size_unavailable", timeout=10)
+        "error", {}).get("code") == "cell_size_unavailable", timeout=30)
 
 
 @ON
@@ -325,7 +325,7 @@ def test_pane_visible_follows_the_active_workspace(api: Api,
     try:
         client.send("attach.graphics", {"cell_width_px": 8, "cell_height_px": 16})
         wait_until(lambda: api.request("pane.graphics.info", {"pane_id": pane})["ok"],
-                   timeout=10)
+                   timeout=30)
         api("workspace.create", {"focus": True})
         assert api("pane.graphics.info", {"pane_id": pane})["pane_visible"] is False
     finally:
@@ -389,14 +389,14 @@ def test_the_frame_protocol_streams_into_a_layer(api: Api, cmux_server: ServerPr
         stream.frame(png(), fmt="png", width=2, height=1,
                      placement={"viewport_col": 1, "viewport_row": 1})
         wait_until(lambda: api("pane.graphics.layers", {"pane_id": pane})["layers"][0]
-                   ["frames"] == 2, timeout=10)
+                   ["frames"] == 2, timeout=30)
         row = api("pane.graphics.layers", {"pane_id": pane})["layers"][0]
         assert (row["format"], row["bytes"], row["placement"]["viewport_col"]) == \
             ("png", len(png()), 1)
     finally:
         stream.close()
     wait_until(lambda: api("pane.graphics.layers", {"pane_id": pane})["layers"] == [],
-               timeout=10)
+               timeout=30)
 
 
 @ON
@@ -419,11 +419,11 @@ def test_a_bad_frame_ends_the_stream_with_one_error(api: Api,
             stream.sock.sendall(raw)
             error = stream.line()
             assert (error["id"], error["ok"], error["error"]["code"]) == ("s1", False, code)
-            wait_until(stream.closed, timeout=10)
+            wait_until(stream.closed, timeout=30)
         finally:
             stream.close()
         wait_until(lambda: api("pane.graphics.layers", {"pane_id": pane})["layers"] == [],
-                   timeout=10)
+                   timeout=30)
     off = FrameStream(cmux_server, "w9:p9")
     assert off.reply["error"]["code"] == "pane_not_found"
     off.close()

@@ -151,7 +151,7 @@ def test_info_names_the_frame_directory_while_a_client_reads_files(
     other = str(api("pane.split", {"pane_id": pane, "direction": "right"})["pane"]["pane_id"])
     assert api("pane.graphics.info", {"pane_id": other})["file_frame_directory"] is None
     reader.close()
-    wait_until(lambda: not direct_available(api, pane), timeout=20)
+    wait_until(lambda: not direct_available(api, pane), timeout=30)
     plain.close()
     (folder / "left-over.rgba").write_bytes(b"\0" * 4)
     server.stop()
@@ -192,7 +192,7 @@ def test_a_leased_frame_holds_no_bytes_and_fits_a_full_budget(
     finally:
         reader.close()
     # With no client reading files, the primary frame is copied too: over the budget.
-    wait_until(lambda: not direct_available(api, pane), timeout=20)
+    wait_until(lambda: not direct_available(api, pane), timeout=30)
     assert direct(api, pane, leased, BIG, BIG)["error"]["code"] == "graphics_budget_exceeded"
     assert layer(api, pane)["lease"] == {"path": str(leased), "bytes": 16 * MIB}
 

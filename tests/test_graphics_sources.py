@@ -110,7 +110,7 @@ def test_a_source_feeds_its_layer_until_detached(server: ServerProcess,
     assert result == {"type": "pane_graphics_source", "pane_id": pane, "layer_id": "meter",
                       "source": "counter", "plugin_id": "gfx"}
     wait_until(lambda: layers(server, pane).get("meter", {}).get("frames", 0) >= 10,
-               timeout=20)
+               timeout=30)
     row = layers(server, pane)["meter"]
     assert (row["owner"], row["source"], row["format"]) == ("source:gfx/counter", "gfx/counter",
                                                             "rgb")
@@ -122,7 +122,7 @@ def test_a_source_feeds_its_layer_until_detached(server: ServerProcess,
                    {"pane_id": pane, "layer_id": "meter", "source": "few"}) == "stream_conflict"
     server.call("pane.graphics.detach_source", {"pane_id": pane, "layer_id": "meter"})
     assert "meter" not in layers(server, pane)
-    wait_until(closed.exists, timeout=10)
+    wait_until(closed.exists, timeout=30)
     assert closed.read_text() == pane
     assert code_of(server, "pane.graphics.detach_source",
                    {"pane_id": pane, "layer_id": "meter"}) == "graphics_source_not_attached"
@@ -154,7 +154,7 @@ def test_a_finished_source_leaves_its_last_image(server: ServerProcess) -> None:
     pane = pane_of(server)
     server.call("pane.graphics.attach_source", {"pane_id": pane, "source": "few"})
     wait_until(lambda: layers(server, pane).get("primary", {}).get("owner", "x") is None,
-               timeout=10)
+               timeout=30)
     row = layers(server, pane)["primary"]
     assert (row["frames"], row["source"]) == (3, None)
     server.call("pane.graphics.clear", {"pane_id": pane})
@@ -182,13 +182,13 @@ def test_a_closed_pane_or_disabled_plugin_closes_the_source(server: ServerProces
                                                 "options": {"closed_file": str(closed_a)}})
     # Only a generator that has started has a finally block to run: let each one start.
     wait_until(lambda: layers(server, other).get("primary", {}).get("frames", 0) >= 1,
-               timeout=20)
+               timeout=30)
     server.call("pane.close", {"pane_id": other})
-    wait_until(closed_a.exists, timeout=10)
+    wait_until(closed_a.exists, timeout=30)
     server.call("pane.graphics.attach_source", {"pane_id": pane, "source": "counter",
                                                 "options": {"closed_file": str(closed_b)}})
     wait_until(lambda: layers(server, pane).get("primary", {}).get("frames", 0) >= 1,
-               timeout=20)
+               timeout=30)
     server.call("plugin.disable", {"plugin_id": "gfx"})
-    wait_until(closed_b.exists, timeout=10)
+    wait_until(closed_b.exists, timeout=30)
     assert layers(server, pane) == {}

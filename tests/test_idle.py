@@ -89,13 +89,13 @@ def test_an_idle_server_has_no_timer_pending_until_output(
         try:
             for _ in range(3):
                 await app.request("tab.create", {"command": ["cat"]})
-            await async_wait_until(lambda: not live_timers(loop), timeout=20,
+            await async_wait_until(lambda: not live_timers(loop), timeout=30,
                                    message="no live timer on the loop")
             pane = app.mux.focused_pane()
             assert pane is not None
             await app.request("pane.send_text", {"pane_id": pane.id, "text": "echo hi\n"})
-            await async_wait_until(lambda: app.detection._safety is not None, timeout=10)
-            await async_wait_until(lambda: not live_timers(loop), timeout=20,
+            await async_wait_until(lambda: app.detection._safety is not None, timeout=30)
+            await async_wait_until(lambda: not live_timers(loop), timeout=30,
                                    message="no live timer on the loop")
         finally:
             await app.stop()

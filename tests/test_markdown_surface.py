@@ -287,7 +287,7 @@ def test_the_terminal_behind_a_document_reports_notifications_and_exit(
         return any(n["title"] == "from-the-shell" and n["surface_id"] == term["id"]
                    for n in api("notification.list", {})["notifications"])
 
-    wait_until(noted, 20, message="the shell's notification, on its terminal surface")
+    wait_until(noted, 30, message="the shell's notification, on its terminal surface")
     api("events.subscribe", {"subscriptions": [{"type": "pane.exited"}]})
     api("pane.send_text", {"pane_id": herdr_id, "text": "exit 5\n"})
     event = api.event(20)

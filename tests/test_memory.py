@@ -27,7 +27,7 @@ def test_split_and_close_churn_leaves_only_the_open_panes_in_memory(api: Api) ->
         api("pane.get", {"pane_id": pane})
         api("pane.read", {"pane_id": pane, "source": "recent", "lines": 5})
         api("pane.close", {"pane_id": pane})
-    stats = wait_until(lambda: _settled(api), 15, message="closed panes to be freed")
+    stats = wait_until(lambda: _settled(api), 30, message="closed panes to be freed")
     assert stats["panes"] == 1
     assert api("pane.get", {"pane_id": first})["pane"]["pane_id"] == first
 
@@ -52,7 +52,7 @@ def test_a_status_subscription_does_not_keep_its_closed_pane(api: Api) -> None:
             {"type": "pane.agent_status_changed", "pane_id": pane}]})["type"] == \
             "subscription_started"
         api("pane.close", {"pane_id": pane})
-        stats = wait_until(lambda: _settled(api), 15, message="the closed pane to be freed")
+        stats = wait_until(lambda: _settled(api), 30, message="the closed pane to be freed")
         assert stats["panes"] == 1
     finally:
         listener.close()

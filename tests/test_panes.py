@@ -248,14 +248,14 @@ def test_closing_a_pane_ends_its_process_group_without_zombies(
     bg_pid = int(line.split()[1])
     shell_pid = api("pane.process_info", {"pane_id": pane})["process_info"]["shell_pid"]
     api("pane.close", {"pane_id": pane})
-    wait_until(lambda: not _alive(bg_pid), 10, message="background child to end")
-    wait_until(lambda: not _alive(shell_pid), 10, message="shell ignoring HUP to be killed")
+    wait_until(lambda: not _alive(bg_pid), 30, message="background child to end")
+    wait_until(lambda: not _alive(shell_pid), 30, message="shell ignoring HUP to be killed")
     quick = api.run(["true"])
-    wait_until(lambda: api("pane.get", {"pane_id": quick})["pane"].get("exited"), 10)
+    wait_until(lambda: api("pane.get", {"pane_id": quick})["pane"].get("exited"), 30)
     api("pane.close", {"pane_id": quick})
-    wait_until(lambda: not _zombie_children(cmux_server.process.pid), 10, message="no zombies")
+    wait_until(lambda: not _zombie_children(cmux_server.process.pid), 30, message="no zombies")
     # Closed terminals are forgotten once their processes are gone (nothing accumulates).
-    wait_until(lambda: api("server.stats")["closing_terminals"] == 0, 10,
+    wait_until(lambda: api("server.stats")["closing_terminals"] == 0, 30,
                message="closed terminals to be released")
 
 
@@ -263,7 +263,7 @@ def test_process_info_lists_the_foreground_group(api: Api) -> None:
     pane = api.run(["sh", "-c", "exec sleep 60"])
     info = wait_until(lambda: (i := api("pane.process_info", {"pane_id": pane})["process_info"])
                       .get("foreground_processes") and i["foreground_processes"][0]["name"]
-                      == "sleep" and i, 10)
+                      == "sleep" and i, 30)
     proc = info["foreground_processes"][0]
     assert proc["argv"] == ["sleep", "60"] and proc["pid"] == info["shell_pid"]
 

@@ -326,7 +326,7 @@ def test_terminal_text_comes_back_when_asked(place: Place) -> None:
 
 def start_agent(server: ServerProcess, place: Place, pane_id: str, session: str) -> None:
     """Wait for ``pane_id``'s fakebot to be detected, then report its session."""
-    wait_until(lambda: pane(server, pane_id).get("agent") == "fakebot", timeout=20,
+    wait_until(lambda: pane(server, pane_id).get("agent") == "fakebot", timeout=30,
                message=f"fakebot detected in {pane_id}")
     result = server.call("pane.report_agent_session", {
         "pane_id": pane_id, "source": "test:fakebot", "agent": "fakebot",
@@ -352,15 +352,15 @@ def test_agents_resume_their_sessions_after_a_restart(place: Place) -> None:
 
     second = place.start()
     wait_until(lambda: "started with --resume sess-in-shell" in text(second, "w1:p1"),
-               timeout=20, message="the typed resume")
+               timeout=30, message="the typed resume")
     wait_until(lambda: "started with --resume sess-own" in text(second, "w1:p2"),
-               timeout=20, message="the pane's own resume")
+               timeout=30, message="the pane's own resume")
     for pane_id, session in (("w1:p1", "sess-in-shell"), ("w1:p2", "sess-own")):
         assert pane(second, pane_id)["agent_session"]["value"] == session
     # The pane keeps the command it was launched with; its session is saved again.
     assert layout(second, "w1:t1")["root"]["second"]["command"] == [sys.executable,
                                                                     str(place.agent)]
-    wait_until(lambda: pane(second, "w1:p1").get("agent") == "fakebot", timeout=20,
+    wait_until(lambda: pane(second, "w1:p1").get("agent") == "fakebot", timeout=30,
                message="the resumed agent detected")
     second.stop()
     again = place.saved()["windows"][0]["workspaces"][0]["tabs"][0]["root"]
@@ -375,7 +375,7 @@ def test_an_agent_that_exited_is_not_resumed(place: Place) -> None:
                                   "text": f"{sys.executable} {place.agent}\r"})
     start_agent(first, place, "w1:p1", "sess-gone")
     first.call("pane.send_text", {"pane_id": "w1:p1", "text": "quit\r"})
-    wait_until(lambda: pane(first, "w1:p1").get("agent") is None, timeout=20,
+    wait_until(lambda: pane(first, "w1:p1").get("agent") is None, timeout=30,
                message="the agent's exit")
     first.stop()
     assert "agent" not in place.saved()["windows"][0]["workspaces"][0]["tabs"][0]["root"]

@@ -93,7 +93,7 @@ def test_a_slow_import_is_blocked_and_never_stalls_requests(tmp_path: Path) -> N
         # A file dropped in while serving sleeps 8 s in its import: requests keep flowing,
         # each answered well before the import could end (4 s leaves a loaded machine room).
         write(d, "drowsy.py", sleeper(tmp_path / "drowsy.started", 8))
-        wait_until((tmp_path / "drowsy.started").exists, timeout=15, message="drowsy import")
+        wait_until((tmp_path / "drowsy.started").exists, timeout=30, message="drowsy import")
         with server.client() as client:
             until = time.monotonic() + 1.5
             while time.monotonic() < until:
@@ -101,13 +101,13 @@ def test_a_slow_import_is_blocked_and_never_stalls_requests(tmp_path: Path) -> N
                 assert client.call("ping")
                 assert time.monotonic() - asked < 4.0, "ping waited for a plugin import"
                 time.sleep(0.05)
-        wait_until(lambda: plugins(server)["drowsy"]["status"] == "blocked", timeout=15,
+        wait_until(lambda: plugins(server)["drowsy"]["status"] == "blocked", timeout=30,
                    message="drowsy blocked")
         assert "import timed out after 1s" in plugins(server)["drowsy"]["error"]
 
         # Fixing the file loads it on a fresh thread.
         write(d, "sleepy.py", GOOD.replace("by-agent", "fixed"))
-        wait_until(lambda: plugins(server)["sleepy"]["status"] == "loaded", timeout=15,
+        wait_until(lambda: plugins(server)["sleepy"]["status"] == "loaded", timeout=30,
                    message="sleepy fixed")
         assert server.call("ping")
     finally:

@@ -849,7 +849,7 @@ def test_hot_reload_of_an_edited_file_and_a_broken_edit(tmp_path: Path) -> None:
         assert list(host.view_sorts()) == ["sort-v2"]
         # A broken edit keeps version 2 serving and reports the failure.
         path.write_text("def broken(:\n")
-        await async_wait_until(lambda: any(k == "plugin_error" for k, _ in events), timeout=15,
+        await async_wait_until(lambda: any(k == "plugin_error" for k, _ in events), timeout=30,
                                message="reload error")
         live = host.get("live")
         assert live.status == "loaded" and "SyntaxError" in live.errors[-1].message
@@ -859,10 +859,10 @@ def test_hot_reload_of_an_edited_file_and_a_broken_edit(tmp_path: Path) -> None:
         assert list(host.view_sorts()) == ["sort-v3"]
         # A new file is picked up; a deleted one is withdrawn.
         write(d, "newcomer.py", GOOD)
-        await async_wait_until(lambda: "by-agent" in host.view_sorts(), timeout=15,
+        await async_wait_until(lambda: "by-agent" in host.view_sorts(), timeout=30,
                                message="new file")
         path.unlink()
-        await async_wait_until(lambda: "plugin.live.version" not in host.methods, timeout=15,
+        await async_wait_until(lambda: "plugin.live.version" not in host.methods, timeout=30,
                                message="removed file withdrawn")
         await host.stop()
 

@@ -71,7 +71,7 @@ def test_layout_surfaces_keep_their_env(place: Place) -> None:
     # Every surface's shell is told its own surface id.
     first.call("surface.send_text", {"surface_id": before[1],
                                      "text": "echo id-$CMUX_SURFACE_ID-end\r"})
-    wait_until(lambda: shows(first, before[1], f"id-{before[1]}-end"), 15,
+    wait_until(lambda: shows(first, before[1], f"id-{before[1]}-end"), 30,
                message="CMUX_SURFACE_ID")
     assert first.stop() == 0
 
@@ -206,7 +206,7 @@ def test_notifications_and_unread_flags_come_back(place: Place) -> None:
     call("workspace.create", {"label": "other"})
     call("pane.send_text", {"pane_id": "w2:p1",
                             "text": "printf '\\033]9;%s\\007' from-the-program\r"})
-    wait_until(lambda: any(n["title"] == "from-the-program" for n in notes(first)), 15,
+    wait_until(lambda: any(n["title"] == "from-the-program" for n in notes(first)), 30,
                message="the terminal notification")
     call("surface.action", {"surface_id": right_surface, "action": "mark_unread"})
     before_notes, before_flags = notes(first), unread_flags(first)
@@ -240,7 +240,7 @@ def test_titles_programs_set_come_back(place: Place) -> None:
     set_title(first, "w1:p1", "title-by-osc-zero")
     set_title(first, right["pane_id"], "title-by-osc-two")
     wait_until(lambda: titles(first) == {left_surface: "title-by-osc-zero",
-                                         right_surface: "title-by-osc-two"}, 15,
+                                         right_surface: "title-by-osc-two"}, 30,
                message="the programs' titles")
     assert first.stop() == 0
 
@@ -249,7 +249,7 @@ def test_titles_programs_set_come_back(place: Place) -> None:
                               right_surface: "title-by-osc-two"}
     # It is the terminal's own title again, which its new program may change.
     set_title(second, "w1:p1", "a-later-title")
-    wait_until(lambda: titles(second)[left_surface] == "a-later-title", 15,
+    wait_until(lambda: titles(second)[left_surface] == "a-later-title", 30,
                message="the new program's title")
 
 
@@ -309,7 +309,7 @@ def test_a_version_1_file_is_restored_and_saved_again_as_version_2(place: Place)
     label = second.call("workspace.get", {"workspace_id": "w1"})["workspace"]["label"]
     assert label == "from version 1"
     second.call("pane.rename", {"pane_id": "w1:p2", "label": "now saved"})
-    wait_until(lambda: json.loads(place.file.read_text())["version"] == 2, 15,
+    wait_until(lambda: json.loads(place.file.read_text())["version"] == 2, 30,
                message="the file saved as version 2")
     assert second.stop() == 0
     assert list(place.file.parent.glob("*.corrupt-*")) == []
@@ -328,7 +328,7 @@ def test_a_killed_server_keeps_what_programs_and_clients_reported(place: Place) 
         return all(word in content for word in ("branch", "killed-title", "killed-note"))
 
     # Saved within a moment of the report and of the program's output, with no stop.
-    wait_until(saved, 15, message="the reports in the session file")
+    wait_until(saved, 30, message="the reports in the session file")
     first.process.send_signal(signal.SIGKILL)
     first.process.wait(10)
     first.stop()

@@ -122,7 +122,7 @@ def test_the_runtime_directory_is_created_private(tmp_path: Path) -> None:
                             env=_env(tmp_path, XDG_RUNTIME_DIR=str(runtime)))
     sock = runtime / "cmux" / "sessions" / "s1.sock"
     try:
-        wait_until(lambda: _answers(sock), 20, message="the server to answer")
+        wait_until(lambda: _answers(sock), 30, message="the server to answer")
         assert stat.S_IMODE(os.stat(runtime / "cmux").st_mode) == 0o700
         assert stat.S_IMODE(os.stat(runtime / "cmux" / "sessions").st_mode) == 0o700
         assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
@@ -203,7 +203,7 @@ def test_a_stale_socket_of_ours_is_replaced(tmp_path: Path) -> None:
                              "--socket", str(sock)], cwd=tmp_path, env=_env(tmp_path),
                             stderr=subprocess.DEVNULL)
     try:
-        wait_until(lambda: _answers(sock), 20, message="the server to take over the socket")
+        wait_until(lambda: _answers(sock), 30, message="the server to take over the socket")
         assert stat.S_IMODE(os.stat(shared).st_mode) == 0o1777
     finally:
         proc.terminate()

@@ -160,7 +160,7 @@ def test_pane_close_returns_before_a_hup_ignoring_process_is_killed(api: Api) ->
     # The reply came while the process still lives: close never waits for it.
     assert not _gone(pid)
     assert api("ping")["type"] == "pong"
-    wait_until(lambda: _gone(pid), 10, message="SIGKILL after the grace period")
+    wait_until(lambda: _gone(pid), 30, message="SIGKILL after the grace period")
 
 
 def test_subscription_stream_is_ordered_and_schema_valid(api: Api) -> None:

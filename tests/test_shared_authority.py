@@ -141,7 +141,7 @@ def test_reported_blocked_without_a_dialog_expires() -> None:
         assert t.status(pane) == "blocked"
         # ... the declaration's state_ttl_ms (1.5 s, room for a loaded machine's stall between
         # the checks above) does.
-        await async_wait_until(lambda: t.status(pane) == "idle", timeout=10)
+        await async_wait_until(lambda: t.status(pane) == "idle", timeout=30)
         assert source_of(mux, t, pane) == "screen"
     run(body)
 
@@ -189,7 +189,7 @@ def test_report_ttl_lapses_for_any_source() -> None:
         assert t.report_agent(pane, source="custom:x", agent="bot", state="working",
                               ttl_s=1.0)
         assert t.status(pane) == "working"
-        await async_wait_until(lambda: t.status(pane) == "unknown", timeout=10)
+        await async_wait_until(lambda: t.status(pane) == "unknown", timeout=30)
         assert t.effective_agent(pane) == "bot", "the label stays; only the state lapsed"
     run(body)
 
@@ -247,7 +247,7 @@ def test_a_report_past_its_ttl_shows_no_message() -> None:
         assert wire.agent_info(mux, t, pane)["message"].startswith("Claude needs")
         # The report's TTL runs out (the behaviour under test): its state no longer counts,
         # and its message goes with it.
-        await async_wait_until(lambda: t.status(pane) == "working", timeout=10)
+        await async_wait_until(lambda: t.status(pane) == "working", timeout=30)
         assert "message" not in wire.agent_info(mux, t, pane)
     run(body)
 
@@ -489,10 +489,10 @@ def test_a_denied_permission_does_not_come_back_in_a_real_server(
         # Denied: no hook runs, the idle prompt comes back and wins.
         show(api, pane, "i")
         wait_until(lambda: provenance(api, pane) == ("idle", "screen", "idle_prompt"),
-                   timeout=15, message="the idle prompt overriding the hook's blocked")
+                   timeout=30, message="the idle prompt overriding the hook's blocked")
         # Output no rule explains: the screen's own fallback, not the hook's blocked.
         show(api, pane, "x")
-        wait_until(lambda: provenance(api, pane)[1:] == ("screen", None), timeout=15,
+        wait_until(lambda: provenance(api, pane)[1:] == ("screen", None), timeout=30,
                    message="the unexplained screen judged alone")
         assert status(api, pane) != "blocked"
         # The agent exits: the pane lets it go, never reading blocked on the way.
@@ -502,7 +502,7 @@ def test_a_denied_permission_does_not_come_back_in_a_real_server(
         def gone() -> bool:
             seen.append(pane_agent(api, pane))
             return seen[-1][0] is None
-        wait_until(gone, timeout=15, message="the agent's exit")
+        wait_until(gone, timeout=30, message="the agent's exit")
         assert all(state != "blocked" for _agent, state in seen), seen
     finally:
         api.close()

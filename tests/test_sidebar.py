@@ -243,19 +243,19 @@ def test_watch_redraws_on_events_and_restores_the_terminal(cmux_server: ServerPr
         return text in seen
 
     try:
-        wait_until(lambda: screen_has(b"cmux agents"), timeout=15, message="the first frame")
+        wait_until(lambda: screen_has(b"cmux agents"), timeout=30, message="the first frame")
         assert b"\x1b[?1049h" in seen and b"\x1b[?25l" in seen
-        wait_until(lambda: screen_has(b"beta"), timeout=10, message="the agents")
+        wait_until(lambda: screen_has(b"beta"), timeout=30, message="the agents")
         before = len(seen)
         with cmux_server.client() as c:
             c.call("pane.report_agent", {"pane_id": first, "source": "custom:demo",
                                          "agent": "demo", "state": "blocked",
                                          "message": "needs a decision"})
-        wait_until(lambda: screen_has(b"needs a decision"), timeout=10,
+        wait_until(lambda: screen_has(b"needs a decision"), timeout=30,
                    message="a redraw after the status change")
         assert b"2 blocked" in seen[before:]
         proc.write(b"q")
-        wait_until(lambda: screen_has(b"\x1b[?1049l"), timeout=10, message="the sidebar to exit")
+        wait_until(lambda: screen_has(b"\x1b[?1049l"), timeout=30, message="the sidebar to exit")
         assert seen.rstrip().endswith(b"\x1b[?1049l")
         assert b"\x1b[?25h" in seen[-40:]
         proc.wait()

@@ -52,7 +52,7 @@ def test_sidebar_beside_the_pane_and_keys(server: ServerProcess, tmux: Tmux) -> 
     tmux.send(outer, "Enter")
     tmux.wait_for(outer, lambda text: "beside-36" in text)
     wait_until(lambda: "beside-36" in server.call("pane.read", {
-        "pane_id": first, "source": "recent"})["read"]["text"], timeout=20)
+        "pane_id": first, "source": "recent"})["read"]["text"], timeout=30)
     tmux.send(outer, "C-\\")
     tmux.wait_for(outer, lambda text: "q quit" in text)
     # Enter attaches full-screen: a typed line runs in the pane; the detach key comes back.

@@ -249,23 +249,23 @@ def test_typing_follows_the_programs_modes(server: ServerProcess, tmp_path: Any)
         term.until(lambda: b"\x1b[?1h" in term.out[mark:] and b"\x1b=" in term.out[mark:]
                    and b"\x1b[?1002h\x1b[?1006h" in term.out[mark:])
         term.type(b"\x1bOA")  # up, as a terminal in application cursor mode sends it
-        wait_until(shows(r"b'\x1bOA'"), timeout=20)
+        wait_until(shows(r"b'\x1bOA'"), timeout=30)
         term.type(b"\x1bOp")  # keypad 0 in application keypad mode
-        wait_until(shows(r"b'\x1bOp'"), timeout=20)
+        wait_until(shows(r"b'\x1bOp'"), timeout=30)
         # A click in the pane area reaches the program in the pane's cells; one on the
         # sidebar does not.
         term.type(b"\x1b[<0;5;5M")
         term.type(b"\x1b[<0;42;4M")
-        wait_until(shows(r"b'\x1b[<0;5;3M'"), timeout=20)
+        wait_until(shows(r"b'\x1b[<0;5;3M'"), timeout=30)
         assert not shows(";5;5M")() and not shows(";-")()
         # The program turns its modes off: so does the terminal, while keys still go to it.
         mark = len(term.out)
         term.type(b"x")
-        wait_until(shows("done"), timeout=20)
+        wait_until(shows("done"), timeout=30)
         term.until(lambda: b"\x1b[?1l" in term.out[mark:] and b"\x1b>" in term.out[mark:]
                    and b"\x1b[?1002l" in term.out[mark:])
         term.type(b"\x1b[A")
-        wait_until(shows(r"b'\x1b[A'"), timeout=20)
+        wait_until(shows(r"b'\x1b[A'"), timeout=30)
         term.type(b"\x1c")
         term.until(lambda: b"q quit" in term.out[mark:])
     finally:
