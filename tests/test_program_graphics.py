@@ -19,6 +19,7 @@ import pytest
 from test_graphics import png
 from test_graphics_attach import Terminal, image_bytes
 
+from cmux_core.cli.kitty import FIRST_ID
 from cmux_core.errors import CmuxError
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
@@ -344,6 +345,77 @@ def test_attached_kitty_client_draws_program_images(server: ServerProcess) -> No
                                for k, _ in term.apcs()))
     finally:
         term.close()
+
+
+def test_offsets_source_rectangles_and_z_order_reach_kitty_clients(
+        server: ServerProcess) -> None:
+    pane = focused(server)
+    term = Terminal(server, kitty=True)  # cells of 10 by 20 pixels
+    try:
+        term.until(lambda: term.answered)
+        wait_until(lambda: cell_size_known(server, pane), timeout=20)
+        data = rgba(40, 30)
+        lines = run(server, pane, f"""
+sys.stdout.write("\\x1b[2J\\x1b[3;5H"); sys.stdout.flush()
+send("a=T,f=32,s=40,v=30,i=11,X=6,Y=15,x=4,y=2,w=20,h=10,z=-3,C=1,q=1", {data!r})
+send("a=T,f=32,s=40,v=30,i=12,x=30,y=25,z=2,C=1,q=1", {data!r})
+send("a=T,f=32,s=40,v=30,i=13,x=40", {data!r})
+replies(1)
+""")
+        assert replies_in(lines) == ["i=13;EINVAL:source 40,0 is outside the 40x30 image"]
+        found = layers(server, pane)
+        assert set(found) == {"program:11", "program:12"}
+        # The API's placement keeps its four fields; the cells are those of the kitty
+        # client: 6 + 20 pixels in cells 10 wide, 15 + 10 in cells 20 high.
+        assert found["program:11"]["placement"] == {
+            "viewport_col": 4, "viewport_row": 2, "grid_cols": 0, "grid_rows": 0}
+
+        def drawn(image: int) -> dict[str, str] | None:
+            for keys, _ in term.apcs():
+                if keys.get("a") == "T" and keys.get("i") == str(FIRST_ID + image):
+                    return keys
+            return None
+
+        term.until(lambda: drawn(0) is not None and drawn(1) is not None)
+        first, second = drawn(0), drawn(1)
+        assert first is not None and second is not None
+        assert {k: first.get(k) for k in ("X", "Y", "x", "y", "w", "h", "z")} == {
+            "X": "6", "Y": "15", "x": "4", "y": "2", "w": "20", "h": "10", "z": "-3"}
+        # To the image's edges from 30,25: 10 by 5 pixels.
+        assert {k: second.get(k) for k in ("X", "Y", "x", "y", "w", "h", "z")} == {
+            "X": None, "Y": None, "x": "30", "y": "25", "w": "10", "h": "5", "z": "2"}
+        assert image_bytes(term.apcs(), str(FIRST_ID)) == data  # sent whole, shown in part
+        # Moved by a scroll, an image keeps its offset, part and order.
+        run(server, pane, 'sys.stdout.write("\\x1b[24;1H\\n"); sys.stdout.flush()')
+        term.until(lambda: [k.get("y") for k, _ in term.apcs() if k.get("a") in ("T", "p")
+                            and k.get("i") == str(FIRST_ID) and k.get("z") == "-3"
+                            and k.get("X") == "6" and k.get("x") == "4"] == ["2", "2"])
+    finally:
+        term.close()
+
+
+def test_cropping_keeps_the_share_of_a_source_rectangle_and_the_offset() -> None:
+    from cmux_core.cli.kitty import Placement as Shown
+    from cmux_core.cli.kitty import fit
+
+    header: dict[str, Any] = {
+        "image_width": 40, "image_height": 30, "source_px": [4, 2, 20, 10],
+        "offset_px": [6, 15], "z": -3,
+        "placement": {"viewport_col": 0, "viewport_row": 0, "grid_cols": 0, "grid_rows": 0}}
+    cell, area = (10, 20), (0, 0, 80, 24)
+    assert fit(header, cell, area) == Shown(0, 0, 0, 0, (4, 2, 20, 10), (6, 15), -3)
+    # One column off the left: of the 26 pixels from the cell's corner, 10 go, and with
+    # them the offset and the source's first 4 pixels.
+    header["placement"] = {"viewport_col": -1, "viewport_row": 0}
+    assert fit(header, cell, area) == Shown(0, 0, 0, 0, (8, 2, 16, 10), (0, 15), -3)
+    # Cut at the right edge after 14 of its pixels (the offset's 6 first).
+    header["placement"] = {"viewport_col": 78, "viewport_row": 23}
+    assert fit(header, cell, area) == Shown(23, 78, 0, 0, (4, 2, 14, 5), (6, 15), -3)
+    # Scaled to 4 by 2 cells: the source fills them from the offset on; one row off the
+    # top leaves the lower 20 of its 25 pixel rows, 8 of the 10 source rows.
+    header["placement"] = {"viewport_col": 0, "viewport_row": -1, "grid_cols": 4,
+                           "grid_rows": 2}
+    assert fit(header, cell, area) == Shown(0, 0, 4, 1, (4, 4, 20, 8), (6, 0), -3)
 
 
 def test_scanner_finds_sequences_split_across_reads() -> None:

@@ -126,14 +126,17 @@ def _apc(control: str, payload: bytes = b"") -> bytes:
 @dataclass(frozen=True, slots=True)
 class Placement:
     """Where a stored image is shown: its top-left cell on the screen (zero-based), the
-    cells it is scaled to (0: its own size) and the part of it shown, in pixels
-    (``source`` ``(x, y, width, height)``; None: all of it)."""
+    cells it is scaled to (0: its own size), the part of it shown, in pixels
+    (``source`` ``(x, y, width, height)``; None: all of it), its offset in pixels from
+    that cell's corner and its stacking order ``z``."""
 
     row: int
     col: int
     cols: int = 0
     rows: int = 0
     source: tuple[int, int, int, int] | None = None
+    offset: tuple[int, int] = (0, 0)
+    z: int = 0
 
 
 TOP_LEFT = Placement(0, 0)
@@ -148,7 +151,8 @@ def transmit(image_id: int, header: dict[str, Any], data: bytes,
 
 
 def _shown(where: Placement) -> str:
-    """The placement keys for ``where``'s size in cells and part of the image."""
+    """The placement keys for ``where``'s size in cells, part of the image, offset into
+    its cell and stacking order."""
     control = ""
     if where.cols:
         control += f",c={where.cols}"
@@ -157,6 +161,12 @@ def _shown(where: Placement) -> str:
     if where.source is not None:
         x, y, w, h = where.source
         control += f",x={x},y={y},w={w},h={h}"
+    if where.offset[0]:
+        control += f",X={where.offset[0]}"
+    if where.offset[1]:
+        control += f",Y={where.offset[1]}"
+    if where.z:
+        control += f",z={where.z}"
     return control
 
 
@@ -206,33 +216,60 @@ def fit(header: dict[str, Any], cell: tuple[int, int], area: tuple[int, int, int
     """Where a ``graphics`` frame's image shows inside ``area`` (screen column, row, width
     and height in cells, the pane's top-left cell first): at its placement relative to the
     area, the part outside the area cropped away; None when none of it is inside. ``cell``
-    is the terminal's cell size in pixels."""
+    is the terminal's cell size in pixels.
+
+    The frame's ``source_px`` (the part of the image shown), ``offset_px`` (pixels from
+    the first cell's corner, kept inside the cell) and ``z`` are honoured: a crop takes its
+    share of the source part, and an offset stays only while the first cell shows.
+    """
     width, height = int(header["image_width"]), int(header["image_height"])
     place = header.get("placement") or {}
     col, row = int(place.get("viewport_col", 0)), int(place.get("viewport_row", 0))
     grid_cols, grid_rows = int(place.get("grid_cols", 0)), int(place.get("grid_rows", 0))
     cell_w, cell_h = cell
+    given = header.get("source_px")
+    src_x, src_y, src_w, src_h = (int(v) for v in given) if given else (0, 0, width, height)
+    offset = header.get("offset_px") or (0, 0)
+    off_x = max(0, min(int(offset[0]), cell_w - 1))
+    off_y = max(0, min(int(offset[1]), cell_h - 1))
+    z = int(header.get("z", 0))
     # The cells the image covers (the terminal keeps the aspect for a missing one).
-    cols = grid_cols or (-(-grid_rows * cell_h * width // (height * cell_w)) if grid_rows
-                         else -(-width // cell_w))
-    rows = grid_rows or (-(-grid_cols * cell_w * height // (width * cell_h)) if grid_cols
-                         else -(-height // cell_h))
+    cols = grid_cols or (-(-grid_rows * cell_h * src_w // (src_h * cell_w)) if grid_rows
+                         else -(-(off_x + src_w) // cell_w))
+    rows = grid_rows or (-(-grid_cols * cell_w * src_h // (src_w * cell_h)) if grid_cols
+                         else -(-(off_y + src_h) // cell_h))
     left, top, area_w, area_h = area
     c0, c1 = max(0, -col), min(cols, area_w - col)
     r0, r1 = max(0, -row), min(rows, area_h - row)
     if c1 <= c0 or r1 <= r0:
         return None
     at_row, at_col = top + row + r0, left + col + c0
+    scaled = bool(grid_cols or grid_rows)
     if (c0, r0, c1, r1) == (0, 0, cols, rows):
-        return Placement(at_row, at_col, grid_cols, grid_rows)
-    if grid_cols or grid_rows:  # scaled: the same share of the pixels as of the cells
-        x, y = c0 * width // cols, r0 * height // rows
-        w, h = c1 * width // cols - x, r1 * height // rows - y
-        return Placement(at_row, at_col, c1 - c0, r1 - r0,
-                         (x, y, max(1, w), max(1, h)))
-    x, y = c0 * cell_w, r0 * cell_h
-    return Placement(at_row, at_col, 0, 0,
-                     (x, y, min(width, c1 * cell_w) - x, min(height, r1 * cell_h) - y))
+        return Placement(at_row, at_col, grid_cols, grid_rows,
+                         (src_x, src_y, src_w, src_h) if given else None, (off_x, off_y), z)
+    # In pixels from the first cell's corner, the image spans [offset, end): its own size,
+    # or to the edge of its cells when scaled. The shown cells keep their share of it.
+    x, w, shown_x = _crop(off_x, off_x + src_w if not scaled else cols * cell_w,
+                          c0 * cell_w, c1 * cell_w, src_x, src_w)
+    y, h, shown_y = _crop(off_y, off_y + src_h if not scaled else rows * cell_h,
+                          r0 * cell_h, r1 * cell_h, src_y, src_h)
+    if scaled:
+        return Placement(at_row, at_col, c1 - c0, r1 - r0, (x, y, w, h),
+                         (shown_x, shown_y), z)
+    return Placement(at_row, at_col, 0, 0, (x, y, w, h), (shown_x, shown_y), z)
+
+
+def _crop(start: int, end: int, keep_from: int, keep_to: int, source: int, size: int
+          ) -> tuple[int, int, int]:
+    """One axis of a crop: the image spans pixels ``start`` to ``end`` of its cells and
+    shows ``size`` pixels of its own from ``source``; only ``keep_from`` to ``keep_to``
+    stay. Returns the first source pixel shown, how many, and the offset from the first
+    kept cell's corner."""
+    first, last = max(start, keep_from), min(end, keep_to)
+    span = end - start
+    begin = source + (first - start) * size // span
+    return begin, max(1, source + (last - start) * size // span - begin), first - keep_from
 
 
 def hide(image_id: int) -> bytes:

@@ -60,16 +60,41 @@ def check_layer_id(layer_id: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Placement:
     """Where an image sits over the pane, in cells: its top-left corner relative to the
-    pane's viewport (may be negative) and the cells it spans (0: the image's own size)."""
+    pane's viewport (may be negative) and the cells it spans (0: the image's own size).
+
+    Images a program draws may say more, as the kitty protocol lets them: ``offset_x`` and
+    ``offset_y``, pixels from the top-left cell's corner to the image's; ``source``, the
+    part of the image shown (``x, y, width, height`` in its pixels; None: all of it); and
+    ``z``, its stacking order (negative: under the text). The API's placement has only
+    the four cell fields (:meth:`to_dict`); these go to attached clients that draw the
+    image (:meth:`drawing`).
+    """
 
     viewport_col: int = 0
     viewport_row: int = 0
     grid_cols: int = 0
     grid_rows: int = 0
+    offset_x: int = 0
+    offset_y: int = 0
+    source: tuple[int, int, int, int] | None = None
+    z: int = 0
 
     def to_dict(self) -> dict[str, int]:
         return {"viewport_col": self.viewport_col, "viewport_row": self.viewport_row,
                 "grid_cols": self.grid_cols, "grid_rows": self.grid_rows}
+
+    def drawing(self) -> dict[str, object]:
+        """The fields of a ``graphics`` frame that say how to draw beyond the cells:
+        ``offset_px`` ``[x, y]``, ``source_px`` ``[x, y, width, height]`` and ``z``, each
+        only when set."""
+        fields: dict[str, object] = {}
+        if self.offset_x or self.offset_y:
+            fields["offset_px"] = [self.offset_x, self.offset_y]
+        if self.source is not None:
+            fields["source_px"] = list(self.source)
+        if self.z:
+            fields["z"] = self.z
+        return fields
 
 
 @dataclass(frozen=True, slots=True)

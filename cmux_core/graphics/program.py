@@ -104,8 +104,9 @@ class ProgramTerminal(Protocol):
 
 @dataclass(slots=True)
 class Placed:
-    """One image on the screen: its layer, its cells (row relative to the viewport) and
-    its stacking order."""
+    """One image on the screen: its layer, its cells (row relative to the viewport), its
+    stacking order, its offset in pixels into its first cell, the part of it shown and the
+    cells it was asked to be scaled to (``c`` and ``r``; 0: its own size)."""
 
     layer_id: str
     image_id: int
@@ -115,6 +116,9 @@ class Placed:
     cols: int
     rows: int
     z: int
+    offset: tuple[int, int] = (0, 0)
+    source: tuple[int, int, int, int] | None = None
+    scaled: tuple[int, int] = (0, 0)
 
 
 class ProgramGraphics:
@@ -242,7 +246,8 @@ class ProgramScreen:
 
     @staticmethod
     def _placement(placed: Placed) -> Placement:
-        return Placement(placed.col, placed.row, placed.cols, placed.rows)
+        return Placement(placed.col, placed.row, placed.scaled[0], placed.scaled[1],
+                         placed.offset[0], placed.offset[1], placed.source, placed.z)
 
     # -- commands -----------------------------------------------------------------------
 
@@ -377,11 +382,20 @@ class ProgramScreen:
             raise KittyError("ENOTSUP", "virtual and relative placements are not supported")
         placement_id = command.int("p")
         layer_id = f"{OWNER}:{image_id}" + (f":{placement_id}" if placement_id else "")
+        source = _source(command, pixels)
+        width, height = (pixels.width, pixels.height) if source is None else source[2:]
+        offset = command.int("X"), command.int("Y")
         cell_w, cell_h = self.book.cell_size(self.pane.key) or DEFAULT_CELL
-        cols = command.int("c") or math.ceil(pixels.width / cell_w)
-        rows = command.int("r") or math.ceil(pixels.height / cell_h)
+        cols, rows = command.int("c"), command.int("r")
+        if cols and not rows:  # scaled to a width: its height keeps the aspect
+            rows = math.ceil(cols * cell_w * height / (width * cell_h))
+        elif rows and not cols:
+            cols = math.ceil(rows * cell_h * width / (height * cell_w))
+        cols = cols or math.ceil((offset[0] + width) / cell_w)
+        rows = rows or math.ceil((offset[1] + height) / cell_h)
         col, row = self.terminal.emulator.cursor()
-        placed = Placed(layer_id, image_id, placement_id, col, row, cols, rows, command.int("z"))
+        placed = Placed(layer_id, image_id, placement_id, col, row, cols, rows, command.int("z"),
+                        offset, source, (command.int("c"), command.int("r")))
         image = Image(pixels.format, pixels.width, pixels.height, pixels.data)
         layer = self.book.layer(self.pane, layer_id)
         if layer is None or layer.owner != OWNER:
@@ -391,7 +405,7 @@ class ProgramScreen:
                                  "is full")
             self.book.claim(self.pane, layer_id, OWNER)
         try:
-            self.book.set(self.pane, layer_id, image, Placement(col, row, cols, rows),
+            self.book.set(self.pane, layer_id, image, self._placement(placed),
                           limit=IMAGE_MAX_BYTES, owner=OWNER)
         except CmuxError:
             if layer is None or layer.owner != OWNER:
@@ -458,6 +472,23 @@ class ProgramScreen:
                    if p.image_id == image_id and p not in removing]
         if not staying:
             self.owner.forget(self.pane.key, image_id)
+
+
+def _source(command: Command, pixels: Pixels) -> tuple[int, int, int, int] | None:
+    """The part of the image a placement shows (``x``, ``y``, ``w``, ``h``; a zero or
+    missing width or height reaches the image's edge, a larger one stops there); None for
+    all of it. ``EINVAL`` when it starts outside the image."""
+    x, y, w, h = (command.int(key) for key in "xywh")
+    if not (x or y or w or h):
+        return None
+    if x >= pixels.width or y >= pixels.height:
+        raise KittyError("EINVAL", f"source {x},{y} is outside the "
+                         f"{pixels.width}x{pixels.height} image")
+    w = min(w or pixels.width, pixels.width - x)
+    h = min(h or pixels.height, pixels.height - y)
+    if (x, y, w, h) == (0, 0, pixels.width, pixels.height):
+        return None
+    return x, y, w, h
 
 
 def _covers(placed: Placed, col: int, row: int) -> bool:

@@ -488,7 +488,8 @@ class Viewer:
                     fields: dict[str, object] = {
                         "pane_id": pane.id, "layer_id": layer_id, "format": image.format,
                         "image_width": image.width, "image_height": image.height,
-                        "placement": layer.placement.to_dict(), "revision": layer.revision}
+                        "placement": layer.placement.to_dict(), "revision": layer.revision,
+                        **layer.placement.drawing()}
                     data = image.data
                     if image.lease is not None:
                         if image.format == "rgba" and self.reads_files():
