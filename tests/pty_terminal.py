@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from cmux_core.cli.kitty import DEVICE_ATTRIBUTES, QUERY
+from cmux_core.terminal.pyte.emulator import PyteEmulator
 from cmux_core.testing import ServerProcess
 
 APC = re.compile(rb"\x1b_G([^;\x1b]*)(?:;([^\x1b]*))?\x1b\\")
@@ -72,6 +73,9 @@ class Terminal:
             os.close(slave)
             self.slave = None
         self.out = b""
+        self._screen = PyteEmulator(columns, lines)
+        self._drawn = 0
+        """How much of ``out`` ``_screen`` has been fed."""
         self.kitty = kitty
         self.files = files
         self.answers = 0
@@ -143,6 +147,17 @@ class Terminal:
         if self.master_open:
             self.pump(0.2)
         return self.proc.returncode
+
+    def shows(self, text: str) -> bool:
+        """Whether ``text`` is on the terminal's screen as the client drew it so far (its
+        output replayed into an emulator of the terminal's first size).
+
+        Text a program in the pane printed is looked for here, not in ``out``: a client
+        draws only what changed, so a line that reached it in two parts is written in two
+        parts, with cursor movement between them."""
+        self._screen.feed(self.out[self._drawn:])
+        self._drawn = len(self.out)
+        return any(text in row for row in self._screen.visible_text())
 
     def apcs(self, since: int = 0) -> list[tuple[dict[str, str], bytes]]:
         """Every kitty graphics sequence written from ``since`` on: its keys and payload."""

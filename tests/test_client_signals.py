@@ -211,7 +211,7 @@ def test_ui_passes_focus_reports_and_the_kitty_keyboard_protocol_through(
     wait_until(lambda: "reader-ready" in pane_text(server, pane), 30, message="reader")
     term = client(server, "ui")
     try:
-        term.until(lambda: b"q quit" in term.out and b"reader-ready" in term.out)
+        term.until(lambda: b"q quit" in term.out and term.shows("reader-ready"))
         assert b"\x1b[?1004h" not in term.out and b"\x1b[>" not in term.out
         term.type(b"i")
         term.until(lambda: b"\x1b[?1004h" in term.out and b"\x1b[>1u" in term.out)
@@ -303,7 +303,7 @@ def test_ui_ended_during_a_full_screen_attach_ends_the_attach_first(
     server.call("pane.send_text", {"pane_id": pane, "text": "echo shown-$((6*7))\r"})
     term = client(server, "ui")
     try:
-        term.until(lambda: b"q quit" in term.out and b"shown-42" in term.out)
+        term.until(lambda: b"q quit" in term.out and term.shows("shown-42"))
         mark = len(term.out)
         term.type(b"\r")  # the full-screen attach takes the terminal
         term.until(lambda: b"\x1b[22;0t" in term.out[mark:]

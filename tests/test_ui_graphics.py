@@ -186,7 +186,7 @@ def test_ui_with_graphics_off_on_the_server_draws_nothing(cmux_server: ServerPro
     try:
         term.until(lambda: term.answered and started(term))
         cmux_server.call("pane.send_text", {"pane_id": pane, "text": "echo shown-$((6*7))\n"})
-        term.until(lambda: b"shown-42" in term.out)
+        term.until(lambda: term.shows("shown-42"))
         term.type(b"q")
         term.until(lambda: term.proc.poll() is not None)
         assert term.proc.returncode == 0
@@ -203,7 +203,7 @@ def test_ui_without_kitty_graphics_draws_nothing(server: ServerProcess) -> None:
         term.until(lambda: term.answered and started(term))
         server.call("pane.send_text", {"pane_id": pane, "text": "echo marker-$((6*7))\n"})
         set_layer(server, pane, "second")
-        term.until(lambda: b"marker-42" in term.out)
+        term.until(lambda: term.shows("marker-42"))
         term.quiet(1.0)
         assert [k for k in controls(term) if k.get("a") != "q"] == []
         term.type(b"q")
@@ -240,7 +240,7 @@ def test_typing_follows_the_programs_modes(server: ServerProcess, tmp_path: Any)
 
     term = ui(server, kitty=False)
     try:
-        term.until(lambda: started(term) and b"ready" in term.out)
+        term.until(lambda: started(term) and term.shows("ready"))
         assert b"\x1b[?1h" not in term.out  # not while keys go to the sidebar
         mark = len(term.out)
         term.type(b"i")
@@ -280,7 +280,7 @@ def test_modes_back_off_when_keys_return_to_the_sidebar(server: ServerProcess,
     server.call("pane.send_text", {"pane_id": pane, "text": f"{sys.executable} {script}\n"})
     term = ui(server, kitty=False)
     try:
-        term.until(lambda: started(term) and b"ready" in term.out)
+        term.until(lambda: started(term) and term.shows("ready"))
         term.type(b"i")
         term.until(lambda: b"\x1b[?1002h" in term.out)
         mark = len(term.out)
