@@ -43,7 +43,8 @@ def test_read_screen_command_and_vt_format(cmux_server: ServerProcess) -> None:
         sid = v2("surface.current")["surface_id"]
         v2("surface.send_text", surface_id=sid,
            text="printf '\\033[31m%s\\033[0m\\n' red-$((40+2))\n")
-        wait_until(lambda: "red-42" in v2("surface.read_text", surface_id=sid)["text"])
+        # The output and the prompt after it: the shell prints that prompt a moment later.
+        wait_until(lambda: "red-42\n$" in v2("surface.read_text", surface_id=sid)["text"])
         vt = v2("surface.read_text", surface_id=sid, format="vt", lines=80)
         assert vt["format"] == "vt" and "\x1b[" in vt["text"] and "red-42" in vt["text"]
         # "lines" counts lines of text: the blank rows under the prompt do not count.
