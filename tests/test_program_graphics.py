@@ -301,6 +301,19 @@ def test_the_emulator_counts_whole_screen_scrolls(backend: str) -> None:
     assert emulator.scrolled == scrolled + 2
 
 
+@pytest.mark.parametrize("backend", ["ghostty", "pyte"])
+def test_the_count_holds_over_many_slices_into_a_deep_scrollback(backend: str) -> None:
+    from cmux_core.terminal.backends import make_emulator
+
+    emulator = make_emulator(backend, 20, 5, scrollback_lines=1000)
+    emulator.feed(b"\x1b[5;1H")
+    for n in range(1, 41):
+        emulator.feed(b"x\r\n" * 50)
+        if n % 10 == 0:  # now and then a region scroll, which counts nothing
+            emulator.feed(b"\x1b[2;5r\x1b[5;1H\n\n\x1b[r\x1b[5;1H")
+        assert emulator.scrolled == 50 * n
+
+
 def test_limits_and_malformed_commands_answer_errors(server: ServerProcess) -> None:
     pane = focused(server)
     lines = run(server, pane, r'''

@@ -569,6 +569,9 @@ class GhosttyEmulator:
         self._native.read_modes(self.modes)
         self.scrolled = 0
         self._pinned = (self.modes.alt_screen, lines)
+        """The screen (alternate or not) and height the rows were pinned on."""
+        self._pin_rows: tuple[int, int] = (0, lines - 1)
+        """The rows of the screen the pinned rows were last seen on."""
 
     def feed(self, data: bytes) -> None:
         """Absorb output bytes; partial UTF-8 and escape sequences carry over.
@@ -657,34 +660,45 @@ class GhosttyEmulator:
         return False
 
     def _count_scrolls(self, reset: bool, *, reflowed: bool = False) -> None:
-        """Add to :attr:`scrolled` how far the screen's top and bottom rows both moved up
-        since they were last pinned, and pin the current ones.
+        """Add to :attr:`scrolled` how far the rows pinned at the screen's top and bottom
+        both moved up since last seen.
 
-        A scroll of the whole screen moves both; a scroll region short of either edge
-        leaves that edge's row in place, so it adds nothing (in a slice of output that
-        mixes region and whole-screen scrolls, the smaller of the two moves counts).
-        When the top row is gone (scrolled off the alternate screen, or pruned) the bottom
-        row's move counts; when both are, the count is the least they moved: past the
-        screen and the scrollback left above it. A slice that
-        switches screens or resets the terminal (RIS) adds nothing; a resize adds the rows
-        it pushed off the top (a change of width, which reflows rows, nothing when a row
-        was lost to it).
+        A scroll of the whole screen moves both; a scroll region short of the top leaves
+        the top one in place, so it adds nothing (in a slice of output that mixes region
+        and whole-screen scrolls, the smaller of the two moves counts). When the top row is
+        gone (scrolled off the alternate screen, or pruned) the bottom row's move counts;
+        when both are, the count is the least they moved: past the screen and the
+        scrollback left above it. A slice that switches screens or resets the terminal
+        (RIS) adds nothing; a resize adds the rows it pushed off the top (a change of
+        width, which reflows rows, nothing when a row was lost to it).
+
+        Pinning costs more than reading, so the rows are pinned again only when one is
+        gone, the screen changed, or they are deep enough in the scrollback to be pruned
+        soon; on the main screen they are followed into the scrollback meanwhile.
         """
         native = self._native
-        alt, lines = self.modes.alt_screen, self._pinned[1]
+        alt = self.modes.alt_screen
         top, bottom = native.pin_rows(reflowed=reflowed)
-        if top == 0 and bottom == lines - 1 and self._pinned == (alt, self.lines):
+        last_top, last_bottom = self._pin_rows
+        same_screen = self._pinned == (alt, self.lines)
+        if top == last_top and bottom == last_bottom and same_screen:
             return
         if reflowed and (top is None or bottom is None):
             pass
         elif not reset and alt == self._pinned[0]:
             history = 0 if alt else native.scrollback_rows()
-            bottom_moved = lines + history if bottom is None else lines - 1 - bottom
+            bottom_moved = (last_bottom + 1 + history if bottom is None
+                            else last_bottom - bottom)
             # A lost top row says only that the top scrolled: the bottom row says how far.
-            top_moved = bottom_moved if top is None else -top
+            top_moved = bottom_moved if top is None else last_top - top
             self.scrolled += max(0, min(top_moved, bottom_moved))
-        native.pin(self.columns, self.lines)
-        self._pinned = (alt, self.lines)
+        if top is None or bottom is None or reset or not same_screen or reflowed \
+                or -bottom > self._scrollback_lines // 2:
+            native.pin(self.columns, self.lines)
+            self._pin_rows = (0, self.lines - 1)
+            self._pinned = (alt, self.lines)
+        else:
+            self._pin_rows = (top, bottom)
 
     def _rows(self, first: int, end: int, with_style: bool = True) -> list[Row]:
         count = end - first
