@@ -180,7 +180,8 @@ def test_launch_deadline_and_timeout_validation(api: Api, slowbot: Any) -> None:
     for bad in (3000, 300001, 0):
         assert api.error("agent.start", {"name": "bad", "argv": ["cat"], "timeout_ms": bad}
                          )["code"] == "invalid_agent_timeout"
-    api("agent.start", {"name": "loader", "argv": slowbot("never"), "timeout_ms": 3500})
+    # A deadline far enough off that the check right after the start sees it pending.
+    api("agent.start", {"name": "loader", "argv": slowbot("never"), "timeout_ms": 6000})
     assert agent(api, "loader")["launch_pending"] is True
     info = wait_until(lambda: (lambda a: a if "launch_pending" not in a else None)(
         agent(api, "loader")), timeout=READY_WAIT_S, message="the launch deadline")
