@@ -259,7 +259,7 @@ async def plugin_version(host: PluginHost) -> int | None:
     return int(result["version"])
 
 
-async def wait_version(host: PluginHost, wanted: int, timeout: float = 15.0) -> None:
+async def wait_version(host: PluginHost, wanted: int, timeout: float = 30.0) -> None:
     async def answers() -> bool:
         return await plugin_version(host) == wanted
     await async_wait_until(answers, timeout, 0.02, message=f"version {wanted} to answer")

@@ -100,7 +100,7 @@ def subscriber(api: Api, *subs: dict[str, Any]) -> Api:
     return conn
 
 
-def next_event(conn: Api, name: str, timeout: float = 10.0, **match: Any) -> dict[str, Any]:
+def next_event(conn: Api, name: str, timeout: float = 30.0, **match: Any) -> dict[str, Any]:
     """The first event called ``name`` whose data has ``match``; other events read on the
     way are kept for later calls."""
     backlog: list[dict[str, Any]] = conn.__dict__.setdefault("backlog", [])

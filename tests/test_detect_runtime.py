@@ -260,7 +260,7 @@ def collect_events(server: ServerProcess, kinds: list[str]) -> Api:
     return listener
 
 
-def drain(listener: Api, until: Any, timeout: float = 10.0) -> list[dict[str, Any]]:
+def drain(listener: Api, until: Any, timeout: float = 30.0) -> list[dict[str, Any]]:
     """Events until ``until(events)`` holds (the listener's replies were already consumed)."""
     events: list[dict[str, Any]] = []
     deadline = time.monotonic() + timeout

@@ -16,7 +16,7 @@ from cmux_core.errors import CmuxError
 from cmux_core.testing import ServerProcess
 
 
-def _raw_line(raw: Raw, timeout: float = 10.0) -> bytes:
+def _raw_line(raw: Raw, timeout: float = 30.0) -> bytes:
     raw.sock.settimeout(timeout)
     while b"\n" not in raw.buf:
         chunk = raw.sock.recv(65536)

@@ -21,7 +21,7 @@ from cmux_core.testing import async_wait_until
 from cmux_core.watch import Change, watch
 
 
-async def _next(batches: object, timeout: float = 10.0) -> set[tuple[Change, str]]:
+async def _next(batches: object, timeout: float = 30.0) -> set[tuple[Change, str]]:
     return await asyncio.wait_for(batches.__anext__(), timeout)  # type: ignore[attr-defined]
 
 

@@ -401,7 +401,7 @@ def status(api: Api, pane_id: str) -> str:
     return pane_agent(api, pane_id)[1]
 
 
-def wait_status(api: Api, pane_id: str, want: str, timeout: float = 15.0) -> float:
+def wait_status(api: Api, pane_id: str, want: str, timeout: float = 30.0) -> float:
     """Seconds until the pane shows toybot ``want``."""
     return wait_agent(api, pane_id, "toybot", want, timeout)
 
@@ -451,7 +451,7 @@ def test_shared_authority_in_a_real_server(shared_server: tuple[ServerProcess, P
         show(api, pane, "x")
         hook(api, pane, "blocked")
         assert status(api, pane) == "blocked"
-        wait_status(api, pane, "idle", timeout=15)
+        wait_status(api, pane, "idle", timeout=30)
 
         # A report's own ttl_ms, validated.
         error = api.error("pane.report_agent", {"pane_id": pane, "source": "acme:toybot",
