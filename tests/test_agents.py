@@ -582,7 +582,7 @@ def test_agent_wait_returns_at_once_when_already_matching(api: Api) -> None:
     started = time.monotonic()
     info = api("agent.wait", {"target": pane})["agent"]
     assert info["agent_status"] == "blocked"
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5  # a wait without timeout_ms never ends by itself
     assert api("agent.wait", {"target": pane, "until": ["blocked"]})["agent"]["pane_id"] == pane
 
 

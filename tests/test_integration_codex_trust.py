@@ -168,7 +168,7 @@ def test_codex_trust_gives_up(home: Path) -> None:
     silent, _ = fake_codex(home / "silent", None)
     start = time.monotonic()
     assert trust.codex_trust(path, EVENTS, codex=str(silent), timeout=1.0) is None
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 10  # the silent codex would answer never (60 s)
     assert trust.codex_trust(path, EVENTS, codex=str(home / "missing")) is None
     assert trust.codex_trust(path, EVENTS) is None  # none on PATH
 
