@@ -82,7 +82,7 @@ def test_layout_surfaces_keep_their_env(place: Place) -> None:
         # The typed line shows the variable's name; only the shell's output holds its value.
         second.call("surface.send_text", {"surface_id": surface_id,
                                           "text": "echo got-$RESTORE_MARK-end\r"})
-        wait_until(lambda s=surface_id, m=mark: shows(second, s, f"got-{m}-end"), 15,
+        wait_until(lambda s=surface_id, m=mark: shows(second, s, f"got-{m}-end"), 30,
                    message=f"{mark} surface's env")
 
 
