@@ -157,14 +157,15 @@ def _normalise(text: str) -> str:
 
 
 def _stable(read: Any, marker: str) -> str:
-    """The screen once it shows ``marker`` and three reads 50 ms apart agree."""
+    """The screen once it shows ``marker`` and five reads 100 ms apart agree (a program a
+    loaded machine pauses mid-draw can leave a screen unchanged for a moment)."""
     seen: list[str] = []
 
     def settled() -> bool:
         seen.append(_normalise(read()))
-        return marker in seen[-1] and len(seen) >= 3 and len(set(seen[-3:])) == 1
+        return marker in seen[-1] and len(seen) >= 5 and len(set(seen[-5:])) == 1
 
-    wait_until(settled, timeout=30, interval=0.05, message=f"a stable screen showing {marker!r}")
+    wait_until(settled, timeout=30, interval=0.1, message=f"a stable screen showing {marker!r}")
     return seen[-1]
 
 
