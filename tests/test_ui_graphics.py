@@ -325,3 +325,26 @@ def test_mouse_reports_move_into_the_pane() -> None:
         == b"\x1b[?1h\x1b[?1000h\x1b[?1006h"
     assert switch_modes((False, False, 0), (True, True, 1003)) \
         == b"\x1b[?1l\x1b>\x1b[?1003l\x1b[?1006l"
+
+
+def test_ui_draws_a_program_images_offset_source_part_and_order(
+        server: ServerProcess) -> None:
+    from test_program_graphics import cell_size_known, run
+
+    pane = str(server.call("pane.current")["pane"]["pane_id"])
+    term = ui(server)
+    try:
+        term.until(lambda: started(term) and term.answered)
+        wait_until(lambda: cell_size_known(server, pane), timeout=20)
+        pixels = bytes(range(256)) * (8 * 6 * 4 // 256) + bytes(8 * 6 * 4 % 256)
+        run(server, pane, f"""
+sys.stdout.write("\\x1b[2J\\x1b[3;5H"); sys.stdout.flush()
+send("a=T,f=32,s=8,v=6,i=21,X=3,Y=7,x=1,y=2,w=5,h=3,z=-2,C=1,q=1", {pixels!r})
+""")
+        term.until(lambda: any(keys.get("X") == "3" for _, _, keys in placements(term)))
+        row, col, keys = next(p for p in placements(term) if p[2].get("X") == "3")
+        assert {k: keys.get(k) for k in ("X", "Y", "x", "y", "w", "h", "z")} == {
+            "X": "3", "Y": "7", "x": "1", "y": "2", "w": "5", "h": "3", "z": "-2"}
+        assert (row, col) == (1 + 2 + 1, SIDEBAR + 1 + 4 + 1)
+    finally:
+        term.close()
