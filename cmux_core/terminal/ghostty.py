@@ -541,8 +541,9 @@ class GhosttyEmulator:
     :meth:`resize`, from two tracked references that libghostty moves with the rows of
     the screen's top and bottom (see :meth:`_count_scrolls`). Where that cannot tell,
     the count is short, never over: a slice of output that switches screens or resets
-    the terminal adds nothing, and one that scrolls the alternate screen by its height
-    or more adds the height. One difference from pyte: on the main screen libghostty
+    the terminal adds nothing, one that scrolls the alternate screen by its height or
+    more adds the height, and SU on the alternate screen (whose rows libghostty copies
+    rather than moves) adds nothing. One difference from pyte: on the main screen libghostty
     moves the rows of a scroll region that starts at the top row into the scrollback
     like a whole-screen scroll, and those scrolls count too.
     """
