@@ -246,7 +246,7 @@ class Attached:
     def __init__(self, server: ServerProcess, pane: str) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(str(server.socket_path))
-        self.sock.settimeout(10)
+        self.sock.settimeout(30)
         self.buf = b""
         self.send("pane.attach", {"pane_id": pane, "columns": 80, "lines": 24})
 
@@ -338,7 +338,7 @@ class FrameStream:
     def __init__(self, server: ServerProcess, pane: str, **params: Any) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(str(server.socket_path))
-        self.sock.settimeout(10)
+        self.sock.settimeout(30)
         self.buf = b""
         self.sock.sendall(json.dumps({"id": "s1", "method": "pane.graphics.stream",
                                       "params": {"pane_id": pane, **params}}).encode() + b"\n")

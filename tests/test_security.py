@@ -251,7 +251,7 @@ def rogue_listener() -> Iterator[Rogue]:
             os.write(ready_w, b"R")
             server.settimeout(30)
             conn, _ = server.accept()
-            conn.settimeout(5)
+            conn.settimeout(30)
             while not data.endswith(b"\n"):
                 chunk = conn.recv(65536)
                 if not chunk:
