@@ -85,16 +85,19 @@ class Terminal:
     def answered(self) -> bool:
         return self.answers > 0
 
-    def pump(self, timeout: float = 0.1) -> None:
-        """Read what the client wrote within ``timeout`` and answer any whole probe."""
+    def pump(self, timeout: float = 0.1) -> bool:
+        """Read what the client wrote within ``timeout`` and answer any whole probe; whether
+        anything was read."""
         ready, _, _ = select.select([self.master], [], [], timeout)
         if not ready:
-            return
+            return False
         try:
-            self.out += os.read(self.master, 1 << 16)
+            data = os.read(self.master, 1 << 16)
         except OSError:
-            return
+            return False
+        self.out += data
         self._answer()
+        return bool(data)
 
     def _answer(self) -> None:
         start = 0
@@ -136,7 +139,8 @@ class Terminal:
         os.write(self.master, data)
 
     def exited(self, timeout: float = 30.0) -> int:
-        """The client's exit status, reading its output meanwhile; fails after ``timeout``."""
+        """The client's exit status, reading its output meanwhile and then all it left in
+        the terminal (a read returns one part of it); fails after ``timeout``."""
         deadline = time.monotonic() + timeout
         while self.proc.poll() is None:
             assert time.monotonic() < deadline, "the client did not exit"
@@ -144,8 +148,9 @@ class Terminal:
                 self.pump()
             else:
                 time.sleep(0.05)
-        if self.master_open:
-            self.pump(0.2)
+        drained = time.monotonic() + 10  # bounded, should another writer hold the terminal
+        while self.master_open and self.pump(0.2) and time.monotonic() < drained:
+            pass
         return self.proc.returncode
 
     def shows(self, text: str) -> bool:

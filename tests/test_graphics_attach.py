@@ -74,8 +74,7 @@ def test_attach_draws_layers_in_a_kitty_terminal(server: ServerProcess) -> None:
         second = [k for k, _ in term.apcs() if k.get("a") == "T"][-1]["i"]
         before = len(term.apcs())
         term.type(b"\x1c")  # ctrl+\ detaches
-        term.until(lambda: term.proc.poll() is not None)
-        term.pump()
+        term.exited()
         assert any(k.get("a") == "d" and k.get("i") == second for k, _ in term.apcs()[before:])
     finally:
         term.close()

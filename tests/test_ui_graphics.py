@@ -116,8 +116,7 @@ def test_ui_places_layers_over_the_pane_area_and_removes_them(
         # Quitting deletes what is shown before the terminal leaves the alternate screen.
         mark = len(term.out)
         term.type(b"q")
-        term.until(lambda: term.proc.poll() is not None)
-        term.pump()
+        term.exited()
         tail = term.out[mark:]
         deleted = tail.find(b"a=d,d=I,i=" + other_id.encode())
         assert 0 <= deleted < tail.rfind(b"\x1b[?1049l")
@@ -188,7 +187,7 @@ def test_ui_with_graphics_off_on_the_server_draws_nothing(cmux_server: ServerPro
         cmux_server.call("pane.send_text", {"pane_id": pane, "text": "echo shown-$((6*7))\n"})
         term.until(lambda: term.shows("shown-42"))
         term.type(b"q")
-        term.until(lambda: term.proc.poll() is not None)
+        term.exited()
         assert term.proc.returncode == 0
         assert [k for k in controls(term) if k.get("a") != "q"] == []
     finally:
@@ -207,8 +206,7 @@ def test_ui_without_kitty_graphics_draws_nothing(server: ServerProcess) -> None:
         term.quiet(1.0)
         assert [k for k in controls(term) if k.get("a") != "q"] == []
         term.type(b"q")
-        term.until(lambda: term.proc.poll() is not None)
-        term.pump()
+        term.exited()
         assert [k for k in controls(term) if k.get("a") != "q"] == []
         with pytest.raises(Exception, match="cell_size_unavailable"):
             server.call("pane.graphics.info", {"pane_id": pane})
@@ -288,7 +286,7 @@ def test_modes_back_off_when_keys_return_to_the_sidebar(server: ServerProcess,
         term.until(lambda: b"\x1b[?1l" in term.out[mark:] and b"\x1b>" in term.out[mark:]
                    and b"\x1b[?1002l\x1b[?1006l" in term.out[mark:])
         term.type(b"q")
-        term.until(lambda: term.proc.poll() is not None)
+        term.exited()
         assert term.proc.returncode == 0
     finally:
         term.close()
