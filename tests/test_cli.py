@@ -119,16 +119,16 @@ def test_tab_commands(cmux_server: ServerProcess) -> None:
 def test_send_text_wait_and_read(cmux_server: ServerProcess) -> None:
     # The typed line reads hel''lo-cli, so only the command's output matches hello-cli.
     ok(cmux_server, "pane", "send-text", "w1:p1", "echo hel''lo-cli", "--enter")
-    assert ok(cmux_server, "pane", "wait", "w1:p1", "hello-cli", "--timeout", "10") == (
+    assert ok(cmux_server, "pane", "wait", "w1:p1", "hello-cli", "--timeout", "30") == (
         "hello-cli\n")
     # recent counts rows before dropping the blank tail, so ask for more than the 24 rows.
     text = ok(cmux_server, "pane", "read", "w1:p1", "--source", "recent", "--lines", "30")
     assert "hello-cli" in text.splitlines()
     ok(cmux_server, "pane", "send-text", "w1:p1", "-", "--enter", stdin="echo std''in-ok")
     assert ok(cmux_server, "pane", "wait", "w1:p1", r"^std\w+-ok$", "--regex",
-              "--timeout", "10") == "stdin-ok\n"
+              "--timeout", "30") == "stdin-ok\n"
     ok(cmux_server, "pane", "send-input", "w1:p1", "echo in''put-ok", "--enter")
-    ok(cmux_server, "pane", "wait", "w1:p1", "input-ok", "--timeout", "10")
+    ok(cmux_server, "pane", "wait", "w1:p1", "input-ok", "--timeout", "30")
     assert "hello-cli" in ok(cmux_server, "pane", "read").splitlines()
 
 
