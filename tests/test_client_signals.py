@@ -24,7 +24,7 @@ from cmux_core.errors import CmuxError
 from cmux_core.testing import ServerProcess, wait_until
 
 PIXEL = base64.b64encode(b"\x10\x20\x30").decode()
-EXIT_S = 15.0
+EXIT_S = 30.0
 """How long a client may take to leave after the signal (the machine is loaded)."""
 SET_MODES = ("printf '\\033[?1h\\033[?1004h\\033[?1000h\\033[>1u'; "
              "echo modes-$((6*7)); read go; seq 999999999\r")
