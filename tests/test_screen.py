@@ -642,6 +642,15 @@ def test_resize_keeps_the_cursor_row_and_pushes_the_top_to_scrollback() -> None:
     assert em.take_replies() == b"\x1b[8;30R"
 
 
+def test_shrinking_trims_blank_rows_below_the_cursor_before_pushing_any_up(
+        backend: str) -> None:
+    em = fed(emulator(backend, 30, 12), "$ echo hi\r\nhi\r\n$ ")
+    em.resize(20, 6)
+    assert visible(em) == "$ echo hi\nhi\n$\n" and em.scrolled == 0
+    em.resize(20, 2)
+    assert visible(em) == "hi\n$\n" and em.scrolled == 1
+
+
 def test_resize_while_in_alternate_screen_keeps_primary(backend: str) -> None:
     em = fed(emulator(backend, 20, 5), "keep me\r\n", f"{ESC}[?1049halt")
     em.resize(30, 5)

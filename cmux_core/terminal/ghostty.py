@@ -393,8 +393,13 @@ class _NativeTerminal:
 
     def pin(self, columns: int, lines: int) -> None:
         """Put the row references on the active screen's top and bottom rows again."""
-        self._pin_column = self._pin_at.value.x = max(0, columns - 1)
-        for i, y in enumerate((0, lines - 1)):
+        self.pin_at(max(0, columns - 1), 0, lines - 1)
+
+    def pin_at(self, column: int, top: int, bottom: int) -> None:
+        """Put the row references on ``column`` of the active screen's rows ``top`` and
+        ``bottom``."""
+        self._pin_column = self._pin_at.value.x = column
+        for i, y in enumerate((top, bottom)):
             self._pin_at.value.y = y
             _check(self._retrack(self._pins[i], self._handle, self._pin_at[0]), "track row")
 
@@ -602,9 +607,20 @@ class GhosttyEmulator:
     def resize(self, columns: int, lines: int) -> None:
         """Change the screen size; the primary screen reflows, the byte budget follows."""
         reflowed = columns != self.columns
+        # A tracked reference keeps its row from being trimmed as a trailing blank row when
+        # the screen gets shorter, so one on the bottom row would push the top rows into
+        # the scrollback instead. For the resize they go on the top row and the cursor's
+        # row, which is never trimmed; how far those moved up is what the resize scrolled.
+        self._count_scrolls(False)
+        cursor_row = self.cursor()[1]
+        self._native.pin_at(max(0, self.columns - 1), 0, cursor_row)
+        self._pin_rows = (0, cursor_row)
         self._native.resize(columns, lines)
         self.columns, self.lines = columns, lines
         self._count_scrolls(False, reflowed=reflowed)
+        self._native.pin(columns, lines)
+        self._pin_rows = (0, lines - 1)
+        self._pinned = (self.modes.alt_screen, lines)
         self._fit_budget()
         self._last_scrollback = self._native.scrollback_rows()
 
