@@ -24,7 +24,13 @@ from cmux_core.cli.common import add_common
 from cmux_core.testing import ServerProcess
 
 AGENT_SCRIPT = textwrap.dedent("""\
-    import sys, time
+    import sys, termios, time
+    # Like a TUI, it draws its screen itself: the terminal echoes nothing typed, so every
+    # change after Enter is the agent's (an echo would count as the prompt taken before the
+    # agent, slowed by a loaded machine, had answered).
+    attrs = termios.tcgetattr(0)
+    attrs[3] &= ~termios.ECHO
+    termios.tcsetattr(0, termios.TCSANOW, attrs)
     def show(text):
         sys.stdout.write("\\x1b[2J\\x1b[H" + text + "\\n")
         sys.stdout.flush()
