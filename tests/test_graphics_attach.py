@@ -8,11 +8,13 @@ client writes.
 from __future__ import annotations
 
 import base64
+import os
+import tty
 
 import pytest
 from pty_terminal import Terminal as PtyTerminal
 
-from cmux_core.cli.kitty import transmit
+from cmux_core.cli.kitty import probe, transmit
 from cmux_core.testing import ServerProcess
 
 pytestmark = pytest.mark.cmux_server(env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
@@ -98,3 +100,17 @@ def test_attach_without_kitty_graphics_draws_nothing(server: ServerProcess) -> N
             server.call("pane.graphics.info", {"pane_id": pane})
     finally:
         term.close()
+
+
+def test_the_probe_reads_replies_that_came_before_it_looked() -> None:
+    """A client a loaded machine holds back past the probe's deadline still takes the
+    replies already waiting (here they are there before it asks, and it may not wait)."""
+    master, slave = os.openpty()
+    try:
+        tty.setraw(slave)
+        os.write(master, b"\x1b_Gi=31;OK\x1b\\\x1b[6;20;10t\x1b[?62;22cx")
+        found = probe(slave, slave, timeout=0)
+        assert found.graphics and found.cell == (10, 20) and found.typed == b"x"
+    finally:
+        os.close(master)
+        os.close(slave)

@@ -101,15 +101,14 @@ def file_query(path: str) -> bytes:
 
 def _ask(in_fd: int, out_fd: int, queries: bytes, timeout: float) -> bytes:
     """Write ``queries``; return what the terminal sends back until its device attributes
-    reply or ``timeout``."""
+    reply or ``timeout``. Past the deadline what has already arrived is still read (this
+    process may only get to look after it on a loaded machine), without waiting for more."""
     os.write(out_fd, queries)
     data = b""
     deadline = time.monotonic() + timeout
     while not _DA_REPLY.search(data):
         left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        ready, _, _ = select.select([in_fd], [], [], left)
+        ready, _, _ = select.select([in_fd], [], [], max(0.0, left))
         if not ready:
             break
         chunk = os.read(in_fd, 4096)
