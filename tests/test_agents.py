@@ -795,7 +795,15 @@ def test_output_matched_subscription_is_edge_triggered(api: Api) -> None:
         assert event["data"]["matched_line"] == "READY 1"
         assert time.monotonic() - started < 5
         api("pane.send_text", {"pane_id": pane, "text": "more\r"})
-        wait_until(lambda: api.read(pane).rstrip().endswith("more\nmore"), message="re-armed")
+        screen = [""]
+
+        def rearmed() -> bool:
+            screen[0] = api.read(pane)
+            return screen[0].rstrip().endswith("more\nmore")
+        try:
+            wait_until(rearmed, message="re-armed")
+        except AssertionError as err:
+            raise AssertionError(f"{err}; the pane shows {screen[0]!r}") from None
         api("pane.send_text", {"pane_id": pane, "text": "READY 2\r"})
         sub.sock.settimeout(5)
         assert sub.readline()["event"] == "pane.output_matched"

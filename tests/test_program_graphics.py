@@ -21,6 +21,7 @@ from test_graphics_attach import Terminal, image_bytes
 
 from cmux_core.cli.kitty import FIRST_ID
 from cmux_core.errors import CmuxError
+from cmux_core.terminal.pyte.emulator import PyteEmulator
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
 PRELUDE = r'''
@@ -255,15 +256,20 @@ def test_images_follow_scrolling_once_the_scrollback_is_full(
         srv.stop()
 
 
-def test_images_follow_scrolling_on_the_alternate_screen(server: ServerProcess) -> None:
-    """The alternate screen has no history: its scrolls still move images."""
-    pane = focused(server)
-    run(server, pane, 'sys.stdout.write("\\x1b[?1049h"); sys.stdout.flush()\n'
-        + PLACE_AND_SCROLL.replace("SCROLL", '"\\n" * 5'))
-    assert placed_row(server, pane) == 14
-    run(server, pane, 'sys.stdout.write("\\x1b[24;1H" + "\\n" * 16); sys.stdout.flush()')
-    assert layers(server, pane) == {}
-    run(server, pane, 'sys.stdout.write("\\x1b[?1049l"); sys.stdout.flush()')
+def test_images_follow_scrolling_on_the_alternate_screen() -> None:
+    """The alternate screen has no history: with pyte its scrolls still move images
+    (libghostty keeps no count of them, see docs/graphics.md)."""
+    server = start_server(["--emulator", "pyte"], env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
+    try:
+        pane = focused(server)
+        run(server, pane, 'sys.stdout.write("\\x1b[?1049h"); sys.stdout.flush()\n'
+            + PLACE_AND_SCROLL.replace("SCROLL", '"\\n" * 5'))
+        assert placed_row(server, pane) == 14
+        run(server, pane, 'sys.stdout.write("\\x1b[24;1H" + "\\n" * 16); sys.stdout.flush()')
+        assert layers(server, pane) == {}
+        run(server, pane, 'sys.stdout.write("\\x1b[?1049l"); sys.stdout.flush()')
+    finally:
+        server.stop()
 
 
 def test_scroll_regions_smaller_than_the_screen_move_no_images(server: ServerProcess) -> None:
@@ -273,11 +279,8 @@ def test_scroll_regions_smaller_than_the_screen_move_no_images(server: ServerPro
     assert placed_row(server, pane) == 19
 
 
-@pytest.mark.parametrize("backend", ["ghostty", "pyte"])
-def test_the_emulator_counts_whole_screen_scrolls(backend: str) -> None:
-    from cmux_core.terminal.backends import make_emulator
-
-    emulator = make_emulator(backend, 20, 5, scrollback_lines=3)
+def test_the_emulator_counts_whole_screen_scrolls() -> None:
+    emulator = PyteEmulator(20, 5, scrollback_lines=3)
     emulator.feed(b"x\r\n" * 4)  # row 4: nothing scrolled yet
     assert emulator.scrolled == 0
     emulator.feed(b"x\r\n" * 100)  # far past the 3 rows of scrollback
@@ -292,13 +295,29 @@ def test_the_emulator_counts_whole_screen_scrolls(backend: str) -> None:
     for _ in range(3):
         emulator.feed(b"\x1b[5;1H\n\n")
     assert emulator.scrolled == 110
-    emulator.feed(b"\x1b[3S")  # libghostty copies the rows of the alternate screen here
-    assert emulator.scrolled == (110 if backend == "ghostty" else 113)
-    scrolled = emulator.scrolled
+    emulator.feed(b"\x1b[3S")
+    assert emulator.scrolled == 113
     emulator.resize(20, 3)  # the cursor's row stays: two rows leave the top
-    assert emulator.scrolled == scrolled + 2
+    assert emulator.scrolled == 115
     emulator.feed(b"\x1b[?1049l\x1b[2J\x1b[H\x1b[3J")  # erasing is no scrolling
-    assert emulator.scrolled == scrolled + 2
+    assert emulator.scrolled == 115
+
+
+def test_ghostty_counts_the_rows_the_main_screen_pushes_into_its_scrollback() -> None:
+    from cmux_core.terminal.backends import make_emulator
+
+    emulator = make_emulator("ghostty", 20, 5, scrollback_lines=1000)
+    emulator.feed(b"x\r\n" * 4)
+    assert emulator.scrolled == 0
+    emulator.feed(b"x\r\n" * 10 + b"\x1b[5;1H" + b"y" * 45 + b"\x1b[2S")
+    assert emulator.scrolled == 14
+    emulator.feed(b"\x1b[2;5r\x1b[5;1H\n\n\x1b[r")  # a region short of the top
+    assert emulator.scrolled == 14
+    emulator.feed(b"\x1b[?1049h\x1b[5;1H\n\n\x1b[?1049l")  # not counted on the alt screen
+    assert emulator.scrolled == 14
+    emulator.feed(b"\x1b[5;1H")
+    emulator.resize(20, 3)  # the cursor's row stays: two rows go into the scrollback
+    assert emulator.scrolled == 16
 
 
 @pytest.mark.parametrize("backend", ["ghostty", "pyte"])

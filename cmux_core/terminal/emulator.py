@@ -101,7 +101,8 @@ class Emulator(Protocol):
     the rows were kept in the scrollback: a line feed, index or wrap at the bottom
     while the scroll region spans the screen, SU then, and the rows a smaller size
     pushes off the top. It never decreases. Scrolls of a smaller scroll region are not
-    counted (see each backend for what it cannot tell apart).
+    counted. A backend may count less than this (the ghostty one counts only the rows
+    the main screen pushes into its scrollback); each says what it counts.
     """
 
     backend: str

@@ -19,7 +19,6 @@ is garbage; it is not thread-safe (one event loop calls it, as the protocol says
 from __future__ import annotations
 
 import re
-import weakref
 from typing import Any
 
 import pyghostty
@@ -286,13 +285,6 @@ _WRITE_PTY_CALLBACK: Any = ffi.callback("GhosttyTerminalWritePtyFn", _on_write_p
 _SIZE_CALLBACK: Any = ffi.callback("GhosttyTerminalSizeFn", _on_size_query)
 
 
-def _free_terminal(handle: Any, pins: Any) -> None:
-    # Tracked references belong to the terminal's page lists: they go first.
-    for pin in pins:
-        lib.ghostty_tracked_grid_ref_free(pin)
-    lib.ghostty_terminal_free(handle)
-
-
 def _check(result: Any, what: str) -> None:
     if result != lib.GHOSTTY_SUCCESS:
         raise InternalError(message=f"libghostty-vt {what} failed ({int(result)})")
@@ -356,26 +348,6 @@ class _NativeTerminal:
         self._point: Any = ffi.new("GhosttyPointS*")
         self._point.tag = lib.GHOSTTY_POINT_TAG_SCREEN
         self._ref: Any = init_sized("GhosttyGridRef")
-        # Two tracked references, on the last column of the screen's top and bottom rows,
-        # follow those rows as the screen scrolls (see :meth:`pin_rows`).
-        self._track: Any = union_fn(
-            "ghostty_terminal_grid_ref_track",
-            "GhosttyResult(*)(GhosttyTerminal, GhosttyPointS, GhosttyTrackedGridRef*)")
-        self._retrack: Any = union_fn(
-            "ghostty_tracked_grid_ref_set",
-            "GhosttyResult(*)(GhosttyTrackedGridRef, GhosttyTerminal, GhosttyPointS)")
-        self._pins: Any = ffi.new("GhosttyTrackedGridRef[2]")
-        self._pin_at: Any = ffi.new("GhosttyPointS*")
-        self._pin_at.tag = lib.GHOSTTY_POINT_TAG_ACTIVE
-        self._pin_point: Any = ffi.new("GhosttyPointCoordinate*")
-        self._pin_column = 0
-        for i in range(2):
-            _check(self._track(self._handle, self._pin_at[0], ffi.addressof(self._pins, i)),
-                   "track row")
-        # One finalizer frees the references and then the terminal, in that order.
-        self._term._free.detach()
-        weakref.finalize(self._term, _free_terminal, self._handle, list(self._pins))
-        self.pin(columns, lines)
 
     def _set(self, option: Any, value: Any, what: str) -> None:
         _check(lib.ghostty_terminal_set(self._handle, option, value), f"set {what}")
@@ -390,37 +362,6 @@ class _NativeTerminal:
     def set_scrollback_bytes(self, budget: int) -> None:
         self._size[0] = budget
         self._set(lib.GHOSTTY_TERMINAL_OPT_SCROLLBACK_MAX_BYTES, self._size, "scrollback bytes")
-
-    def pin(self, columns: int, lines: int) -> None:
-        """Put the row references on the active screen's top and bottom rows again."""
-        self.pin_at(max(0, columns - 1), 0, lines - 1)
-
-    def pin_at(self, column: int, top: int, bottom: int) -> None:
-        """Put the row references on ``column`` of the active screen's rows ``top`` and
-        ``bottom``."""
-        self._pin_column = self._pin_at.value.x = column
-        for i, y in enumerate((top, bottom)):
-            self._pin_at.value.y = y
-            _check(self._retrack(self._pins[i], self._handle, self._pin_at[0]), "track row")
-
-    def pin_rows(self, *, reflowed: bool = False) -> tuple[int | None, int | None]:
-        """The rows of the active screen the top and bottom references are on now
-        (negative: in the scrollback), or ``None`` for one whose row is gone (erased by
-        a scroll of the alternate screen, which also moves it to the first column, or
-        pruned from the scrollback). After a change of width the column is not checked:
-        reflowing moves the references too."""
-        history = self.scrollback_rows()
-        rows: list[int | None] = []
-        point = self._pin_point
-        for pin in self._pins:
-            if not lib.ghostty_tracked_grid_ref_has_value(pin) \
-                    or lib.ghostty_tracked_grid_ref_point(
-                        pin, lib.GHOSTTY_POINT_TAG_SCREEN, point) != lib.GHOSTTY_SUCCESS \
-                    or (point.x != self._pin_column and not reflowed):
-                rows.append(None)
-            else:
-                rows.append(int(point.y) - history)
-        return rows[0], rows[1]
 
     def total_rows(self) -> int:
         _check(lib.ghostty_terminal_get(self._handle, lib.GHOSTTY_TERMINAL_DATA_TOTAL_ROWS,
@@ -541,16 +482,11 @@ class GhosttyEmulator:
     screen (at least that many; pruning works in whole pages, so a few hundred
     more may be kept). Alternate-screen content never enters scrollback.
 
-    ``scrolled`` counts the rows the whole screen has moved up, as the pyte backend
-    does. libghostty keeps no such count; it is read, after each :meth:`feed` and
-    :meth:`resize`, from two tracked references that libghostty moves with the rows of
-    the screen's top and bottom (see :meth:`_count_scrolls`). Where that cannot tell,
-    the count is short, never over: a slice of output that switches screens or resets
-    the terminal adds nothing, one that scrolls the alternate screen by its height or
-    more adds the height, and SU on the alternate screen (whose rows libghostty copies
-    rather than moves) adds nothing. One difference from pyte: on the main screen libghostty
-    moves the rows of a scroll region that starts at the top row into the scrollback
-    like a whole-screen scroll, and those scrolls count too.
+    ``scrolled`` counts the rows the main screen has pushed into its scrollback, which
+    is how far it scrolled as long as the scrollback is not pruned in the same slice of
+    output (a slice in which libghostty drops a page counts only the rows added after
+    the drop). libghostty keeps no scroll count of its own, so scrolls of the alternate
+    screen, which keeps no history, are not counted; the pyte backend counts both.
     """
 
     backend = "ghostty"
@@ -569,15 +505,11 @@ class GhosttyEmulator:
         self._budget = 0
         self._budget_ceiling = 0
         self._last_scrollback = 0
+        self.scrolled = 0
         self._compressed_at: int | None = None
         self._mid_sequence = False
         self._fit_budget()
         self._native.read_modes(self.modes)
-        self.scrolled = 0
-        self._pinned = (self.modes.alt_screen, lines)
-        """The screen (alternate or not) and height the rows were pinned on."""
-        self._pin_rows: tuple[int, int] = (0, lines - 1)
-        """The rows of the screen the pinned rows were last seen on."""
 
     def feed(self, data: bytes) -> None:
         """Absorb output bytes; partial UTF-8 and escape sequences carry over.
@@ -600,29 +532,20 @@ class GhosttyEmulator:
                     self.modes.cursor_shape = int(shape or 0)
             # A sequence start held back by the filter is finished by a later write.
             self._mid_sequence = not at_ground or self._filter.holding
-        self._count_scrolls(b"\x1bc" in data)
         if not self.modes.alt_screen:
-            self._keep_scrollback_depth(data)
+            rows = self._native.scrollback_rows()
+            self.scrolled += max(0, rows - self._last_scrollback)
+            self._keep_scrollback_depth(data, rows)
 
     def resize(self, columns: int, lines: int) -> None:
         """Change the screen size; the primary screen reflows, the byte budget follows."""
-        reflowed = columns != self.columns
-        # A tracked reference keeps its row from being trimmed as a trailing blank row when
-        # the screen gets shorter, so one on the bottom row would push the top rows into
-        # the scrollback instead. For the resize they go on the top row and the cursor's
-        # row, which is never trimmed; how far those moved up is what the resize scrolled.
-        self._count_scrolls(False)
-        cursor_row = self.cursor()[1]
-        self._native.pin_at(max(0, self.columns - 1), 0, cursor_row)
-        self._pin_rows = (0, cursor_row)
         self._native.resize(columns, lines)
         self.columns, self.lines = columns, lines
-        self._count_scrolls(False, reflowed=reflowed)
-        self._native.pin(columns, lines)
-        self._pin_rows = (0, lines - 1)
-        self._pinned = (self.modes.alt_screen, lines)
         self._fit_budget()
-        self._last_scrollback = self._native.scrollback_rows()
+        rows = self._native.scrollback_rows()
+        if not self.modes.alt_screen:
+            self.scrolled += max(0, rows - self._last_scrollback)
+        self._last_scrollback = rows
 
     def visible_rows(self, *, styled: bool = True) -> list[Row]:
         """The ``lines`` rows on screen, top first (``ansi`` empty unless ``styled``)."""
@@ -676,47 +599,6 @@ class GhosttyEmulator:
         self._compressed_at = activity
         return False
 
-    def _count_scrolls(self, reset: bool, *, reflowed: bool = False) -> None:
-        """Add to :attr:`scrolled` how far the rows pinned at the screen's top and bottom
-        both moved up since last seen.
-
-        A scroll of the whole screen moves both; a scroll region short of the top leaves
-        the top one in place, so it adds nothing (in a slice of output that mixes region
-        and whole-screen scrolls, the smaller of the two moves counts). When the top row is
-        gone (scrolled off the alternate screen, or pruned) the bottom row's move counts;
-        when both are, the count is the least they moved: past the screen and the
-        scrollback left above it. A slice that switches screens or resets the terminal
-        (RIS) adds nothing; a resize adds the rows it pushed off the top (a change of
-        width, which reflows rows, nothing when a row was lost to it).
-
-        Pinning costs more than reading, so the rows are pinned again only when one is
-        gone, the screen changed, or they are deep enough in the scrollback to be pruned
-        soon; on the main screen they are followed into the scrollback meanwhile.
-        """
-        native = self._native
-        alt = self.modes.alt_screen
-        top, bottom = native.pin_rows(reflowed=reflowed)
-        last_top, last_bottom = self._pin_rows
-        same_screen = self._pinned == (alt, self.lines)
-        if top == last_top and bottom == last_bottom and same_screen:
-            return
-        if reflowed and (top is None or bottom is None):
-            pass
-        elif not reset and alt == self._pinned[0]:
-            history = 0 if alt else native.scrollback_rows()
-            bottom_moved = (last_bottom + 1 + history if bottom is None
-                            else last_bottom - bottom)
-            # A lost top row says only that the top scrolled: the bottom row says how far.
-            top_moved = bottom_moved if top is None else last_top - top
-            self.scrolled += max(0, min(top_moved, bottom_moved))
-        if top is None or bottom is None or reset or not same_screen or reflowed \
-                or -bottom > self._scrollback_lines // 2:
-            native.pin(self.columns, self.lines)
-            self._pin_rows = (0, self.lines - 1)
-            self._pinned = (alt, self.lines)
-        else:
-            self._pin_rows = (top, bottom)
-
     def _rows(self, first: int, end: int, with_style: bool = True) -> list[Row]:
         count = end - first
         if count <= 0:
@@ -764,10 +646,9 @@ class GhosttyEmulator:
         self._budget = budget
         self._native.set_scrollback_bytes(budget)
 
-    def _keep_scrollback_depth(self, data: bytes) -> None:
+    def _keep_scrollback_depth(self, data: bytes, rows: int) -> None:
         # Pruning drops a whole page, so a fall in the row count while short of the
         # target means the budget is too small for this output's styling and width.
-        rows = self._native.scrollback_rows()
         previous, self._last_scrollback = self._last_scrollback, rows
         if not 0 < rows < min(previous, self._scrollback_lines) \
                 or self._budget >= self._budget_ceiling:
