@@ -38,6 +38,18 @@ from cmux_core.cli.sidebar import DEFAULT_COLUMNS, Board, columns_from, render_r
 from cmux_core.config import session_file
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
+REPORT_BLOCKED_BY_PANE = textwrap.dedent("""\
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(os.environ["CMUX_SOCKET_PATH"])
+    sock.sendall(json.dumps({"id": 1, "method": "pane.report_agent", "params": {
+        "pane_id": os.environ["CMUX_PANE_ID"], "source": "custom:hookbot",
+        "agent": "hookbot", "state": "blocked"}}).encode() + b"\\n")
+    print("reply:", sock.recv(65536).decode().strip(), flush=True)
+    time.sleep(120)
+""")
+"""A program's lines that report hookbot ``blocked`` naming only ``$CMUX_PANE_ID``, as
+herdr's own hooks do, then stay alive (it needs ``json``, ``os``, ``socket``, ``time``)."""
+
 
 def manifest(name: str) -> str:
     word = name.upper()
@@ -271,16 +283,7 @@ def test_a_report_with_only_a_pane_id_lands_on_the_reporting_tab(api: Api, tabs:
     """A hook that knows only ``$CMUX_PANE_ID`` (as herdr's own hooks do) running in a
     background tab reports for that tab, not for the one the pane shows."""
     script = tmp_path / "reporter.py"
-    script.write_text(textwrap.dedent("""\
-        import json, os, socket, time
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.connect(os.environ["CMUX_SOCKET_PATH"])
-        sock.sendall(json.dumps({"id": 1, "method": "pane.report_agent", "params": {
-            "pane_id": os.environ["CMUX_PANE_ID"], "source": "custom:hookbot",
-            "agent": "hookbot", "state": "blocked"}}).encode() + b"\\n")
-        print("reply:", sock.recv(65536).decode().strip(), flush=True)
-        time.sleep(120)
-    """))
+    script.write_text("import json, os, socket, time\n" + REPORT_BLOCKED_BY_PANE)
     created = api("surface.create", {"pane_id": tabs.pane_id,
                                      "command": shlex.join([sys.executable, "-u", str(script)])})
     wait_until(lambda: tabs.agent("hookbot").get("agent_status") == "blocked",
@@ -302,21 +305,13 @@ def test_a_report_from_a_process_that_left_the_tabs_session_lands_on_that_tab(
     as tmux or a daemonising tool does) that reports with only ``$CMUX_PANE_ID``: the
     report still lands on that tab, found through the helper's parent processes."""
     script = tmp_path / "detached.py"
-    script.write_text(textwrap.dedent("""\
-        import json, os, socket, sys, time
-        if os.fork() == 0:
-            os.setsid()
-            assert os.getsid(0) == os.getpid()
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.connect(os.environ["CMUX_SOCKET_PATH"])
-            sock.sendall(json.dumps({"id": 1, "method": "pane.report_agent", "params": {
-                "pane_id": os.environ["CMUX_PANE_ID"], "source": "custom:hookbot",
-                "agent": "hookbot", "state": "blocked"}}).encode() + b"\\n")
-            print("reply:", sock.recv(65536).decode().strip(), flush=True)
-            time.sleep(120)
-            sys.exit(0)
-        os.wait()
-    """))
+    script.write_text("import json, os, socket, sys, time\n"
+                      "if os.fork() == 0:\n"
+                      "    os.setsid()\n"
+                      "    assert os.getsid(0) == os.getpid()\n"
+                      + textwrap.indent(REPORT_BLOCKED_BY_PANE, "    ")
+                      + "    sys.exit(0)\n"
+                      "os.wait()\n")
     # The shell runs the program as its child; the helper is that program's child.
     command = f"{shlex.join([sys.executable, '-u', str(script)])}; sleep 120"
     created = api("surface.create", {"pane_id": tabs.pane_id,
@@ -328,6 +323,7 @@ def test_a_report_from_a_process_that_left_the_tabs_session_lands_on_that_tab(
         created["surface_id"], False, "blocked")
     pane = tabs.pane()
     assert (pane["agent"], pane["agent_status"]) == ("alphabot", "working")
+
 
 def test_a_moved_surface_keeps_its_agent(api: Api, tabs: Tabs) -> None:
     tabs.api("pane.report_metadata", {"surface_id": tabs.beta_surface,
