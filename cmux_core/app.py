@@ -19,25 +19,39 @@ from pathlib import Path
 from typing import Any
 
 from cmux_core import __version__
+from cmux_core.agents.events import SurfaceAgentDetected
 from cmux_core.agents.scheduler import DetectionScheduler
 from cmux_core.agents.tracker import AgentTracker, SessionRef, declarations_from
-from cmux_core.agents.views import ViewBook
+from cmux_core.agents.views import AgentViewChanged, ViewBook
 from cmux_core.api import wire
+from cmux_core.api.attach import AttachBook
 from cmux_core.api.context import Call, ServerInfo, Services
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.methods import register_core_methods
-from cmux_core.api.server import Server, ServerAlreadyRunning, SocketPathError
+from cmux_core.api.server import Connection, Server, ServerAlreadyRunning, SocketPathError
 from cmux_core.config import Settings, session_file
-from cmux_core.detect.registry import ManifestRegistry
-from cmux_core.events import Event, EventHub
-from cmux_core.graphics.layers import GraphicsBook
+from cmux_core.detect.registry import ManifestRegistry, ReloadReport
+from cmux_core.events import Event, EventHub, Published
+from cmux_core.graphics.layers import GraphicsBook, Layer
 from cmux_core.graphics.leases import FrameDirectory
 from cmux_core.graphics.program import ProgramGraphics
 from cmux_core.graphics.sources import SourceRunner
-from cmux_core.model.events import PaneClosed
+from cmux_core.model.events import (
+    LayoutUpdated,
+    PaneClosed,
+    PaneCreated,
+    PaneExited,
+    PaneFocused,
+    PaneNotification,
+    PaneUpdated,
+    TabViewed,
+    TerminalStarted,
+    WorkspaceClosed,
+)
 from cmux_core.model.mux import Mux
 from cmux_core.model.notifications import NotificationBook
-from cmux_core.plugin_host.events import PluginUnloaded
+from cmux_core.model.tree import Pane, Surface
+from cmux_core.plugin_host.events import PluginRegistrationsChanged, PluginUnloaded
 from cmux_core.plugin_host.host import PluginHost
 from cmux_core.state import SessionKeeper
 from cmux_core.terminal.process import Terminal
@@ -56,6 +70,19 @@ def method_schema() -> dict[str, Any]:
     return table.schema()
 
 
+def connect_agents(events: EventHub, agents: AgentTracker) -> None:
+    """The agent tracker's reactions to the model, a server's first observers (also for a
+    tracker built without a server)."""
+    on = events.observe
+    on(PaneExited, agents.pane_exited)
+    on(PaneUpdated, agents.pane_updated)
+    on(PaneClosed, agents.pane_closed)
+    on(PaneCreated, agents.pane_shown)
+    on(PaneFocused, agents.pane_shown)
+    on(WorkspaceClosed, agents.workspace_closed)
+    on(TabViewed, lambda notice: agents.mark_tab_seen(notice.tab))
+
+
 class App:
     """One server's object graph. Build on any thread; :meth:`start` and :meth:`stop` on the
     loop that will serve it."""
@@ -64,58 +91,106 @@ class App:
                  ) -> None:
         self.settings = settings
         self.socket_path = socket_path
-        self.events = EventHub()
-        self.mux = Mux(settings, self.events, str(socket_path))
-        self.agents = AgentTracker(self.mux, self.events)
-        self.events.project = functools.partial(wire.project, self.mux, self.agents)
+        self.events = EventHub(project=self._project)
+        self.mux = Mux(settings, self.events, str(socket_path), on_output=self._output)
         self.methods = MethodTable()
         register_core_methods(self.methods)
         self.plugins = PluginHost(settings, methods=self.methods, publish=self.events.publish,
                                   api=self.request, socket_path=socket_path)
-        self.events.observe_wire(self.plugins.on_event)
-        self.agents.declarations = lambda: declarations_from(
-            self.plugins.integrations().values())
-        self.registry = ManifestRegistry(settings, self.plugins)
+        self.registry = ManifestRegistry(settings, self.plugins,
+                                         on_reload=self._manifests_reloaded)
+        self.agents = AgentTracker(
+            self.mux, self.events, canonical_agent=self.registry.canonical,
+            declarations=lambda: declarations_from(self.plugins.integrations().values()))
         self.detection = DetectionScheduler(self.mux, self.agents, self.registry, self.events)
         self.views = ViewBook(self.events)
         self.notifications = NotificationBook(self.mux)
-        self.events.observe(self.notifications.on_event)
-        self.mux.view_listeners.append(self.notifications.on_view)
-        self.events.observe(self._on_event)
         self.keeper = SessionKeeper(
             settings.state_file or session_file(socket_path, settings.state_dir), self.mux,
-            self.agents, self.views, self.plugins, self.events, resume_for=self._resume_argv,
+            self.agents, self.views, self.plugins, resume_for=self._resume_argv,
             restore=settings.restore, text_lines=settings.restore_text_lines,
             notifications=self.notifications)
         self.loop_monitor = LoopMonitor()
         self.info = ServerInfo(__version__, socket_path, session,
+                               connection_count=self._connection_count,
                                loop_lag=self.loop_monitor.summary,
                                method_names=self.methods.names)
-        self.graphics = GraphicsBook()
+        self.graphics = GraphicsBook(
+            on_reclaimed=self._layer_reclaimed,
+            make_frames=(functools.partial(FrameDirectory.create, socket_path)
+                         if settings.kitty_graphics else None))
         self.graphics_sources = SourceRunner(self.graphics, self.plugins)
         self.program_graphics = ProgramGraphics(self.graphics)
-        if settings.kitty_graphics:
-            self.mux.terminal_listeners.append(self.program_graphics.terminal_started)
+        self.attach = AttachBook()
         self.services = Services(settings, self.info, self.events, self.mux, self.agents,
                                  self.detection, self.plugins, self.views,
-                                 self.notifications, graphics=self.graphics,
+                                 self.notifications, attach=self.attach,
+                                 graphics=self.graphics,
                                  graphics_sources=self.graphics_sources)
-        self.server = Server(self.services, self.methods, socket_path)
-        self.info.connection_count = self.server.connection_count
-        self.server.close_listeners.append(self.views.connection_closed)
-        self.server.close_listeners.append(
-            lambda conn: self.graphics.connection_closed(conn.client_id))
-        self.server.request_listeners.append(self.loop_monitor.poke)
-        self.server.request_listeners.append(self.keeper.request_seen)
+        self.server = Server(self.services, self.methods, socket_path,
+                             on_request=self._request_seen, on_close=self._connection_closed)
+        self._observe()
 
-    def _on_event(self, event: Event) -> None:
-        """What one part does about another's events, where neither may import the other."""
-        if isinstance(event, PluginUnloaded):
-            self.views.plugin_unloaded(event.plugin.plugin_id, event.reason)
-            self.graphics_sources.plugin_unloaded(event.plugin.plugin_id)
-        elif isinstance(event, PaneClosed):
-            self.graphics.pane_closed(event.pane.key)
-            self.program_graphics.pane_closed(event.pane.key)
+    def _observe(self) -> None:
+        """Every part's reaction to another's events and notices, in the order each one
+        reaches them (an event's subscribers have its wire line before any of these)."""
+        connect_agents(self.events, self.agents)
+        on = self.events.observe
+        on(Published, lambda event: self.plugins.on_event(event.kind, event.data))
+        on(PaneCreated, self.detection.pane_changed)
+        on(PaneUpdated, self.detection.pane_changed)
+        on(PaneClosed, self.detection.drop_closed)
+        on(PaneUpdated, self.detection.drop_closed)
+        on(PluginRegistrationsChanged, lambda notice: self.registry.plugins_changed(
+            notice.kinds))
+        on(PaneNotification, self.notifications.on_event)
+        on(TabViewed, lambda notice: self.notifications.on_view(notice.tab))
+        on(PluginUnloaded, self._plugin_unloaded)
+        on(PaneClosed, self._pane_closed)
+        if self.settings.kitty_graphics:
+            on(TerminalStarted, lambda notice: self.program_graphics.terminal_started(
+                notice.pane, notice.surface.terminal))
+        on(AgentViewChanged, self.keeper.view_changed)
+        on(SurfaceAgentDetected, self.keeper.agent_detected)
+        on(PaneExited, self.keeper.pane_exited)
+        on(PaneClosed, self.keeper.pane_closed)
+        on(Event, self.keeper.event_seen)
+        on(LayoutUpdated, self.attach.layout_updated)
+
+    # -- what parts hand the app, for the parts built after them ---------------------------
+
+    def _project(self, event: Event) -> dict[str, Any]:
+        return wire.project(self.mux, self.agents, event)
+
+    def _output(self, pane: Pane, surface: Surface) -> None:
+        """A terminal absorbed output (the hot path: no event for it)."""
+        self.keeper.output_seen()
+        self.detection.surface_output(surface)
+
+    def _manifests_reloaded(self, report: ReloadReport) -> None:
+        self.detection.manifests_reloaded(report)
+
+    def _connection_count(self) -> int:
+        return self.server.connection_count()
+
+    def _request_seen(self) -> None:
+        self.loop_monitor.poke()
+        self.keeper.request_seen()
+
+    def _connection_closed(self, conn: Connection) -> None:
+        self.views.connection_closed(conn)
+        self.graphics.connection_closed(conn.client_id)
+
+    def _layer_reclaimed(self, layer: Layer) -> None:
+        self.graphics_sources.layer_reclaimed(layer)
+
+    def _plugin_unloaded(self, event: PluginUnloaded) -> None:
+        self.views.plugin_unloaded(event.plugin.plugin_id, event.reason)
+        self.graphics_sources.plugin_unloaded(event.plugin.plugin_id)
+
+    def _pane_closed(self, event: PaneClosed) -> None:
+        self.graphics.pane_closed(event.pane.key)
+        self.program_graphics.pane_closed(event.pane.key)
 
     def _fresh_session(self) -> None:
         if self.settings.empty:
@@ -149,8 +224,7 @@ class App:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self.info.stopping.set)
         await self.server.bind()
-        if self.settings.kitty_graphics:
-            self.graphics.frames = FrameDirectory.create(self.socket_path)
+        self.graphics.open_frames()
         await self.plugins.load()
         await self.server.listen()
         self.keeper.restore(fresh=self._fresh_session)
@@ -174,8 +248,7 @@ class App:
         await self.detection.stop()
         self.server.drop_connections()
         await _reap(self.mux.close_all())
-        if self.graphics.frames is not None:
-            self.graphics.frames.remove()
+        self.graphics.remove_frames()
         self.server.unlink()
 
 

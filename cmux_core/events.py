@@ -5,14 +5,20 @@ happens and carrying the domain objects and values it is about: the model's even
 ``cmux_core.model.events``, the agents' in ``cmux_core.agents.events`` (and
 ``cmux_core.agents.views``), the plugin host's in ``cmux_core.plugin_host.events``. Its
 ``kind`` is the snake_case wire name (``pane_created``); clients subscribe with the dotted
-name (``pane.created``).
+name (``pane.created``). A :class:`Notice` is the same for what one part of the server tells
+others and no client ever sees (a tab shown to the user, a terminal started): it has no
+wire form and no number.
 
 JSON exists only at the API edge. The composition root gives the hub one
 :data:`Projection` (``cmux_core.api.wire``), which turns an event into its wire ``data``;
 the hub calls it once per event, at publish time, so every subscriber's line and every
-wire observer (plugins' ``cmux_on_event``) reports the state as it was when the event
-happened, and later changes never alter it. ``data["type"]`` repeats the kind.
-Observers inside the server get the typed event itself.
+observer of :class:`Published` (plugins' ``cmux_on_event``) reports the state as it was
+when the event happened, and later changes never alter it. ``data["type"]`` repeats the
+kind.
+
+Reactions are registered in one way, :meth:`EventHub.observe`, by the composition root:
+an observer of a class gets each event or notice of that class (or a subclass) as the typed
+object, an observer of :class:`Published` gets each event's wire form.
 
 :meth:`EventHub.publish` never awaits and never blocks: each subscriber has a bounded
 queue, and one that falls behind is dropped with a final ``subscription_overflow`` line
@@ -26,7 +32,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 log = logging.getLogger(__name__)
 
@@ -64,16 +70,21 @@ class Event:
     kind: ClassVar[str]
 
 
+class Notice:
+    """Base of every notice: what one part of the server tells others (subclasses are frozen
+    dataclasses). Observed like an event, but never numbered, projected or sent to a client."""
+
+    __slots__ = ()
+
+
 Projection = Callable[[Event], dict[str, Any]]
 """An event's wire ``data`` (without ``type``), built from the state at the call."""
-
-WireObserver = Callable[[str, dict[str, Any]], None]
-"""Called with ``(kind, data)``: the event's wire form, ``data`` including ``type``."""
 
 
 @dataclass(slots=True)
 class Published:
-    """One event as subscribers receive it: its number, kind and wire data."""
+    """One event as subscribers receive it: its number, kind and wire data (``data`` includes
+    ``type``; an observer must not change it)."""
 
     seq: int
     kind: str
@@ -90,9 +101,10 @@ class Prepared:
 
 @dataclass(eq=False)
 class Subscriber:
-    """One listener. ``wanted`` holds kinds; None means every kind.
+    """One subscriber (a client's event stream). ``wanted`` holds kinds; None means every
+    kind.
 
-    The queue is drained by the listener's own task; :attr:`overflowed` is set
+    The queue is drained by the subscriber's own task; :attr:`overflowed` is set
     (and ``wakeup`` fired) when it went past its limit.
     """
 
@@ -131,24 +143,30 @@ class Subscriber:
         return batch
 
 
+Observed = TypeVar("Observed", bound=Event | Notice | Published)
+
+
 @dataclass(frozen=True, slots=True)
 class _Observer:
-    call: Callable[..., None]
+    call: Callable[[Any], None]
     wire: bool
+    """Called with the event's :class:`Published` form instead of the event."""
 
 
 class EventHub:
     """Publishes typed events to subscribers (as wire lines) and to synchronous observers.
 
-    ``project`` builds an event's wire data; the composition root sets it before anything
-    is published. Without it, subscribers and wire observers receive nothing.
+    ``project`` builds an event's wire data. Without it, subscribers and observers of
+    :class:`Published` receive nothing.
     """
 
     def __init__(self, project: Projection | None = None) -> None:
-        self.project = project
+        self._project = project
         self._seq = 0
         self._subscribers: set[Subscriber] = set()
-        self._observers: list[_Observer] = []
+        self._observers: list[tuple[type, _Observer]] = []
+        self._routes: dict[type, tuple[_Observer, ...]] = {}
+        """The observers of each published class, in the order they were registered."""
 
     @property
     def seq(self) -> int:
@@ -159,37 +177,53 @@ class EventHub:
         rest of a change (a closing workspace as it was before its panes closed)."""
         return Prepared(event, self._wire(event))
 
-    def publish(self, event: Event | Prepared) -> None:
+    def publish(self, event: Event | Notice | Prepared) -> None:
         """Deliver an event now: its wire data (built here unless prepared, and only when
-        someone receives it) to subscribers, then every observer in the order they came."""
+        someone receives it) to subscribers, then to its observers in the order they were
+        registered. A notice goes to its observers only."""
+        if isinstance(event, Notice):
+            self._deliver(event, self._route(type(event)), None)
+            return
         data = None
         if isinstance(event, Prepared):
             data = event.data
             event = event.event
         self._seq += 1
         kind = event.kind
+        route = self._route(type(event))
         receivers = [sub for sub in self._subscribers if sub.wants(kind)]
-        if data is None and (receivers or any(o.wire for o in self._observers)):
+        if data is None and (receivers or any(o.wire for o in route)):
             data = self._wire(event)
-        if data is not None:
-            published = Published(self._seq, kind, data)
+        published = Published(self._seq, kind, data) if data is not None else None
+        if published is not None:
             for sub in receivers:
                 sub.offer(published)
-        for observer in list(self._observers):
-            if observer.wire and data is None:
+        self._deliver(event, route, published)
+
+    def _deliver(self, event: Event | Notice, route: tuple[_Observer, ...],
+                 published: Published | None) -> None:
+        for observer in route:
+            if observer.wire and published is None:
                 continue
             try:
-                if observer.wire:
-                    observer.call(kind, data)
-                else:
-                    observer.call(event)
+                observer.call(published if observer.wire else event)
             except Exception:
-                log.exception("event observer failed on %s", kind)
+                log.exception("event observer failed on %s", getattr(
+                    event, "kind", type(event).__name__))
+
+    def _route(self, cls: type) -> tuple[_Observer, ...]:
+        route = self._routes.get(cls)
+        if route is None:
+            wire = issubclass(cls, Event)
+            route = self._routes[cls] = tuple(
+                observer for key, observer in self._observers
+                if (observer.wire and wire) or issubclass(cls, key))
+        return route
 
     def _wire(self, event: Event) -> dict[str, Any] | None:
-        if self.project is None:
+        if self._project is None:
             return None
-        data = self.project(event)
+        data = self._project(event)
         data.setdefault("type", event.kind)
         return data
 
@@ -203,14 +237,12 @@ class EventHub:
         sub.wakeup.set()
         self._subscribers.discard(sub)
 
-    def observe(self, observer: Callable[[Event], None]) -> None:
-        """Call ``observer(event)`` synchronously for every typed event; it must not block."""
-        self._observers.append(_Observer(observer, wire=False))
-
-    def observe_wire(self, observer: WireObserver) -> None:
-        """Call ``observer(kind, data)`` synchronously with every event's wire form; it must
-        not block and must not change ``data``."""
-        self._observers.append(_Observer(observer, wire=True))
+    def observe(self, kind: type[Observed], observer: Callable[[Observed], None]) -> None:
+        """Call ``observer`` synchronously with every event or notice of class ``kind`` (or
+        a subclass) that is published, after those registered before it; with ``Published``
+        it gets each event's wire form instead. It must not block."""
+        self._observers.append((kind, _Observer(observer, wire=kind is Published)))
+        self._routes.clear()
 
     def subscriber_count(self) -> int:
         return len(self._subscribers)

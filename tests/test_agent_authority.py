@@ -8,14 +8,14 @@ source declarations are set the way the server sets them from plugin integration
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from cmux_core.agents.tracker import AgentTracker, ScreenReport, SourceDeclaration
 from cmux_core.api import wire
+from cmux_core.app import connect_agents
 from cmux_core.config import Settings
-from cmux_core.events import EventHub
+from cmux_core.events import EventHub, Published
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane
 
@@ -25,18 +25,17 @@ KNOWN = {"claude": "claude", "claude-code": "claude", "codex": "codex"}
 def run(body: Callable[[Mux, AgentTracker, Pane, list[tuple[str, dict[str, Any]]]],
                        Awaitable[None]]) -> None:
     async def main() -> None:
-        events = EventHub()
+        events = EventHub(project=lambda event: wire.project(mux, tracker, event))
         seen: list[tuple[str, dict[str, Any]]] = []
-        events.observe_wire(lambda kind, data: seen.append((kind, data)))
+        events.observe(Published, lambda event: seen.append((event.kind, event.data)))
         mux = Mux(Settings(shell="/bin/sh"), events, "/nonexistent.sock")
-        tracker = AgentTracker(mux, events)
-        events.project = functools.partial(wire.project, mux, tracker)
+        tracker = AgentTracker(
+            mux, events, canonical_agent=lambda label: KNOWN.get(label.lower()),
+            declarations=lambda: [SourceDeclaration("plug:claude", "claude", "session"),
+                                  SourceDeclaration("plug:codex", "codex", "lifecycle")])
+        connect_agents(events, tracker)
         mux.create_window()
         _ws, _tab, pane = mux.create_workspace(command=["cat"], focus=True)
-        tracker.canonical_agent = lambda label: KNOWN.get(label.lower())
-        tracker.declarations = lambda: [
-            SourceDeclaration("plug:claude", "claude", "session"),
-            SourceDeclaration("plug:codex", "codex", "lifecycle")]
         try:
             await body(mux, tracker, pane, seen)
         finally:

@@ -188,7 +188,7 @@ def test_a_spawn_failure_midway_closes_what_was_started(tmp_path: Path) -> None:
 
     from cmux_core.config import Settings
     from cmux_core.errors import CmuxError
-    from cmux_core.events import EventHub
+    from cmux_core.events import Event, EventHub
     from cmux_core.model import cmux_layout
     from cmux_core.model.mux import Mux
 
@@ -208,7 +208,7 @@ def test_a_spawn_failure_midway_closes_what_was_started(tmp_path: Path) -> None:
         assert shells() == []
         events = EventHub()
         published: list[object] = []
-        events.observe(published.append)
+        events.observe(Event, published.append)
         mux = Mux(Settings(shell="/bin/sh"), events, "/nonexistent.sock")
         (tmp_path / "gone").mkdir()
         spec = cmux_layout.parse(split("vertical", term(), split("horizontal", term(),

@@ -10,7 +10,6 @@ server must keep answering other connections throughout.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import socket
 import sys
@@ -21,6 +20,7 @@ from typing import Any
 
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
+from cmux_core.app import connect_agents
 from cmux_core.client import Client
 from cmux_core.config import Settings
 from cmux_core.events import EventHub
@@ -225,10 +225,10 @@ def test_nothing_of_a_storm_is_kept_once_it_is_over() -> None:
               "sys.stdin.readline()\n")
 
     async def main() -> None:
-        events = EventHub()
+        events = EventHub(project=lambda event: wire.project(mux, tracker, event))
         mux = Mux(Settings(shell="/bin/sh"), events, "/nonexistent.sock")
         tracker = AgentTracker(mux, events)
-        events.project = functools.partial(wire.project, mux, tracker)
+        connect_agents(events, tracker)
         mux.create_window()
         sub = events.subscribe({"pane_notification"})
         try:

@@ -7,7 +7,6 @@ lines a subscriber queues here are the lines a socket client would read.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -16,6 +15,7 @@ from cmux_core.agents import events as agent_events
 from cmux_core.agents import views
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
+from cmux_core.app import connect_agents
 from cmux_core.config import Settings
 from cmux_core.events import EVENT_KINDS, Event, EventHub, Published
 from cmux_core.model import events as model_events
@@ -27,10 +27,10 @@ Body = Callable[[Mux, AgentTracker, EventHub], Awaitable[None]]
 
 def run(body: Body) -> None:
     async def main() -> None:
-        events = EventHub()
+        events = EventHub(project=lambda event: wire.project(mux, tracker, event))
         mux = Mux(Settings(shell="/bin/sh"), events, "/nonexistent.sock")
         tracker = AgentTracker(mux, events)
-        events.project = functools.partial(wire.project, mux, tracker)
+        connect_agents(events, tracker)
         mux.create_window()
         try:
             await body(mux, tracker, events)
@@ -53,7 +53,7 @@ def test_a_typed_event_reaches_subscribers_as_its_wire_projection() -> None:
     async def body(mux: Mux, tracker: AgentTracker, events: EventHub) -> None:
         sub = events.subscribe({"pane_created", "layout_updated"})
         typed: list[Event] = []
-        events.observe(typed.append)
+        events.observe(Event, typed.append)
         _ws, tab, pane = mux.create_workspace(command=["cat"], focus=True)
 
         queued: list[Published] = list(sub.queue)

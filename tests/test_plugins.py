@@ -29,6 +29,7 @@ from cmux_core.api.methods import plugin as plugin_methods
 from cmux_core.config import Settings
 from cmux_core.errors import CmuxError
 from cmux_core.hookspecs import Params
+from cmux_core.plugin_host.events import PluginEvent, PluginRegistrationsChanged
 from cmux_core.plugin_host.host import PluginHost
 from cmux_core.testing import async_wait_until
 
@@ -68,14 +69,21 @@ def write(directory: Path, name: str, body: str) -> Path:
 
 
 def make_host(tmp_path: Path, *dirs: Path, events: list[tuple[str, dict[str, Any]]] | None = None,
+              changes: list[tuple[str, set[str]]] | None = None,
               methods: MethodTable | None = None, **kw: Any) -> PluginHost:
+    """A host whose events (wire form) and registration changes go to those lists."""
     kw.setdefault("watch", False)
     settings = Settings(plugins_dirs=list(dirs), state_dir=tmp_path / "state")
     if methods is None:
         methods = MethodTable()
         methods.merge(plugin_methods.methods)
-    publish = ((lambda event: events.append((event.kind, wire.plugin_event(event))))
-               if events is not None else None)
+
+    def publish(event: PluginEvent | PluginRegistrationsChanged) -> None:
+        if isinstance(event, PluginRegistrationsChanged):
+            if changes is not None:
+                changes.append((event.plugin_id, set(event.kinds)))
+        elif events is not None:
+            events.append((event.kind, wire.plugin_event(event)))
     return PluginHost(settings, methods=methods, publish=publish, entry_points=False, **kw)
 
 
@@ -667,8 +675,7 @@ def test_unload_withdraws_everything_a_plugin_registered(tmp_path: Path) -> None
     changes: list[tuple[str, set[str]]] = []
 
     async def main() -> None:
-        host = make_host(tmp_path, d, events=events)
-        host.add_change_listener(lambda pid, kinds: changes.append((pid, kinds)))
+        host = make_host(tmp_path, d, events=events, changes=changes)
         await host.start()
         assert "plugin.greeter.hello" in host.methods
         for pid in ("greeter", "needs_me", "agent_manifest", "solid_colour", "toy_integration",

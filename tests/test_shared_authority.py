@@ -10,7 +10,6 @@ declaring the shared authority and a small fake agent whose screens a test manif
 from __future__ import annotations
 
 import asyncio
-import functools
 import textwrap
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -32,6 +31,7 @@ from fake_agent import (
 from cmux_core.agents.authority import SHARED_CONFIRM_S, SourceDeclaration
 from cmux_core.agents.tracker import AgentTracker, ScreenReport, SessionRef
 from cmux_core.api import wire
+from cmux_core.app import connect_agents
 from cmux_core.config import Settings
 from cmux_core.events import EventHub
 from cmux_core.model.mux import Mux
@@ -58,16 +58,16 @@ def screen(report: ScreenReport) -> ScreenReport:
 
 def run(body: Callable[[Mux, AgentTracker, Pane], Awaitable[None]]) -> None:
     async def main() -> None:
-        events = EventHub()
+        events = EventHub(project=lambda event: wire.project(mux, tracker, event))
         mux = Mux(Settings(shell="/bin/sh"), events, "/nonexistent.sock")
-        tracker = AgentTracker(mux, events)
-        events.project = functools.partial(wire.project, mux, tracker)
+        tracker = AgentTracker(
+            mux, events, canonical_agent=lambda label: KNOWN.get(label.lower()),
+            declarations=lambda: [
+                SourceDeclaration("acme:toybot", "toybot", "shared", "acme", 1500),
+                SourceDeclaration("acme:claude", "claude", "shared", "acme")])
+        connect_agents(events, tracker)
         mux.create_window()
         _ws, _tab, pane = mux.create_workspace(command=["cat"], focus=True)
-        tracker.canonical_agent = lambda label: KNOWN.get(label.lower())
-        tracker.declarations = lambda: [
-            SourceDeclaration("acme:toybot", "toybot", "shared", "acme", 1500),
-            SourceDeclaration("acme:claude", "claude", "shared", "acme")]
         try:
             await body(mux, tracker, pane)
         finally:

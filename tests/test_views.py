@@ -22,7 +22,7 @@ from cmux_core.agents.views import (
     project,
 )
 from cmux_core.errors import CmuxError
-from cmux_core.events import EventHub
+from cmux_core.events import Event, EventHub
 from cmux_core.testing import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -299,7 +299,7 @@ def test_connection_views_end_with_the_connection_named_views_stay() -> None:
     async def scenario() -> None:
         events = EventHub()
         published: list[Any] = []
-        events.observe(published.append)
+        events.observe(Event, published.append)
         book = ViewBook(events)
         # Any object can key a connection's view; the socket server passes its connection.
         first, second = object(), object()

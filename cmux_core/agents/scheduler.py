@@ -4,7 +4,7 @@ Every terminal surface is detected on its own, whether its pane shows it or it i
 background tab: "pane" below means that terminal. Nothing here polls a pane in a loop.
 Work is triggered by:
 
-* **output** — each batch a terminal absorbed (``mux.surface_output_listeners``):
+* **output** — each batch a terminal absorbed (:meth:`DetectionScheduler.surface_output`):
   a cheap ``tcgetpgrp`` check for a new foreground process group, and for a pane
   with an agent one screen classification at most every :data:`SCREEN_DEBOUNCE_S`;
 * **foreground changes** — a new process group is probed (``/proc``) shortly
@@ -57,7 +57,7 @@ from cmux_core.terminal.procfs import ProcessReader
 
 if TYPE_CHECKING:
     from cmux_core.agents.tracker import AgentTracker
-    from cmux_core.events import Event, EventHub
+    from cmux_core.events import EventHub
     from cmux_core.model.mux import Mux
     from cmux_core.model.tree import Pane, Surface
     from cmux_core.terminal.process import Terminal
@@ -194,7 +194,6 @@ class DetectionScheduler:
         self._safety: asyncio.TimerHandle | None = None
         self._running = False
         self._processes = ProcessReader(groups_max_age=GROUPS_CACHE_S)
-        events.observe(self._on_event)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -202,16 +201,11 @@ class DetectionScheduler:
         """Load the manifests, start watching them and begin detecting in every pane."""
         self._loop = asyncio.get_running_loop()
         await self.registry.start()
-        self.registry.add_listener(self._on_manifests)
-        self.tracker.canonical_agent = self.registry.canonical
-        self.mux.surface_output_listeners.append(self._on_output)
         self._running = True
         self._safety_tick()
 
     async def stop(self) -> None:
         self._running = False
-        if self._on_output in self.mux.surface_output_listeners:
-            self.mux.surface_output_listeners.remove(self._on_output)
         if self._safety is not None:
             self._safety.cancel()
             self._safety = None
@@ -235,15 +229,17 @@ class DetectionScheduler:
     def _terminals(self) -> list[Surface]:
         return [s for p in self.mux.panes.values() for s in p.surfaces if s.term is not None]
 
-    def _on_event(self, event: Event) -> None:
-        if isinstance(event, PaneCreated | PaneUpdated):
-            self._arm_safety()
-        if isinstance(event, PaneClosed | PaneUpdated):
-            # A closed terminal's state (and its screen) goes at once, not at the next tick.
-            for key in [k for k, st in self.panes.items() if not self.tracker.live(st.surface)]:
-                self.panes.pop(key).cancel()
+    def pane_changed(self, event: PaneCreated | PaneUpdated) -> None:
+        """A pane came or changed: the slow timer has something to catch again."""
+        self._arm_safety()
 
-    def _on_output(self, surface: Surface) -> None:
+    def drop_closed(self, event: PaneClosed | PaneUpdated) -> None:
+        """A closed terminal's state (and its screen) goes at once, not at the next tick."""
+        for key in [k for k, st in self.panes.items() if not self.tracker.live(st.surface)]:
+            self.panes.pop(key).cancel()
+
+    def surface_output(self, surface: Surface) -> None:
+        """``surface``'s terminal absorbed a batch of output."""
         if not self._running:
             return
         st = self._state(surface)
@@ -507,8 +503,9 @@ class DetectionScheduler:
 
     # -- manifests --------------------------------------------------------------------------
 
-    def _on_manifests(self, report: ReloadReport) -> None:
-        """Manifests changed: every pane is re-identified and re-classified (no grace)."""
+    def manifests_reloaded(self, report: ReloadReport) -> None:
+        """Manifests changed: publish it; every pane is re-identified and re-classified (no
+        grace)."""
         self.events.publish(ServerManifestsReloaded(report, self.registry))
         if not self._running:
             return

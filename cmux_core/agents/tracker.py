@@ -42,9 +42,9 @@ terminal is :mod:`cmux_core.agents.record`'s.
 Events (typed, :mod:`cmux_core.agents.events`) are published by
 :class:`~cmux_core.agents.publish.AgentPublisher` from a snapshot taken before each change
 (agent, status, presentation, pane updates, the terminal a pane shows), and
-``workspace_metadata_updated`` here. The tracker follows the model through its events (a
+``workspace_metadata_updated`` here. The composition root hands it the model's events (a
 closed surface or pane is forgotten, an exited one released, a closed workspace's
-metadata dropped) and its ``view_listeners`` (a tab the user looks at is seen). The wire
+metadata dropped) and its ``TabViewed`` notices (a tab the user looks at is seen). The wire
 forms of panes and agents (PaneInfo's agent fields, AgentInfo) are built from the tracker
 at the API edge (``cmux_core.api.wire``). All methods run on the event loop.
 """
@@ -90,7 +90,7 @@ from cmux_core.agents.record import (
     StatusSource,
 )
 from cmux_core.errors import CmuxError
-from cmux_core.events import Event, EventHub
+from cmux_core.events import EventHub
 from cmux_core.model.events import (
     PaneClosed,
     PaneCreated,
@@ -122,11 +122,13 @@ class AgentTracker:
     """Owns every terminal surface's :class:`AgentRecord` and every workspace's metadata.
 
     ``canonical_agent`` maps a label to the canonical id of a known agent (or None for a
-    custom label); detection installs its alias table there. ``declarations`` returns the
-    integrations' :class:`SourceDeclaration` list; the server wires it to the plugin host.
+    custom label): the manifests' alias table. ``declarations`` returns the integrations'
+    :class:`SourceDeclaration` list (the plugin host's).
     """
 
-    def __init__(self, mux: Mux, events: EventHub) -> None:
+    def __init__(self, mux: Mux, events: EventHub, *,
+                 canonical_agent: Callable[[str], str | None] = lambda label: None,
+                 declarations: Callable[[], Iterable[SourceDeclaration]] = tuple) -> None:
         self.mux = mux
         self.events = events
         self.records: dict[str, AgentRecord] = {}
@@ -135,14 +137,12 @@ class AgentTracker:
         """The surface of each record, by the same key."""
         self.workspace_metadata: dict[str, MetadataStore] = {}
         self.next_state_change_seq = 0
-        self.canonical_agent: Callable[[str], str | None] = lambda label: None
-        self.declarations: Callable[[], Iterable[SourceDeclaration]] = tuple
+        self.canonical_agent = canonical_agent
+        self.declarations = declarations
         self._publisher = AgentPublisher(mux, events, self, self.surfaces)
         self._report_order = 0
         self._timers = ExpiryTimers(self._expire)
         self._launch_timers = ExpiryTimers(self._launch_due)
-        events.observe(self._on_event)
-        mux.view_listeners.append(self.mark_tab_seen)
 
     def surface_of(self, target: AgentTarget) -> Surface:
         """The terminal surface ``target`` names: a surface itself, or for a pane the
@@ -667,27 +667,32 @@ class AgentTracker:
         self._publisher.publish(s, rec, before, released=released, final_status=final_status,
                                 force_update=force_update)
 
-    def _on_event(self, event: Event) -> None:
-        if isinstance(event, PaneExited):
-            # Published for the terminal the pane shows, whose process it was.
-            pane = event.pane
-            s = pane.terminal_surface if pane.surfaces else None
-            rec = self.records.get(s.uuid) if s is not None else None
-            if (s is not None and pane.key in self.mux.panes and rec is not None
-                    and rec.exited_agent is None):
-                self._agent_exited(s, rec)
-        elif isinstance(event, PaneUpdated):
-            self._publisher.shown_changed(event.pane)  # reads a closed terminal's record
-            self._sweep()
-        elif isinstance(event, PaneClosed):
-            self._sweep()
-            self._publisher.pane_closed(event.pane)
-        elif isinstance(event, PaneCreated | PaneFocused):
-            self._publisher.shown_changed(event.pane)
-        elif isinstance(event, WorkspaceClosed):
-            ws_id = event.workspace.id
-            self.workspace_metadata.pop(ws_id, None)
-            self._timers.cancel(ws_id)
+    # -- the model's events ------------------------------------------------------------------
+
+    def pane_exited(self, event: PaneExited) -> None:
+        """The process of the terminal the pane shows exited: its agent is released."""
+        pane = event.pane
+        s = pane.terminal_surface if pane.surfaces else None
+        rec = self.records.get(s.uuid) if s is not None else None
+        if (s is not None and pane.key in self.mux.panes and rec is not None
+                and rec.exited_agent is None):
+            self._agent_exited(s, rec)
+
+    def pane_shown(self, event: PaneCreated | PaneFocused) -> None:
+        self._publisher.shown_changed(event.pane)
+
+    def pane_updated(self, event: PaneUpdated) -> None:
+        self._publisher.shown_changed(event.pane)  # reads a closed terminal's record
+        self._sweep()
+
+    def pane_closed(self, event: PaneClosed) -> None:
+        self._sweep()
+        self._publisher.pane_closed(event.pane)
+
+    def workspace_closed(self, event: WorkspaceClosed) -> None:
+        ws_id = event.workspace.id
+        self.workspace_metadata.pop(ws_id, None)
+        self._timers.cancel(ws_id)
 
     def _sweep(self) -> None:
         """Forget the records of closed surfaces (a moved one keeps its record)."""

@@ -27,7 +27,6 @@ import json
 import logging
 from typing import Protocol
 
-from cmux_core.events import Event
 from cmux_core.model import layout
 from cmux_core.model.events import LayoutUpdated
 from cmux_core.model.mux import Mux
@@ -173,7 +172,6 @@ class AttachBook:
     def __init__(self) -> None:
         self._by_client: dict[str, AttachSession] = {}
         self._by_pane: dict[str, list[AttachSession]] = {}
-        self._observing = False
 
     def session(self, client_id: str) -> AttachSession | None:
         return self._by_client.get(client_id)
@@ -182,9 +180,6 @@ class AttachBook:
         return list(self._by_pane.get(pane.key, ()))
 
     def add(self, session: AttachSession) -> None:
-        if not self._observing:
-            self._observing = True
-            session.mux.events.observe(self._on_event)
         self._by_client[session.peer.client_id] = session
         self._by_pane.setdefault(session.pane.key, []).append(session)
         self.apply_size(session.pane)
@@ -212,10 +207,10 @@ class AttachBook:
                 for other in group:
                     other.wake.set()
 
-    def _on_event(self, event: Event) -> None:
-        # A layout change sizes its panes to their rectangles; attached ones take their
-        # client's size again.
-        if isinstance(event, LayoutUpdated) and self._by_pane:
+    def layout_updated(self, event: LayoutUpdated) -> None:
+        """A layout change sized its panes to their rectangles; attached ones take their
+        client's size again."""
+        if self._by_pane:
             for group in list(self._by_pane.values()):
                 if group and group[0].pane.tab is event.tab:
                     self.apply_size(group[0].pane)

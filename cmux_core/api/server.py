@@ -329,17 +329,22 @@ class Connection:
 
 
 class Server:
-    """Serves ``methods`` on a Unix socket; every call gets ``services`` as its context."""
+    """Serves ``methods`` on a Unix socket; every call gets ``services`` as its context.
 
-    def __init__(self, services: Services, methods: MethodTable, socket_path: Path) -> None:
+    ``on_request`` is called as each request starts (the loop monitor measures while
+    clients ask); ``on_close`` with each connection as it closes (what is kept for it is
+    dropped).
+    """
+
+    def __init__(self, services: Services, methods: MethodTable, socket_path: Path, *,
+                 on_request: Callable[[], None] | None = None,
+                 on_close: Callable[[Connection], None] | None = None) -> None:
         self.services = services
         self.methods = methods
         self.events: EventHub = services.events
         self.socket_path = socket_path
-        self.close_listeners: list[Callable[[Connection], None]] = []
-        """Called with each connection as it closes (views keyed by it are dropped)."""
-        self.request_listeners: list[Callable[[], None]] = []
-        """Called as each request starts (the loop monitor measures while clients ask)."""
+        self._on_request = on_request
+        self._on_close = on_close
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[Any]] = set()
         self._client_ids = itertools.count(1)
@@ -348,17 +353,18 @@ class Server:
         return len(self._connections)
 
     async def call(self, request: Request, connection: Connection | None) -> dict[str, Any]:
-        for listener in self.request_listeners:
-            listener()
+        if self._on_request is not None:
+            self._on_request()
         call = Call(self.services, connection, request.id, request.method)
         return await self.methods.call(call, request.params)
 
     def connection_closed(self, conn: Connection) -> None:
-        for listener in list(self.close_listeners):
-            try:
-                listener(conn)
-            except Exception:
-                log.exception("connection close listener failed")
+        if self._on_close is None:
+            return
+        try:
+            self._on_close(conn)
+        except Exception:
+            log.exception("connection close handling failed")
 
     # -- lifecycle --------------------------------------------------------------------
 

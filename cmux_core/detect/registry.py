@@ -27,7 +27,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -64,8 +64,10 @@ class ContributedManifests(Protocol):
         """Every manifest the loaded plugins registered, in load order."""
         ...
 
-    def add_change_listener(self, listener: Callable[[str, set[str]], None]) -> None:
-        """Call ``listener(plugin_id, kinds)`` after a plugin's registrations changed."""
+
+ReloadPort = Callable[["ReloadReport"], None]
+"""Called on the loop with the report of each reload after the first that changed something
+(or was forced)."""
 
 SourceKind = Literal["plugin", "bundled", "user", "manifests_dir"]
 FileStatus = Literal["loaded", "unchanged", "invalid", "removed"]
@@ -168,14 +170,15 @@ class ManifestRegistry:
 
     ``lookup(name)`` answers process identification (a normalised name → the
     canonical agent label); ``get(label)`` gives the manifest in force.
-    Listeners added with :meth:`add_listener` are called after every reload
-    that changed something.
+    ``on_reload`` hears every reload after :meth:`start`'s first load that changed
+    something; the plugins' manifests are read again when :meth:`plugins_changed` says so.
     """
 
     def __init__(self, settings: Settings, plugins: ContributedManifests | None = None, *,
                  bundled_dir: Path | None = None, user_dir: Path | None = None,
-                 watch: bool = True) -> None:
+                 watch: bool = True, on_reload: ReloadPort | None = None) -> None:
         self.plugins = plugins
+        self._on_reload = on_reload
         self.watch = watch
         self.sources: list[Source] = [Source("plugin", 0)]
         self.sources.append(Source("bundled", 1, bundled_dir or bundled_manifests_dir()))
@@ -188,7 +191,6 @@ class ManifestRegistry:
         self._labels: dict[str, str] = {}
         self._shadowed: dict[str, list[str]] = {}
         self.last_report: ReloadReport | None = None
-        self._listeners: list[Callable[[ReloadReport], None]] = []
         self._lock = asyncio.Lock()
         self._watch_task: asyncio.Task[None] | None = None
         self._watch_stop: asyncio.Event | None = None
@@ -208,8 +210,6 @@ class ManifestRegistry:
                       "and user manifests (is cmux_core installed with its package data?)",
                       bundled.directory, extra={"cmux_manifests_dir": str(bundled.directory)})
         self.loaded.set()
-        if self.plugins is not None:
-            self.plugins.add_change_listener(self._on_plugins_changed)
         self._restart_watcher()
         return report
 
@@ -222,10 +222,6 @@ class ManifestRegistry:
                 await asyncio.wait_for(task, 5)
             except (TimeoutError, asyncio.CancelledError):
                 task.cancel()
-
-    def add_listener(self, listener: Callable[[ReloadReport], None]) -> None:
-        """Call ``listener(report)`` on the loop after each reload that changed something."""
-        self._listeners.append(listener)
 
     # -- queries --------------------------------------------------------------------------
 
@@ -295,7 +291,8 @@ class ManifestRegistry:
     async def reload(self, trigger: str = "request", *, force: bool = False) -> ReloadReport:
         """Re-scan every source; ``force`` re-parses files that look unchanged.
 
-        Returns the per-file results; listeners hear about it when anything changed.
+        Returns the per-file results; ``on_reload`` hears about it when anything changed
+        (after the first load).
         """
         async with self._lock:
             contributions = self.plugins.manifests() if self.plugins is not None else []
@@ -303,12 +300,11 @@ class ManifestRegistry:
             parsed = await asyncio.to_thread(
                 _scan, self.sources, contributions, known, force)
             report = self._apply(trigger, parsed)
-        if report.changed or force:
-            for listener in list(self._listeners):
-                try:
-                    listener(report)
-                except Exception:
-                    log.exception("manifest reload listener failed")
+        if (report.changed or force) and self.loaded.is_set() and self._on_reload is not None:
+            try:
+                self._on_reload(report)
+            except Exception:
+                log.exception("manifest reload report failed")
         return report
 
     def _apply(self, trigger: str, parsed: list[_Parsed]) -> ReloadReport:
@@ -446,8 +442,10 @@ class ManifestRegistry:
         except Exception:
             log.exception("manifest directory watcher stopped")
 
-    def _on_plugins_changed(self, plugin_id: str, kinds: set[str]) -> None:
-        if "manifests" in kinds:
+    def plugins_changed(self, kinds: Collection[str]) -> None:
+        """A plugin's registrations of ``kinds`` changed: after the first load, a change of
+        ``manifests`` reloads."""
+        if "manifests" in kinds and self.loaded.is_set():
             task = asyncio.get_running_loop().create_task(self.reload("plugin"))
             task.add_done_callback(_log_failure)
 

@@ -5,6 +5,6 @@ the limits; :mod:`~cmux_core.graphics.sources` pulls frames from plugins' graphi
 into layers; :mod:`~cmux_core.graphics.leases` holds frames leased from files in the
 server's frame directory; :mod:`~cmux_core.graphics.program` turns the kitty graphics
 commands a program writes in a pane (found by :mod:`~cmux_core.graphics.kitty_apc`) into
-layers of that pane. Nothing here draws: attached clients are told of changes
-through the book's listeners and draw the layers themselves.
+layers of that pane. Nothing here draws: attached clients watch the book for changes
+and draw the layers themselves.
 """

@@ -160,18 +160,27 @@ class Layer:
         return len(self.image.data) if self.image else 0
 
 
-Listener = Callable[[str], None]
+LayerWatcher = Callable[[str], None]
+"""Called with a pane's key after its layers changed (an image, a placement, a layer added
+or removed)."""
 
 
 class GraphicsBook:
-    """Every pane's layers. Listeners are called with a pane's key after its layers change
-    (an image, a placement, a layer added or removed)."""
+    """Every pane's layers.
 
-    def __init__(self) -> None:
+    ``on_reclaimed`` is called with each owned layer removed because its owner went (its
+    source stops). ``make_frames`` makes the directory frames are leased from (None: no
+    direct delivery), at :meth:`open_frames`. Attached clients follow the layers with
+    :meth:`watch`.
+    """
+
+    def __init__(self, *, on_reclaimed: Callable[[Layer], None] | None = None,
+                 make_frames: Callable[[], FrameDirectory | None] | None = None) -> None:
         self._layers: dict[tuple[str, str], Layer] = {}
-        self.listeners: list[Listener] = []
-        self.reclaimed: list[Callable[[Layer], None]] = []
-        """Called with each owned layer removed because its owner went (sources stop)."""
+        self._watchers: dict[LayerWatcher, None] = {}
+        """The watching attach sessions' callbacks, in the order they came."""
+        self._on_reclaimed = on_reclaimed
+        self._make_frames = make_frames
         self.cell_sizes: dict[str, tuple[str, int, int]] = {}
         """Attached clients that draw graphics: connection id -> (pane key, cell width,
         cell height in pixels)."""
@@ -181,6 +190,25 @@ class GraphicsBook:
         self.frames: FrameDirectory | None = None
         """The directory frames are leased from; None: no direct delivery."""
         self._bytes = 0
+
+    def open_frames(self) -> None:
+        """Make the frame directory, when the book has a maker for one."""
+        if self._make_frames is not None:
+            self.frames = self._make_frames()
+
+    def remove_frames(self) -> None:
+        """Remove the frame directory with every file left in it."""
+        if self.frames is not None:
+            self.frames.remove()
+            self.frames = None
+
+    def watch(self, watcher: LayerWatcher) -> None:
+        """Call ``watcher`` after each change of any pane's layers, until :meth:`unwatch`."""
+        self._watchers[watcher] = None
+
+    def unwatch(self, watcher: LayerWatcher) -> None:
+        """Stop calling ``watcher`` (nothing happens when it does not watch)."""
+        self._watchers.pop(watcher, None)
 
     def direct_available(self, pane_key: str) -> bool:
         """Whether frames for ``pane_key`` may be leased: the server has a frame directory
@@ -307,7 +335,7 @@ class GraphicsBook:
                 layer.live = False
 
     def pane_closed(self, pane_key: str) -> None:
-        """Drop the pane's layers (their owners are told through :attr:`reclaimed`)."""
+        """Drop the pane's layers (their owners are told through ``on_reclaimed``)."""
         for layer in self.layers(pane_key):
             self._remove(layer)
             if layer.owner is not None:
@@ -326,8 +354,8 @@ class GraphicsBook:
         return layer
 
     def _tell_reclaimed(self, layer: Layer) -> None:
-        for callback in list(self.reclaimed):
-            callback(layer)
+        if self._on_reclaimed is not None:
+            self._on_reclaimed(layer)
 
     def _conflict(self, pane: Pane, layer: Layer) -> CmuxError:
         holder = (f"plugin source {layer.source}" if layer.source else
@@ -356,8 +384,8 @@ class GraphicsBook:
         self._changed(layer.pane_key)
 
     def _changed(self, pane_key: str) -> None:
-        for listener in list(self.listeners):
+        for watcher in list(self._watchers):
             try:
-                listener(pane_key)
+                watcher(pane_key)
             except Exception:
-                log.exception("graphics listener failed")
+                log.exception("graphics watcher failed")

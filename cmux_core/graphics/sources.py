@@ -94,7 +94,6 @@ class SourceRunner:
         self.book = book
         self.plugins = plugins
         self._feeds: dict[tuple[str, str], Feed] = {}
-        book.reclaimed.append(self._layer_gone)
 
     def feeds(self) -> list[Feed]:
         return list(self._feeds.values())
@@ -143,7 +142,8 @@ class SourceRunner:
         if tasks:
             await asyncio.wait(tasks, timeout=CLOSE_TIMEOUT_S)
 
-    def _layer_gone(self, layer: Layer) -> None:
+    def layer_reclaimed(self, layer: Layer) -> None:
+        """``layer`` was taken from its owner: a feed into it stops."""
         feed = self._feeds.get((layer.pane_key, layer.layer_id))
         if feed is not None and feed.layer is layer:
             self._stop(feed, "closed")

@@ -12,15 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from cmux_core.events import Event
+from cmux_core.events import Event, Notice
 from cmux_core.model.tree import Pane, Surface, Tab, Workspace
 
 __all__ = [
     "LayoutUpdated", "PaneClosed", "PaneCreated", "PaneCwdChanged", "PaneExited",
     "PaneFocused", "PaneMoved", "PaneNotification", "PaneProgressChanged", "PaneUpdated",
-    "TabClosed", "TabCreated", "TabFocused", "TabMoved", "TabRenamed", "WorkspaceClosed",
-    "WorkspaceCreated", "WorkspaceFocused", "WorkspaceMoved", "WorkspaceRenamed",
-    "WorkspaceReordered",
+    "TabClosed", "TabCreated", "TabFocused", "TabMoved", "TabRenamed", "TabViewed",
+    "TerminalStarted", "WorkspaceClosed", "WorkspaceCreated", "WorkspaceFocused",
+    "WorkspaceMoved", "WorkspaceRenamed", "WorkspaceReordered",
 ]
 
 
@@ -197,3 +197,22 @@ class PaneMoved(Event):
 class LayoutUpdated(Event):
     kind: ClassVar[str] = "layout_updated"
     tab: Tab
+
+
+# -- notices (never on the wire) ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TabViewed(Notice):
+    """A focus call showed ``tab`` to the user, even when focus did not move."""
+
+    tab: Tab
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalStarted(Notice):
+    """``surface`` got its terminal in ``pane`` (new, or moved there); published before
+    any of the terminal's output is read."""
+
+    pane: Pane
+    surface: Surface

@@ -39,6 +39,8 @@ from cmux_core.model.events import (
     TabCreated,
     TabFocused,
     TabRenamed,
+    TabViewed,
+    TerminalStarted,
     WorkspaceClosed,
     WorkspaceCreated,
     WorkspaceFocused,
@@ -57,14 +59,22 @@ INHERITED_ENV_DROP = frozenset({"CODEX_THREAD_ID", "HERDR_AGENT", "HERDR_PANE_ID
                                 "HERDR_WORKSPACE_ID", "HERDR_TAB_ID", "HERDR_SOCKET_PATH",
                                 "HERDR_ENV"})
 T = TypeVar("T")
+OutputPort = Callable[[Pane, Surface], None]
+"""Called with the pane and the surface whose terminal absorbed output (shown or not);
+output is too frequent to go through the event hub."""
 _PANE_ID_MEMO = 1024
 """At most this many remembered pane ids (see :meth:`Mux.find_pane`)."""
 
 
 class Mux:
-    """Root of the model. Owns every terminal; all methods run on the event loop."""
+    """Root of the model. Owns every terminal; all methods run on the event loop.
 
-    def __init__(self, settings: Settings, events: EventHub, socket_path: str) -> None:
+    ``on_output`` hears every batch of output a terminal absorbed, after the pane's
+    :meth:`output_signal` fired.
+    """
+
+    def __init__(self, settings: Settings, events: EventHub, socket_path: str, *,
+                 on_output: OutputPort | None = None) -> None:
         self.settings = settings
         self.events = events
         self.socket_path = socket_path
@@ -82,13 +92,7 @@ class Mux:
         """Closed terminals whose process has not exited yet (dropped when it has)."""
         self._output_events: dict[str, asyncio.Event] = {}
         self.signal_throttle = SignalThrottle(self._publish_signal)
-        self.output_listeners: list[Callable[[Pane], None]] = []
-        self.surface_output_listeners: list[Callable[[Surface], None]] = []
-        """Called with the surface whose terminal absorbed output (shown or not)."""
-        self.terminal_listeners: list[Callable[[Pane, Terminal], None]] = []
-        """Called with each terminal a pane gets, before any of its output is read."""
-        self.view_listeners: list[Callable[[Tab], None]] = []
-        """Called when a focus method shows a tab to the user, even when focus stayed."""
+        self._output_port = on_output
 
     # -- construction --------------------------------------------------------------
 
@@ -233,15 +237,12 @@ class Mux:
         term.on_signal = lambda t, sig: self._on_signal(surface, sig)
         term.on_exit = lambda t: self._on_exit(surface)
         term.on_output = lambda t: self._on_output(pane, surface)
-        for listener in self.terminal_listeners:
-            listener(pane, term)
+        self.events.publish(TerminalStarted(pane, surface))
 
     def _on_output(self, pane: Pane, surface: Surface) -> None:
         self._wake(pane)
-        for listener in self.output_listeners:
-            listener(pane)
-        for on_surface in self.surface_output_listeners:
-            on_surface(surface)
+        if self._output_port is not None:
+            self._output_port(pane, surface)
 
     def output_signal(self, pane: Pane) -> asyncio.Event:
         """An event set at the pane's next output (or exit, or close); fresh after it fires."""
@@ -508,8 +509,7 @@ class Mux:
             self.apply_sizes(tab)
 
     def _viewed(self, tab: Tab) -> None:
-        for listener in self.view_listeners:
-            listener(tab)
+        self.events.publish(TabViewed(tab))
 
     # -- structure changes ------------------------------------------------------------
 

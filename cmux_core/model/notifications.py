@@ -119,7 +119,7 @@ class NotificationBook:
                 self.add(pane.tab.workspace, surface, title, body=body, source="terminal")
 
     def on_view(self, tab: Tab) -> None:
-        """Mux view listener: a focus call showed ``tab``; its focused surface flashes
+        """A focus call showed ``tab`` (the mux's ``TabViewed``); its focused surface flashes
         when it has an unread notification (it stays unread)."""
         pane = self.mux.panes.get(tab.focused)
         if pane is not None and self.unread_for(pane.surface):

@@ -9,10 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from cmux_core.events import Event
+from cmux_core.events import Event, Notice
 from cmux_core.plugin_host.record import Plugin
 
-__all__ = ["PluginError", "PluginEvent", "PluginLoaded", "PluginUnloaded"]
+__all__ = [
+    "PluginError", "PluginEvent", "PluginLoaded", "PluginRegistrationsChanged",
+    "PluginUnloaded",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +46,12 @@ class PluginError(Event):
 
 
 PluginEvent = PluginLoaded | PluginUnloaded | PluginError
+
+
+@dataclass(frozen=True, slots=True)
+class PluginRegistrationsChanged(Notice):
+    """What ``plugin_id`` registers changed: ``kinds`` names the tables touched
+    (``manifests``, ``view_sorts``, ...), so detection or views can rebuild."""
+
+    plugin_id: str
+    kinds: frozenset[str]

@@ -41,7 +41,12 @@ from cmux_core import hookspecs
 from cmux_core.detect.registry import ManifestContribution
 from cmux_core.errors import CmuxError, InvalidParams, NotFound
 from cmux_core.plugin_host.calls import HookOutcome, PluginCaller, Publish, describe
-from cmux_core.plugin_host.events import PluginLoaded, PluginUnloaded
+from cmux_core.plugin_host.events import (
+    PluginEvent,
+    PluginLoaded,
+    PluginRegistrationsChanged,
+    PluginUnloaded,
+)
 from cmux_core.plugin_host.loader import (
     ENTRY_POINT_GROUP,
     STATE_FILE,
@@ -94,6 +99,9 @@ or the host's ``import_budget`` says otherwise."""
 
 _PLUGIN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
+Announce = Callable[[PluginEvent | PluginRegistrationsChanged], None]
+"""Where the host publishes its events and notices (the server's event hub)."""
+
 
 # -- the host -------------------------------------------------------------------------------
 
@@ -103,7 +111,8 @@ class PluginHost:
 
     ``methods`` is the server's method table (plugin methods are added to it with
     ``owner=<plugin_id>``); ``publish(event)`` sends the ``plugin_loaded``,
-    ``plugin_unloaded`` and ``plugin_error`` events (:mod:`cmux_core.plugin_host.events`).
+    ``plugin_unloaded`` and ``plugin_error`` events and the
+    :class:`~cmux_core.plugin_host.events.PluginRegistrationsChanged` notice.
     Time limits are in seconds: a hook call longer than ``slow_after`` is warned about, one
     longer than ``budget`` is abandoned and counts as a failure; ``max_failures``
     consecutive failures block the plugin. An import longer than ``import_budget`` (default:
@@ -114,7 +123,7 @@ class PluginHost:
     """
 
     def __init__(self, settings: Settings, *, methods: MethodSink,
-                 publish: Publish | None = None, api: InProcessApi | None = None,
+                 publish: Announce | None = None, api: InProcessApi | None = None,
                  socket_path: str | Path | None = None,
                  slow_after: float = 1.0, budget: float = 10.0, max_failures: int = 5,
                  import_budget: float | None = None,
@@ -140,7 +149,7 @@ class PluginHost:
         self._started = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._watcher = SourceWatcher(self._apply_changes, debounce_ms=watch_debounce_ms)
-        self._listeners: list[Callable[[str, set[str]], None]] = []
+        self._publish = publish
         self._calls = PluginCaller(slow_after=slow_after, budget=budget,
                                    max_failures=max_failures, publish=publish,
                                    serving=lambda module: self._by_module.get(id(module)),
@@ -201,14 +210,6 @@ class PluginHost:
     async def wait_watching(self, timeout: float = 10.0) -> None:
         """Return once the directory watcher is running (raises TimeoutError otherwise)."""
         await asyncio.wait_for(self._watcher.ready.wait(), timeout)
-
-    def add_change_listener(self, listener: Callable[[str, set[str]], None]) -> None:
-        """Call ``listener(plugin_id, kinds)`` after a plugin's registrations changed.
-
-        ``kinds`` names the registration tables touched (``manifests``, ``view_sorts``, ...),
-        so detection or views can rebuild. Called on the loop; must not raise or block.
-        """
-        self._listeners.append(listener)
 
     # -- queries ----------------------------------------------------------------------------
 
@@ -649,13 +650,12 @@ class PluginHost:
     # -- registration changes ---------------------------------------------------------------
 
     def _changed(self, plugin: Plugin, kinds: set[str]) -> None:
-        if not kinds:
+        if not kinds or self._publish is None:
             return
-        for listener in list(self._listeners):
-            try:
-                listener(plugin.plugin_id, kinds)
-            except Exception:
-                log.exception("plugin change listener failed")
+        try:
+            self._publish(PluginRegistrationsChanged(plugin.plugin_id, frozenset(kinds)))
+        except Exception:
+            log.exception("publishing the registration change of %s failed", plugin.plugin_id)
 
     # -- hot reload -------------------------------------------------------------------------
 

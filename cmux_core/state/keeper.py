@@ -36,11 +36,10 @@ import orjson
 from cmux_core.agents.events import SurfaceAgentDetected
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.agents.views import AgentView, AgentViewChanged, ViewBook, ViewPlugins
-from cmux_core.events import Event, EventHub
+from cmux_core.events import Event
 from cmux_core.model.events import PaneClosed, PaneExited
 from cmux_core.model.mux import Mux
 from cmux_core.model.notifications import NotificationBook
-from cmux_core.model.tree import Pane
 from cmux_core.state import store
 from cmux_core.state.capture import ResumeFor, capture
 from cmux_core.state.restore import RestoreFailed, restore
@@ -61,11 +60,13 @@ class SessionKeeper:
     reads it from the agent's manifest). ``text_lines``: how many lines of each terminal's
     text the save at stop records (0: none). ``notifications``: the book whose
     notifications are saved and restored too. Call :meth:`restore` once, into the empty
-    mux, then :meth:`start`; :meth:`stop` saves for the last time. All on the loop.
+    mux, then :meth:`start`; :meth:`stop` saves for the last time. The composition root
+    hands it every event, pane output and client request (the ``*_seen`` methods). All on
+    the loop.
     """
 
     def __init__(self, path: Path, mux: Mux, tracker: AgentTracker, views: ViewBook,
-                 plugins: ViewPlugins, events: EventHub, *, resume_for: ResumeFor,
+                 plugins: ViewPlugins, *, resume_for: ResumeFor,
                  restore: bool = True, text_lines: int = 0,
                  notifications: NotificationBook | None = None) -> None:
         self.path = path
@@ -90,7 +91,6 @@ class SessionKeeper:
         self._lock: int | None = None
         self.saves = 0
         """Files written by this keeper."""
-        events.observe(self._on_event)
 
     # -- start ----------------------------------------------------------------------------
 
@@ -162,7 +162,6 @@ class SessionKeeper:
             return
         self._loop = asyncio.get_running_loop()
         self._running = True
-        self.mux.output_listeners.append(self._on_output)
         self._changed(0.0)
 
     async def stop(self) -> None:
@@ -171,8 +170,6 @@ class SessionKeeper:
         if not self._running:
             return
         self._running = False
-        if self._on_output in self.mux.output_listeners:
-            self.mux.output_listeners.remove(self._on_output)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -186,22 +183,29 @@ class SessionKeeper:
 
     # -- triggers ---------------------------------------------------------------------------
 
-    def _on_event(self, event: Event) -> None:
-        if isinstance(event, AgentViewChanged):
-            if event.view is None:
-                self._named.pop(event.client_id, None)
-            else:
-                self._named[event.client_id] = event.view
-        elif isinstance(event, SurfaceAgentDetected):
-            if event.released or event.agent is not None:
-                self._carried.discard(event.surface.uuid)
-        elif isinstance(event, PaneExited):
-            self._carried.discard(event.pane.terminal_surface.uuid)
-        elif isinstance(event, PaneClosed):
-            self._carried.difference_update(s.uuid for s in event.pane.surfaces)
+    def view_changed(self, event: AgentViewChanged) -> None:
+        if event.view is None:
+            self._named.pop(event.client_id, None)
+        else:
+            self._named[event.client_id] = event.view
+
+    def agent_detected(self, event: SurfaceAgentDetected) -> None:
+        """A terminal with an agent to resume has its own agent now, or none."""
+        if event.released or event.agent is not None:
+            self._carried.discard(event.surface.uuid)
+
+    def pane_exited(self, event: PaneExited) -> None:
+        self._carried.discard(event.pane.terminal_surface.uuid)
+
+    def pane_closed(self, event: PaneClosed) -> None:
+        self._carried.difference_update(s.uuid for s in event.pane.surfaces)
+
+    def event_seen(self, event: Event) -> None:
+        """Any event: a save after it."""
         self._changed(EVENT_DELAY_S)
 
-    def _on_output(self, pane: Pane) -> None:
+    def output_seen(self) -> None:
+        """Pane output: a check after it (a shell's ``cd`` publishes no event)."""
         self._changed(OUTPUT_DELAY_S)
 
     def request_seen(self) -> None:

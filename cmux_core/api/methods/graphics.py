@@ -470,7 +470,7 @@ class Viewer:
                 and self.session.ending is None)
 
     async def run(self) -> None:
-        self.book.listeners.append(self.on_change)
+        self.book.watch(self.on_change)
         pane = self.session.pane
         try:
             while self.attached():
@@ -509,8 +509,7 @@ class Viewer:
                     async with asyncio.timeout(self.RECHECK_S):
                         await self.wake.wait()
         finally:
-            with contextlib.suppress(ValueError):
-                self.book.listeners.remove(self.on_change)
+            self.book.unwatch(self.on_change)
             self.book.cell_sizes.pop(self.peer.client_id, None)
             self.book.file_readers.pop(self.peer.client_id, None)
 
