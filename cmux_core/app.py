@@ -219,6 +219,7 @@ class App:
         :class:`~cmux_core.api.server.SocketPathError` when the path is unsafe or unusable.
         """
         loop = asyncio.get_running_loop()
+        # A fact of the run, not a connection: the app may be built before its loop exists.
         self.info.event_loop = ("uvloop" if type(loop).__module__.startswith("uvloop")
                                 else "asyncio")
         for sig in (signal.SIGINT, signal.SIGTERM):
