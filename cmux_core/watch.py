@@ -430,8 +430,9 @@ def _difference(before: Snapshot, after: Snapshot) -> list[tuple[Change, str]]:
 async def poll(roots: Iterable[Path], *, recursive: bool, keep: Keep, stop: asyncio.Event,
                interval: float | None = None) -> AsyncGenerator[Batch, None]:
     """:func:`watch` by scanning ``roots`` every ``interval`` seconds (default
-    :data:`POLL_INTERVAL_S`): for a machine without inotify. The same batches, except that a file written twice within one interval is
-    one change and directories report no ``modified``."""
+    :data:`POLL_INTERVAL_S`): for a machine without inotify. The same batches, except
+    that a file written twice within one interval is one change and directories report
+    no ``modified``."""
     paths = [Path(r) for r in roots]
     every = POLL_INTERVAL_S if interval is None else interval
     before = await asyncio.to_thread(_snapshot, paths, recursive)
