@@ -64,20 +64,15 @@ from cmux_core.agents.authority import (
     SessionRef,
     SourceDeclaration,
     decide,
-    declarations_from,
     hook_speaks,
 )
 from cmux_core.agents.events import PaneAgentStatusChanged, WorkspaceMetadataUpdated
-from cmux_core.agents.launch import LAUNCH_SETTLE_S, LAUNCH_TIMEOUT_S, Launch
+from cmux_core.agents.launch import LAUNCH_TIMEOUT_S, Launch
 from cmux_core.agents.metadata import (
-    MAX_SEQUENCED_TOKEN_SOURCES,
-    MAX_TOKENS,
     ExpiryTimers,
     MetadataPatch,
     MetadataStore,
     PresentationEntry,
-    Presented,
-    Token,
     deadline_after,
     effective_presentation,
 )
@@ -102,13 +97,7 @@ from cmux_core.model.events import (
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane, Surface, Tab, Workspace
 
-__all__ = [
-    "ATTENTION", "LAUNCH_SETTLE_S", "LAUNCH_TIMEOUT_S", "MAX_SEQUENCED_TOKEN_SOURCES",
-    "MAX_TOKENS", "REACQUIRE_SUPPRESS_S", "AgentRecord", "AgentState", "AgentStatus",
-    "AgentTracker", "Authority", "HookAuthority", "Launch", "MetadataPatch", "MetadataStore",
-    "PresentationEntry", "Presented", "ScreenReport", "SessionRef", "SourceDeclaration",
-    "StatusSource", "Token", "declarations_from",
-]
+__all__ = ["REACQUIRE_SUPPRESS_S", "AgentTracker"]
 
 AgentTarget = Pane | Surface
 """What the tracker's methods take: a terminal surface, or a pane meaning the terminal it
