@@ -80,10 +80,10 @@ from cmux_core.agents.publish import AgentPublisher, Snapshot
 from cmux_core.agents.record import (
     ATTENTION,
     AgentRecord,
-    AgentState,
     AgentStatus,
     StatusSource,
 )
+from cmux_core.detect.manifest import AgentState
 from cmux_core.errors import CmuxError
 from cmux_core.events import Event, EventHub
 from cmux_core.model.events import (
