@@ -8,10 +8,15 @@ herdr's sixteen official ``herdr:<integration>`` sources, so herdr's own hook sc
 in our panes under herdr's rules: six own the agent's lifecycle, the others carry only a
 session reference.
 
-A ``lifecycle`` authority speaks while its agent's process is detected, and no screen
-overrides it; a ``custom`` (undeclared) one speaks at once, but a live permission prompt
-of the same known agent on screen, newer than the report, is ``blocked``. ``shared`` is
-hooks and screen together (:func:`shared_state`):
+A ``lifecycle`` authority owns idle/working/blocked while its agent's process is detected:
+no screen overrides it and screen detection is skipped. A ``session`` source's report only
+records the session reference; the screen keeps deciding the state. A ``custom``
+(undeclared) one speaks at once, but a live permission prompt of the same known agent on
+screen, newer than the report, is ``blocked``. For every kind, a report's TTL (``ttl_ms``)
+is its deadline, past which its state no longer counts, and a report from a subagent never
+moves the state.
+
+``shared`` is hooks and screen together (:func:`shared_state`):
 
 * a permission dialog on screen (``blocked`` with ``visible_blocker``) is ``blocked``,
   whatever the hook said;

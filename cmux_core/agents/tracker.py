@@ -18,16 +18,10 @@ Three kinds of signal feed a terminal's record:
 * the terminal's own process exiting (the ``pane_exited`` event).
 
 Authority is data, not names: a report's ``(source, agent)`` pair is looked up among the
-integrations plugins declared (:class:`SourceDeclaration`). A ``lifecycle`` source owns
-idle/working/blocked while its agent process is detected, and screen detection is skipped;
-a ``session`` source only records the session reference; a ``shared`` source and the
-screen decide together (:mod:`cmux_core.agents.authority`); any undeclared (custom) source
-owns the state at once, except that a live, visible blocker on the screen of the same
-known agent still wins. herdr's official ``herdr:<integration>`` sources keep herdr's
-meaning. A report may carry a TTL, past which its state no longer counts; a report from a
-subagent never moves the state. The arbitration itself is
-:func:`cmux_core.agents.authority.decide`. Every status carries its provenance: which signal
-set it (``hook``, ``screen``, ``process_exit``, ``release``), its source and when.
+integrations plugins declared (:class:`SourceDeclaration`), and the rules by which a report
+and the screen decide the state together are :mod:`cmux_core.agents.authority`'s
+(:func:`~cmux_core.agents.authority.decide`). Every status carries its provenance: which
+signal set it (``hook``, ``screen``, ``process_exit``, ``release``), its source and when.
 
 Public status adds ``done`` (idle and not yet seen) to the state; a server-global
 ``state_change_seq`` numbers effective state changes. Metadata (tokens with TTLs, and
