@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from cmux_core import __version__
+from cmux_core.agents.authority import SessionRef, declarations_from
 from cmux_core.agents.scheduler import DetectionScheduler
-from cmux_core.agents.tracker import AgentTracker, SessionRef, declarations_from
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.agents.views import ViewBook
 from cmux_core.api import wire
 from cmux_core.api.context import Call, ServerInfo, Services

@@ -8,7 +8,7 @@ A saved layout is one JSON file, ``$XDG_CONFIG_HOME/cmux/layouts/<name>.json``
      "workspace": {"title": "api", "layout": <cmux layout node>}}
 
 ``workspace.layout`` is the tree ``workspace.create {layout}`` takes (see
-:mod:`cmux_core.model.cmux_layout`): saving describes the workspace's active tab, and
+:mod:`cmux_core.model.cmux_v2_layout`): saving describes the workspace's active tab, and
 opening builds a new workspace from it, so a file written by hand opens the same way.
 A name is 1-128 characters, not starting with ``.``, without ``/``, NUL or control
 characters. Files are written whole (a temporary file renamed over the old one).
@@ -37,7 +37,7 @@ from cmux_core.api.methods.workspace import (
 from cmux_core.config import config_dir
 from cmux_core.errors import CmuxError, InvalidParams, NotFound
 from cmux_core.hookspecs import Params
-from cmux_core.model import cmux_layout
+from cmux_core.model import cmux_v2_layout as cmux_layout
 
 methods = MethodTable()
 
