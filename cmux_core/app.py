@@ -26,7 +26,7 @@ from cmux_core.api import wire
 from cmux_core.api.context import Call, ServerInfo, Services
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.methods import register_core_methods
-from cmux_core.api.server import Server, ServerAlreadyRunning, SocketPathError
+from cmux_core.api.server import Server
 from cmux_core.config import Settings, session_file
 from cmux_core.detect.registry import ManifestRegistry
 from cmux_core.events import Event, EventHub
@@ -39,14 +39,13 @@ from cmux_core.model.mux import Mux
 from cmux_core.model.notifications import NotificationBook
 from cmux_core.plugin_host.events import PluginUnloaded
 from cmux_core.plugin_host.host import PluginHost
+from cmux_core.socket_safety import ServerAlreadyRunning, SocketPathError
 from cmux_core.state import SessionKeeper
 from cmux_core.terminal.process import Terminal
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "App", "LoopMonitor", "ServerAlreadyRunning", "loop_factory", "method_schema", "serve",
-]
+__all__ = ["App", "LoopMonitor", "loop_factory", "method_schema", "serve"]
 
 
 def method_schema() -> dict[str, Any]:
@@ -140,8 +139,9 @@ class App:
         workspace), start detection and the session's saving.
 
         Plugins are loaded before the socket accepts connections, so no request sees half of
-        them. Raises :class:`ServerAlreadyRunning` when a live server answers on the path and
-        :class:`~cmux_core.api.server.SocketPathError` when the path is unsafe or unusable.
+        them. Raises :class:`~cmux_core.socket_safety.ServerAlreadyRunning` when a live
+        server answers on the path and :class:`~cmux_core.socket_safety.SocketPathError`
+        when the path is unsafe or unusable.
         """
         loop = asyncio.get_running_loop()
         self.info.event_loop = ("uvloop" if type(loop).__module__.startswith("uvloop")
