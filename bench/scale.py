@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from cmux_core.agents.scheduler import SAFETY_QUIET_S, STARTUP_GRACE_S
-from cmux_core.app import LoopMonitor
+from cmux_core.api.loop_monitor import LoopMonitor
 from cmux_core.errors import CmuxError
 
 from .cmux import CmuxSide, python_argv

@@ -13,22 +13,23 @@ import functools
 import logging
 import signal
 import sys
-from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from cmux_core import __version__
+from cmux_core.agents.authority import SessionRef, declarations_from
 from cmux_core.agents.events import SurfaceAgentDetected
 from cmux_core.agents.scheduler import DetectionScheduler
-from cmux_core.agents.tracker import AgentTracker, SessionRef, declarations_from
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.agents.views import AgentViewChanged, ViewBook
 from cmux_core.api import wire
 from cmux_core.api.attach import AttachBook
 from cmux_core.api.context import Call, ServerInfo, Services
 from cmux_core.api.dispatch import MethodTable
+from cmux_core.api.loop_monitor import LoopMonitor
 from cmux_core.api.methods import register_core_methods
-from cmux_core.api.server import Connection, Server, ServerAlreadyRunning, SocketPathError
+from cmux_core.api.server import Connection, Server
 from cmux_core.config import Settings, session_file
 from cmux_core.detect.registry import ManifestRegistry, ReloadReport
 from cmux_core.events import Event, EventHub, Published
@@ -53,14 +54,13 @@ from cmux_core.model.notifications import NotificationBook
 from cmux_core.model.tree import Pane, Surface
 from cmux_core.plugin_host.events import PluginRegistrationsChanged, PluginUnloaded
 from cmux_core.plugin_host.host import PluginHost
+from cmux_core.socket_safety import ServerAlreadyRunning, SocketPathError
 from cmux_core.state import SessionKeeper
 from cmux_core.terminal.process import Terminal
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "App", "LoopMonitor", "ServerAlreadyRunning", "loop_factory", "method_schema", "serve",
-]
+__all__ = ["App", "loop_factory", "method_schema", "serve"]
 
 
 def method_schema() -> dict[str, Any]:
@@ -215,8 +215,9 @@ class App:
         workspace), start detection and the session's saving.
 
         Plugins are loaded before the socket accepts connections, so no request sees half of
-        them. Raises :class:`ServerAlreadyRunning` when a live server answers on the path and
-        :class:`~cmux_core.api.server.SocketPathError` when the path is unsafe or unusable.
+        them. Raises :class:`~cmux_core.socket_safety.ServerAlreadyRunning` when a live
+        server answers on the path and :class:`~cmux_core.socket_safety.SocketPathError`
+        when the path is unsafe or unusable.
         """
         loop = asyncio.get_running_loop()
         # A fact of the run, not a connection: the app may be built before its loop exists.
@@ -268,82 +269,16 @@ async def _reap(terms: list[Terminal]) -> None:
         terms = [t for t in terms if not t.process_done]
 
 
-class LoopMonitor:
-    """Measures how late the event loop runs a timer: the worst stall any client saw.
-
-    While armed, one wake-up every :attr:`interval` seconds; keeps the last ``keep``
-    lateness samples. Each request pokes it (:meth:`poke`); it disarms itself after
-    :attr:`linger` seconds without one, so an idle server is not woken by it.
-    """
-
-    def __init__(self, interval: float = 0.1, keep: int = 600, linger: float = 5.0) -> None:
-        self.interval = interval
-        self.linger = linger
-        self.samples: deque[float] = deque(maxlen=keep)
-        self.worst = 0.0
-        self._handle: asyncio.TimerHandle | None = None
-        self._due = 0.0
-        self._poked = 0.0
-        self._running = False
-
-    def start(self) -> None:
-        self._running = True
-        self.poke()
-
-    def stop(self) -> None:
-        self._running = False
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-
-    def poke(self) -> None:
-        """Something happened that a client waits on: measure for the next while."""
-        if not self._running:
-            return
-        loop = asyncio.get_running_loop()
-        self._poked = loop.time()
-        if self._handle is None:
-            self._due = self._poked + self.interval
-            self._handle = loop.call_at(self._due, self._tick)
-
-    def _tick(self) -> None:
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        late = max(0.0, now - self._due)
-        self.samples.append(late)
-        self.worst = max(self.worst, late)
-        if now - self._poked > self.linger:
-            self._handle = None
-            return
-        self._due = now + self.interval
-        self._handle = loop.call_at(self._due, self._tick)
-
-    def summary(self) -> dict[str, float]:
-        ordered = sorted(self.samples)
-        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else 0.0
-        return {"max_ms": round(self.worst * 1000, 3), "p99_ms": round(p99 * 1000, 3),
-                "recent_max_ms": round((ordered[-1] if ordered else 0.0) * 1000, 3)}
-
-
 async def _run(settings: Settings, socket_path: Path, session: str | None,
-               announce: bool) -> int:
+               on_ready: Callable[[App], None] | None) -> int:
     app = App(settings, socket_path, session=session)
     try:
         await app.start()
     except (ServerAlreadyRunning, SocketPathError) as exc:
         print(f"cmux: {exc}", file=sys.stderr)
         return 1
-    if announce:
-        pane = app.mux.focused_pane()
-        backend = pane.terminal.emulator.backend if pane else settings.emulator
-        bin_dir = Path(sys.executable).parent
-        print(f"cmux {app.info.version} listening on {socket_path} "
-              f"(area {settings.columns}x{settings.rows}, {backend} screens, pane "
-              f"{pane.id if pane else '-'} running {settings.shell})\n"
-              "In another shell:\n"
-              f"  export CMUX_SOCKET_PATH={socket_path} PATH={bin_dir}:$PATH\n"
-              "  cmux ping && cmux workspace list && cmux pane list\n"
-              "Stop with Ctrl-C or `cmux server stop`.", flush=True)
+    if on_ready is not None:
+        on_ready(app)
     await app.run_until_stopped()
     return 0
 
@@ -369,12 +304,13 @@ def loop_factory(choice: str) -> LoopFactory | None:
 
 
 def serve(settings: Settings, socket_path: Path, *, session: str | None = None,
-          announce: bool = True) -> int:
-    """Serve in the foreground; returns the process exit code."""
+          on_ready: Callable[[App], None] | None = None) -> int:
+    """Serve in the foreground; returns the process exit code. ``on_ready`` is called on
+    the app's loop with the app once it has started (``cmux serve`` prints its banner)."""
     try:
         factory = loop_factory(settings.event_loop)
     except ValueError as exc:
         print(f"cmux: {exc}", file=sys.stderr)
         return 1
     with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(_run(settings, socket_path, session, announce))
+        return runner.run(_run(settings, socket_path, session, on_ready))

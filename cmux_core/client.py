@@ -4,8 +4,9 @@ request at a time, so replies match requests by order and by ``id``. Right after
 connecting, both ask the kernel who the server is (``SO_PEERCRED``) and refuse, before
 sending anything, a server that runs as another uid.
 
-The module itself uses only the standard library, so hook scripts can use it
-(importing the package also loads ``pluggy`` for the plugin marker, nothing heavier).
+The module and the base modules it imports use only the standard library, so hook
+scripts can use it (importing the package also loads ``pluggy`` for the plugin marker,
+nothing heavier).
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ import itertools
 import json
 import os
 import socket
-import struct
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 from cmux_core.errors import CmuxError
+from cmux_core.socket_safety import peer_credentials
 
 DEFAULT_TIMEOUT = 30.0
 CLIENT_DEFAULT = -1.0
@@ -43,11 +44,10 @@ def _check_server(sock: socket.socket, path: str) -> None:
     """Raise CmuxError ``untrusted_server`` when the process listening at ``sock``'s other
     end runs as another uid than this process, or cannot be identified."""
     try:
-        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        uid = peer_credentials(sock).uid
     except OSError as exc:
         raise CmuxError("untrusted_server", f"cannot tell who runs the server at {path} "
                         f"({exc.strerror}); nothing was sent", {"path": path}) from None
-    _pid, uid, _gid = struct.unpack("3i", creds)
     if uid != os.getuid():
         raise CmuxError("untrusted_server", f"the server at {path} runs as uid {uid}, not as "
                         f"uid {os.getuid()}; nothing was sent", {"path": path, "uid": uid})

@@ -201,16 +201,10 @@ def cmux_register_integrations(register: RegisterIntegration) -> None:
       as they are).
 
     ``source``, ``agent`` and ``authority`` declare what the integration's hook reports
-    (``pane.report_agent`` with that ``source`` for that ``agent``) may decide:
-    ``"lifecycle"`` — the hook owns idle/working/blocked while the agent's process runs and
-    screen detection is skipped; ``"session"`` — only the session reference is taken, the
-    screen keeps deciding the state; ``"shared"`` — hooks and screen together: a reported
-    ``working`` is taken at once, but the screen keeps the last word on ``blocked`` (a
-    permission dialog on screen is blocked whatever the hook said) and on interrupts and
-    idle (a reported ``working`` the screen contradicts yields within a second); a reported
-    ``blocked`` with no dialog on screen holds for ``state_ttl_ms`` (default 30000) at most.
-    Sources nobody declares own the state at once, with a live permission prompt on screen
-    still winning.
+    (``pane.report_agent`` with that ``source`` for that ``agent``) may decide: ``authority``
+    is ``"lifecycle"``, ``"session"`` or ``"shared"``, and ``state_ttl_ms`` bounds a
+    ``shared`` report's ``blocked`` that the screen does not confirm. What each authority
+    decides is in docs/agents.md, "Authority" (the rules: :mod:`cmux_core.agents.authority`).
 
     Called once when the plugin is loaded. Do not install anything here.
     """

@@ -11,7 +11,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from cmux_core.agents.tracker import AgentTracker, ScreenReport, SourceDeclaration
+from cmux_core.agents.authority import ScreenReport, SourceDeclaration
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.app import connect_agents
 from cmux_core.config import Settings
@@ -49,7 +50,7 @@ def test_session_source_keeps_only_the_session() -> None:
         t.set_detected(pane, "claude")
         t.publish_screen(pane, ScreenReport("working", visible_working=True,
                                             matched_rule="busy"))
-        from cmux_core.agents.tracker import SessionRef
+        from cmux_core.agents.authority import SessionRef
         ref = SessionRef("plug:claude", "claude", "id", "s-1")
         assert t.report_agent(pane, source="plug:claude", agent="claude", state="idle",
                               session=ref)

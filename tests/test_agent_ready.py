@@ -21,8 +21,8 @@ import pytest
 from conftest import Api
 from fake_agent import agent_argv, manifest_server, write_agent, write_manifests
 
+from cmux_core.agents.launch import LAUNCH_SETTLE_S
 from cmux_core.agents.scheduler import STARTUP_GRACE_S
-from cmux_core.agents.tracker import LAUNCH_SETTLE_S
 from cmux_core.testing import ServerProcess, wait_until
 
 AGENT_SCRIPT = textwrap.dedent("""\

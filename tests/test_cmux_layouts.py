@@ -189,7 +189,7 @@ def test_a_spawn_failure_midway_closes_what_was_started(tmp_path: Path) -> None:
     from cmux_core.config import Settings
     from cmux_core.errors import CmuxError
     from cmux_core.events import Event, EventHub
-    from cmux_core.model import cmux_layout
+    from cmux_core.model import cmux_v2_layout
     from cmux_core.model.mux import Mux
 
     def shells() -> list[str]:
@@ -211,12 +211,12 @@ def test_a_spawn_failure_midway_closes_what_was_started(tmp_path: Path) -> None:
         events.observe(Event, published.append)
         mux = Mux(Settings(shell="/bin/sh"), events, "/nonexistent.sock")
         (tmp_path / "gone").mkdir()
-        spec = cmux_layout.parse(split("vertical", term(), split("horizontal", term(),
-                                                               term(cwd="gone"))),
-                                 str(tmp_path))
+        spec = cmux_v2_layout.parse(split("vertical", term(), split("horizontal", term(),
+                                                                  term(cwd="gone"))),
+                                    str(tmp_path))
         (tmp_path / "gone").rmdir()
         try:
-            cmux_layout.build(mux, spec, window=None, cwd=str(tmp_path))
+            cmux_v2_layout.build(mux, spec, window=None, cwd=str(tmp_path))
         except CmuxError as exc:
             assert exc.code == "workspace_create_failed" and "gone" in exc.message
         else:

@@ -28,8 +28,8 @@ from fake_agent import (
     write_manifests,
 )
 
-from cmux_core.agents.authority import SHARED_CONFIRM_S, SourceDeclaration
-from cmux_core.agents.tracker import AgentTracker, ScreenReport, SessionRef
+from cmux_core.agents.authority import SHARED_CONFIRM_S, ScreenReport, SessionRef, SourceDeclaration
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.app import connect_agents
 from cmux_core.config import Settings

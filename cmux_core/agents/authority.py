@@ -8,10 +8,15 @@ herdr's sixteen official ``herdr:<integration>`` sources, so herdr's own hook sc
 in our panes under herdr's rules: six own the agent's lifecycle, the others carry only a
 session reference.
 
-A ``lifecycle`` authority speaks while its agent's process is detected, and no screen
-overrides it; a ``custom`` (undeclared) one speaks at once, but a live permission prompt
-of the same known agent on screen, newer than the report, is ``blocked``. ``shared`` is
-hooks and screen together (:func:`shared_state`):
+A ``lifecycle`` authority owns idle/working/blocked while its agent's process is detected:
+no screen overrides it and screen detection is skipped. A ``session`` source's report only
+records the session reference; the screen keeps deciding the state. A ``custom``
+(undeclared) one speaks at once, but a live permission prompt of the same known agent on
+screen, newer than the report, is ``blocked``. For every kind, a report's TTL (``ttl_ms``)
+is its deadline, past which its state no longer counts, and a report from a subagent never
+moves the state.
+
+``shared`` is hooks and screen together (:func:`shared_state`):
 
 * a permission dialog on screen (``blocked`` with ``visible_blocker``) is ``blocked``,
   whatever the hook said;
@@ -40,6 +45,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from cmux_core.detect.manifest import AgentState
+
 __all__ = [
     "HERDR_DECLARATIONS", "SHARED_BLOCKED_TTL_S", "SHARED_CONFIRM_S", "Authority", "Decision",
     "HookAuthority", "ScreenReport", "SessionRef", "SharedVerdict", "SourceDeclaration", "decide",
@@ -47,7 +54,6 @@ __all__ = [
 ]
 
 Authority = Literal["lifecycle", "session", "shared"]
-State = Literal["idle", "working", "blocked", "unknown"]
 
 SHARED_CONFIRM_S = 0.75
 """How long a ``shared`` hook's ``working`` stands against a screen showing the agent idle."""
@@ -105,7 +111,7 @@ HERDR_DECLARATIONS: tuple[SourceDeclaration, ...] = (
 class ScreenReport:
     """One published screen classification (detection's fallback state) and its evidence."""
 
-    state: State
+    state: AgentState
     visible_idle: bool = False
     visible_blocker: bool = False
     visible_working: bool = False
@@ -141,7 +147,7 @@ class HookAuthority:
 
     source: str
     agent: str
-    state: State
+    state: AgentState
     kind: Literal["lifecycle", "shared", "custom"]
     message: str | None = None
     custom_status: str | None = None
@@ -160,13 +166,13 @@ class SharedVerdict:
     ``overrides``: the screen's evidence overrode the report, which is thereby spent.
     """
 
-    state: State
+    state: AgentState
     from_screen: bool
     recheck_at: float | None = None
     overrides: bool = False
 
 
-def shared_state(reported: State, reported_at: float, expires_at: float | None,
+def shared_state(reported: AgentState, reported_at: float, expires_at: float | None,
                  screen: ScreenReport | None, now: float, *, spent: bool = False
                  ) -> SharedVerdict:
     """Arbitrate a ``shared`` authority's ``reported`` state against ``screen`` at ``now``.
@@ -210,7 +216,7 @@ class Decision:
     when it may change without a new signal. ``spends_report``: the screen overrode the
     ``shared`` report, which the caller marks :attr:`HookAuthority.spent`."""
 
-    state: State
+    state: AgentState
     source: Literal["hook", "screen", "none"]
     detail: str | None = None
     recheck_at: float | None = None

@@ -1,4 +1,5 @@
-"""What the tracker keeps for one terminal surface: its :class:`AgentRecord`, and the state words.
+"""What the tracker keeps for one terminal surface: its :class:`AgentRecord`, and the status words
+(the state itself is :data:`cmux_core.detect.manifest.AgentState`).
 
 The record is plain data, created and changed only by
 :class:`~cmux_core.agents.tracker.AgentTracker` on the event loop; the rules that move it are
@@ -13,11 +14,11 @@ from typing import Literal
 from cmux_core.agents.authority import HookAuthority, ScreenReport, SessionRef
 from cmux_core.agents.launch import Launch
 from cmux_core.agents.metadata import MetadataStore, PresentationEntry
+from cmux_core.detect.manifest import AgentState
 
-__all__ = ["ATTENTION", "AgentRecord", "AgentState", "AgentStatus", "StatusSource"]
+__all__ = ["ATTENTION", "AgentRecord", "AgentStatus", "StatusSource"]
 
-AgentState = Literal["idle", "working", "blocked", "unknown"]
-AgentStatus = Literal["idle", "working", "blocked", "done", "unknown"]
+AgentStatus = Literal[AgentState, "done"]
 StatusSource = Literal["none", "hook", "screen", "process_exit", "release"]
 
 ATTENTION: dict[str, int] = {"blocked": 4, "done": 3, "working": 2, "idle": 1, "unknown": 0}

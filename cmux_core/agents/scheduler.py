@@ -45,8 +45,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cmux_core.agents.authority import ScreenReport
 from cmux_core.agents.events import ServerManifestsReloaded
-from cmux_core.agents.tracker import ScreenReport
 from cmux_core.detect.engine import Classification, ScreenInput, classify, explain
 from cmux_core.detect.identify import Identity, identify_group
 from cmux_core.detect.manifest import Manifest

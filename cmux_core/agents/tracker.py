@@ -18,16 +18,10 @@ Three kinds of signal feed a terminal's record:
 * the terminal's own process exiting (the ``pane_exited`` event).
 
 Authority is data, not names: a report's ``(source, agent)`` pair is looked up among the
-integrations plugins declared (:class:`SourceDeclaration`). A ``lifecycle`` source owns
-idle/working/blocked while its agent process is detected, and screen detection is skipped;
-a ``session`` source only records the session reference; a ``shared`` source and the
-screen decide together (:mod:`cmux_core.agents.authority`); any undeclared (custom) source
-owns the state at once, except that a live, visible blocker on the screen of the same
-known agent still wins. herdr's official ``herdr:<integration>`` sources keep herdr's
-meaning. A report may carry a TTL, past which its state no longer counts; a report from a
-subagent never moves the state. The arbitration itself is
-:func:`cmux_core.agents.authority.decide`. Every status carries its provenance: which signal
-set it (``hook``, ``screen``, ``process_exit``, ``release``), its source and when.
+integrations plugins declared (:class:`SourceDeclaration`), and the rules by which a report
+and the screen decide the state together are :mod:`cmux_core.agents.authority`'s
+(:func:`~cmux_core.agents.authority.decide`). Every status carries its provenance: which
+signal set it (``hook``, ``screen``, ``process_exit``, ``release``), its source and when.
 
 Public status adds ``done`` (idle and not yet seen) to the state; a server-global
 ``state_change_seq`` numbers effective state changes. Metadata (tokens with TTLs, and
@@ -64,20 +58,15 @@ from cmux_core.agents.authority import (
     SessionRef,
     SourceDeclaration,
     decide,
-    declarations_from,
     hook_speaks,
 )
 from cmux_core.agents.events import PaneAgentStatusChanged, WorkspaceMetadataUpdated
-from cmux_core.agents.launch import LAUNCH_SETTLE_S, LAUNCH_TIMEOUT_S, Launch
+from cmux_core.agents.launch import LAUNCH_TIMEOUT_S, Launch
 from cmux_core.agents.metadata import (
-    MAX_SEQUENCED_TOKEN_SOURCES,
-    MAX_TOKENS,
     ExpiryTimers,
     MetadataPatch,
     MetadataStore,
     PresentationEntry,
-    Presented,
-    Token,
     deadline_after,
     effective_presentation,
 )
@@ -85,10 +74,10 @@ from cmux_core.agents.publish import AgentPublisher, Snapshot
 from cmux_core.agents.record import (
     ATTENTION,
     AgentRecord,
-    AgentState,
     AgentStatus,
     StatusSource,
 )
+from cmux_core.detect.manifest import AgentState
 from cmux_core.errors import CmuxError
 from cmux_core.events import EventHub
 from cmux_core.model.events import (
@@ -102,13 +91,7 @@ from cmux_core.model.events import (
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane, Surface, Tab, Workspace
 
-__all__ = [
-    "ATTENTION", "LAUNCH_SETTLE_S", "LAUNCH_TIMEOUT_S", "MAX_SEQUENCED_TOKEN_SOURCES",
-    "MAX_TOKENS", "REACQUIRE_SUPPRESS_S", "AgentRecord", "AgentState", "AgentStatus",
-    "AgentTracker", "Authority", "HookAuthority", "Launch", "MetadataPatch", "MetadataStore",
-    "PresentationEntry", "Presented", "ScreenReport", "SessionRef", "SourceDeclaration",
-    "StatusSource", "Token", "declarations_from",
-]
+__all__ = ["REACQUIRE_SUPPRESS_S", "AgentTracker"]
 
 AgentTarget = Pane | Surface
 """What the tracker's methods take: a terminal surface, or a pane meaning the terminal it

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Protocol
 
-from cmux_core.agents.tracker import ATTENTION
+from cmux_core.agents.record import ATTENTION
 from cmux_core.errors import CmuxError
 from cmux_core.events import Event, EventHub
 from cmux_core.model.mux import Mux

@@ -17,9 +17,6 @@ import itertools
 import logging
 import os
 import select
-import socket
-import stat
-import struct
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,9 +34,14 @@ from cmux_core.api.framing import (
     encode_success,
     parse_line,
 )
-from cmux_core.config import socket_dirs
 from cmux_core.errors import CmuxError, Disconnected, InternalError
 from cmux_core.events import EventHub, Subscriber
+from cmux_core.socket_safety import (
+    SocketPathError,
+    clear_socket_path,
+    peer_credentials,
+    peer_is_own_user,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,14 +50,6 @@ _CLOSED = object()
 _PEER_GONE = "peer disconnected"
 LISTEN_BACKLOG = 4096
 """Pending connections the socket queues; listen() lowers it to ``net.core.somaxconn``."""
-
-
-class ServerAlreadyRunning(RuntimeError):
-    pass
-
-
-class SocketPathError(RuntimeError):
-    """The socket path is unsafe or unusable; the message names the path and why."""
 
 
 class Connection:
@@ -96,11 +90,9 @@ class Connection:
         """The pid of the process that connected (``SO_PEERCRED``); None when unknown."""
         sock = self.writer.get_extra_info("socket")
         try:
-            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                    struct.calcsize("3i"))
+            pid = peer_credentials(sock).pid
         except (AttributeError, OSError):
             return None
-        pid = struct.unpack("3i", creds)[0]
         return pid if pid > 0 else None
 
     async def read_lines(self) -> None:
@@ -371,39 +363,10 @@ class Server:
     async def bind(self) -> None:
         """Make the socket's directory ready and clear a stale socket of ours at the path.
 
-        cmux's own directories (:func:`~cmux_core.config.socket_dirs`) are created 0700; one
-        that exists must be a real directory owned by this uid that group and others cannot
-        write, and is made 0700. Any other directory is created 0700 when missing and
-        otherwise keeps its mode. Every directory on the way to the socket (as named and as
-        resolved) must belong to this uid or root and, when group or others can write it,
-        carry the sticky bit, so no one else can swap the socket. Something already at the
-        path is removed only when it is a socket owned by this uid that no server answers.
-
-        Raises :class:`ServerAlreadyRunning` when a live server answers on the path and
-        :class:`SocketPathError` for anything else that makes the path unsafe or unusable;
-        a refused path is left as it was found.
+        See :func:`~cmux_core.socket_safety.clear_socket_path` for what is checked and
+        what it raises; a refused path is left as it was found.
         """
-        path = Path(os.path.abspath(self.socket_path))
-        try:
-            _prepare_socket_dir(path.parent)
-            if not os.path.lexists(path):
-                return
-            st = os.lstat(path)
-        except OSError as exc:
-            raise SocketPathError(f"cannot use {path}: {exc}") from None
-        if not stat.S_ISSOCK(st.st_mode):
-            raise SocketPathError(f"{path} exists and is {_kind(st.st_mode)}, not a socket; "
-                                  "refusing to remove it (pick another --socket)")
-        if st.st_uid != os.getuid():
-            raise SocketPathError(f"{path} is a socket owned by uid {st.st_uid}, not by uid "
-                                  f"{os.getuid()}; refusing to replace it")
-        if await _socket_is_live(path):
-            raise ServerAlreadyRunning(f"a cmux server is already running on {path}")
-        try:
-            path.unlink()
-        except OSError as exc:
-            raise SocketPathError(f"cannot remove the stale socket {path}: {exc.strerror}"
-                                  ) from None
+        await clear_socket_path(self.socket_path)
 
     async def listen(self) -> None:
         """Start accepting connections on the path :meth:`bind` cleared.
@@ -425,7 +388,7 @@ class Server:
     async def _on_connect(self, reader: asyncio.StreamReader,
                           writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")
-        if sock is None or not _peer_allowed(sock):
+        if sock is None or not peer_is_own_user(sock):
             writer.write(encode_error(None, CmuxError(
                 "forbidden", "connection refused: peer runs as another user or cannot be "
                 "identified")))
@@ -459,90 +422,3 @@ class Server:
     def unlink(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
-
-
-def _peer_allowed(sock: socket.socket) -> bool:
-    """True when the peer process runs as this uid; False when it cannot be told."""
-    try:
-        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    except OSError:
-        return False
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return bool(uid == os.getuid())
-
-
-async def _socket_is_live(path: Path) -> bool:
-    try:
-        _reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(str(path)), 1.0)
-    except (TimeoutError, OSError):
-        return False
-    writer.close()
-    return True
-
-
-def _prepare_socket_dir(directory: Path) -> None:
-    """Check every directory on the way to ``directory``, then create what is missing (0700).
-
-    Raises :class:`SocketPathError` before anything is created or changed.
-    """
-    own = {Path(os.path.abspath(d)) for d in socket_dirs()}
-    missing: list[Path] = []
-    existing = directory
-    while not os.path.lexists(existing):
-        missing.append(existing)
-        existing = existing.parent
-    real = Path(os.path.realpath(existing))
-    for d in [existing, *existing.parents, real, *real.parents]:
-        _check_dir(d, strict=d in own)
-    for d in reversed(missing):
-        try:
-            os.mkdir(d, 0o700)
-        except FileExistsError:
-            _check_dir(d, strict=d in own)  # made by someone else meanwhile
-        except OSError as exc:
-            raise SocketPathError(f"cannot create {d}: {exc.strerror}") from None
-    for d in [directory, *directory.parents]:
-        if d in own:
-            try:
-                os.chmod(d, 0o700)
-            except OSError as exc:
-                raise SocketPathError(f"cannot make {d} private: {exc.strerror}") from None
-
-
-def _check_dir(path: Path, *, strict: bool) -> None:
-    """Refuse a directory (or symlink) on the socket's way that someone else controls.
-
-    ``strict`` (cmux's own directories): a real directory of this uid that group and others
-    cannot write. Otherwise: owned by this uid or root; writable by group or others only
-    with the sticky bit; a symlink owned by this uid or root.
-    """
-    st = os.lstat(path)
-    me = os.getuid()
-    if strict:
-        if not stat.S_ISDIR(st.st_mode):
-            problem = f"is {_kind(st.st_mode)}, not a directory"
-        elif st.st_uid != me:
-            problem = f"is owned by uid {st.st_uid}, not by uid {me}"
-        elif st.st_mode & 0o022:
-            problem = (f"can be written by group or others (mode "
-                       f"{stat.S_IMODE(st.st_mode):04o})")
-        else:
-            return
-        raise SocketPathError(f"unsafe socket directory {path}: it {problem}; remove it and "
-                              "start again")
-    if st.st_uid not in (me, 0):
-        raise SocketPathError(f"unsafe socket path: {path} is owned by uid {st.st_uid}, who "
-                              "could replace the socket; pick another --socket")
-    if (stat.S_ISDIR(st.st_mode) and st.st_mode & 0o022
-            and not st.st_mode & stat.S_ISVTX):
-        raise SocketPathError(f"unsafe socket path: {path} can be written by group or others "
-                              f"(mode {stat.S_IMODE(st.st_mode):04o}) and is not sticky; "
-                              "pick another --socket")
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"),
-                       (stat.S_ISREG, "a regular file"), (stat.S_ISFIFO, "a FIFO")):
-        if test(mode):
-            return name
-    return "a special file"

@@ -41,6 +41,7 @@ from cmux_core.cli.server import (
     add_server_commands,
     add_session_file_options,
     apply_session_file_options,
+    print_banner,
 )
 from cmux_core.cli.session import add_session_commands
 from cmux_core.cli.sidebar import add_sidebar_commands
@@ -86,7 +87,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings.manifests_dirs.extend(Path(p) for p in args.manifests_dir or [])
     apply_session_file_options(args, settings)
     return serve(settings, socket_path(args.socket, args.session), session=args.session,
-                 announce=not args.quiet)
+                 on_ready=None if args.quiet else print_banner)
 
 
 def cmd_call(args: argparse.Namespace) -> int:

@@ -1,14 +1,18 @@
 """``cmux server``: stop the running server or resize its virtual area; and the session file
-options of ``cmux serve``."""
+options and start-up banner of ``cmux serve``."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmux_core.cli.common import AddCommon, Command, Result, add_group, arg, size_arg
 from cmux_core.config import Settings
+
+if TYPE_CHECKING:
+    from cmux_core.app import App
 
 
 def area_params(ns: argparse.Namespace) -> Result:
@@ -46,3 +50,18 @@ def apply_session_file_options(args: argparse.Namespace, settings: Settings) -> 
         settings.restore = False
     if args.state_file:
         settings.state_file = Path(args.state_file).expanduser().absolute()
+
+
+def print_banner(app: App) -> None:
+    """Tell the user of ``cmux serve`` where the started server listens and how to reach it."""
+    settings, socket_path = app.settings, app.socket_path
+    pane = app.mux.focused_pane()
+    backend = pane.terminal.emulator.backend if pane else settings.emulator
+    bin_dir = Path(sys.executable).parent
+    print(f"cmux {app.info.version} listening on {socket_path} "
+          f"(area {settings.columns}x{settings.rows}, {backend} screens, pane "
+          f"{pane.id if pane else '-'} running {settings.shell})\n"
+          "In another shell:\n"
+          f"  export CMUX_SOCKET_PATH={socket_path} PATH={bin_dir}:$PATH\n"
+          "  cmux ping && cmux workspace list && cmux pane list\n"
+          "Stop with Ctrl-C or `cmux server stop`.", flush=True)

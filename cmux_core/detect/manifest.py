@@ -25,6 +25,8 @@ from typing import Any, Literal, cast
 from cmux_core.detect.pattern import Pattern, compile_pattern
 
 AgentState = Literal["idle", "working", "blocked", "unknown"]
+"""An agent's state, the one type for what a rule classifies, a hook reports and a terminal's
+record holds (its public status adds ``done``: :data:`cmux_core.agents.record.AgentStatus`)."""
 
 ENGINE_VERSION = 3
 """Highest ``min_engine_version`` a manifest may ask for."""

@@ -7,8 +7,7 @@ record and state (enabled, linked, blocked; persisted in ``<state dir>/plugins.j
 pluggy manager, and loading, unloading and reloading. Every call into plugin code goes through
 :mod:`cmux_core.plugin_host.calls` (time budget, worker thread, faults, ``CMUX_TRACE_PLUGINS``);
 observer hooks are queued per plugin by :mod:`cmux_core.plugin_host.observers`; the socket
-methods plugins register are answered by :mod:`cmux_core.plugin_host.method_calls`. The public
-names of these modules are re-exported here.
+methods plugins register are answered by :mod:`cmux_core.plugin_host.method_calls`.
 
 Every hookimpl is called by the host itself, one at a time, so one plugin's failure never
 loses another's result (see :mod:`cmux_core.hookspecs` for the calling rules). All loading,
@@ -40,7 +39,7 @@ import pluggy
 from cmux_core import hookspecs
 from cmux_core.detect.registry import ManifestContribution
 from cmux_core.errors import CmuxError, InvalidParams, NotFound
-from cmux_core.plugin_host.calls import HookOutcome, PluginCaller, Publish, describe
+from cmux_core.plugin_host.calls import HookOutcome, PluginCaller, describe
 from cmux_core.plugin_host.events import (
     PluginEvent,
     PluginLoaded,
@@ -48,11 +47,9 @@ from cmux_core.plugin_host.events import (
     PluginUnloaded,
 )
 from cmux_core.plugin_host.loader import (
-    ENTRY_POINT_GROUP,
     STATE_FILE,
     PluginSource,
     PluginState,
-    SourceKind,
     SourceWatcher,
     WatchRoot,
     allowlist_from_env,
@@ -67,8 +64,8 @@ from cmux_core.plugin_host.loader import (
     sources_at,
 )
 from cmux_core.plugin_host.method_calls import InProcessApi, RawParams, method_handler
-from cmux_core.plugin_host.observers import OBSERVER_HOOKS, OBSERVER_QUEUE_LIMIT, ObserverQueues
-from cmux_core.plugin_host.record import FAULT_HISTORY, Plugin, PluginFault, PluginWorker, Status
+from cmux_core.plugin_host.observers import ObserverQueues
+from cmux_core.plugin_host.record import Plugin, PluginWorker, Status
 from cmux_core.plugin_host.registry import (
     CONTRIBUTION_HOOKS,
     GraphicsSource,
@@ -84,12 +81,7 @@ from cmux_core.plugin_host.registry import (
 if TYPE_CHECKING:
     from cmux_core.config import Settings
 
-__all__ = [
-    "CONTRIBUTION_HOOKS", "ENTRY_POINT_GROUP", "FAULT_HISTORY", "OBSERVER_HOOKS",
-    "OBSERVER_QUEUE_LIMIT", "STATE_FILE", "GraphicsSource", "HookOutcome", "Integration",
-    "ManifestContribution", "Plugin", "PluginFault", "PluginHost", "PluginMethod", "PluginSource",
-    "PluginState", "Publish", "Registrations", "SourceKind", "Status", "ViewFilter", "ViewSort",
-]
+__all__ = ["PluginHost"]
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,6 @@ import fcntl
 import json
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -44,6 +43,8 @@ from typing import Any
 
 import tomlkit
 import tomlkit.exceptions
+
+from cmux_core.atomic_file import sync_directory, write_atomically
 
 __all__ = [
     "BACKUP_SUFFIX",
@@ -215,7 +216,7 @@ def remove_file(path: str | os.PathLike[str], *, dry_run: bool = False) -> FileC
             pass
         except OSError as exc:
             raise SettingsError(f"{given}: cannot remove: {exc.strerror or exc}") from exc
-        _fsync_dir(given.parent)
+        sync_directory(given.parent)
     return FileChange(given, before, None)
 
 
@@ -368,27 +369,6 @@ def _locked(target: Path) -> Iterator[None]:
 
 def _atomic_write(target: Path, text: str, mode: int) -> None:
     try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        write_atomically(target, text.encode("utf-8"), mode=mode)
     except OSError as exc:
         raise SettingsError(f"{target}: cannot write: {exc.strerror or exc}") from exc
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(text.encode("utf-8"))
-            out.flush()
-            os.fchmod(out.fileno(), mode)
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise SettingsError(f"{target}: cannot write: {exc.strerror or exc}") from exc
-    _fsync_dir(target.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from cmux_core import ids
+from cmux_core.agents.authority import SessionRef
 from cmux_core.agents.metadata import MetadataStore
-from cmux_core.agents.tracker import AgentTracker, SessionRef
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.agents.views import AgentView
 from cmux_core.model import layout
 from cmux_core.model.arrange import current_cwd

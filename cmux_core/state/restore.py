@@ -37,7 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmux_core import ids
-from cmux_core.agents.tracker import AgentTracker, MetadataPatch, SessionRef
+from cmux_core.agents.authority import SessionRef
+from cmux_core.agents.metadata import MetadataPatch
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.agents.views import AgentView, ViewBook, ViewPlugins, check_plugins, parse_view
 from cmux_core.errors import CmuxError
 from cmux_core.model import layout

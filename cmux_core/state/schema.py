@@ -58,7 +58,7 @@ class _Model(BaseModel):
 
 
 class SessionRefState(_Model):
-    """An agent's native session reference (``agents.tracker.SessionRef``)."""
+    """An agent's native session reference (``agents.authority.SessionRef``)."""
 
     source: Annotated[str, Field(min_length=1)]
     agent: Annotated[str, Field(min_length=1)]

@@ -1,20 +1,21 @@
 """The session file on disk: lock it, read it, write it atomically, set a bad one aside.
 
-A write goes to a temporary file beside the real one (mode 0600, in a directory made
-0700 when missing), is flushed with ``fsync`` and renamed over the file, and the
-directory is synced, so a crash at any moment leaves either the old file or the new
-one, never a mixture. A file that cannot be restored is renamed, not deleted:
-``<name>.json.corrupt-<UTC time>`` or ``<name>.json.future-<UTC time>``.
+A write goes through :func:`~cmux_core.atomic_file.write_atomically` (mode 0600, in a
+directory made 0700 when missing): a temporary file beside the real one, flushed with
+``fsync`` and renamed over it, then the directory synced, so a crash at any moment leaves
+either the old file or the new one, never a mixture. A file that cannot be restored is
+renamed, not deleted: ``<name>.json.corrupt-<UTC time>`` or
+``<name>.json.future-<UTC time>``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import time
 from pathlib import Path
 
+from cmux_core.atomic_file import write_atomically
 from cmux_core.state.schema import MAX_FILE_BYTES, SessionState, StateFileError, parse
 
 
@@ -75,26 +76,5 @@ def write(path: Path, data: bytes) -> None:
     Raises OSError when the directory or file cannot be made or written; the old file
     is then left as it was and no temporary file remains.
     """
-    directory = path.parent
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    temporary = directory / f".{path.name}.{os.getpid()}.tmp"
-    try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    write_atomically(path, data, mode=0o600)

@@ -23,10 +23,11 @@ from typing import Any
 
 from pydantic import Field
 
-from cmux_core.agents.tracker import AgentState, AgentTracker, MetadataPatch, SessionRef
+from cmux_core.agents.tracker import AgentTracker, MetadataPatch, SessionRef
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.agent import STATUS_NAMES, tracker_of
+from cmux_core.detect.manifest import AgentState
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model.tree import Surface

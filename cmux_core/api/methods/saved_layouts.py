@@ -8,7 +8,7 @@ A saved layout is one JSON file, ``$XDG_CONFIG_HOME/cmux/layouts/<name>.json``
      "workspace": {"title": "api", "layout": <cmux layout node>}}
 
 ``workspace.layout`` is the tree ``workspace.create {layout}`` takes (see
-:mod:`cmux_core.model.cmux_layout`): saving describes the workspace's active tab, and
+:mod:`cmux_core.model.cmux_v2_layout`): saving describes the workspace's active tab, and
 opening builds a new workspace from it, so a file written by hand opens the same way.
 A name is 1-128 characters, not starting with ``.``, without ``/``, NUL or control
 characters. Files are written whole (a temporary file renamed over the old one).
@@ -17,8 +17,6 @@ characters. Files are written whole (a temporary file renamed over the old one).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,10 +32,11 @@ from cmux_core.api.methods.workspace import (
     route_workspace,
     trimmed,
 )
+from cmux_core.atomic_file import write_atomically
 from cmux_core.config import config_dir
 from cmux_core.errors import CmuxError, InvalidParams, NotFound
 from cmux_core.hookspecs import Params
-from cmux_core.model import cmux_layout
+from cmux_core.model import cmux_v2_layout as cmux_layout
 
 methods = MethodTable()
 
@@ -88,17 +87,10 @@ def _load(name: str, path: Path) -> dict[str, Any]:
 
 
 def _write(path: Path, doc: dict[str, Any]) -> None:
+    data = (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(doc, f, indent=2, ensure_ascii=False)
-                f.write("\n")
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(path, data)
     except OSError as exc:
         raise _io_error("write", path, exc) from None
 

@@ -22,7 +22,8 @@ from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
-from cmux_core.model import arrange, cmux_layout, windows
+from cmux_core.model import arrange, windows
+from cmux_core.model import cmux_v2_layout as cmux_layout
 from cmux_core.model.events import WorkspaceRenamed
 from cmux_core.model.mux import Mux, spawn_error
 from cmux_core.model.tree import Window, Workspace
@@ -190,7 +191,7 @@ async def workspace_create(call: Call, p: WorkspaceCreateParams) -> Result:
 def create_from_layout(mux: Mux, tree: object, *, window: Window | None, cwd: str | None,
                        label: str | None = None, env: dict[str, str] | None = None,
                        description: str = "", focus: bool = False) -> Workspace:
-    """A workspace built from a cmux layout tree (see :mod:`cmux_core.model.cmux_layout`);
+    """A workspace built from a cmux layout tree (see :mod:`cmux_core.model.cmux_v2_layout`);
     ``invalid_layout`` naming the bad node, and nothing created, when it is malformed."""
     base = cwd or mux.default_cwd()
     spec = cmux_layout.parse(tree, base)

@@ -1,4 +1,5 @@
-"""cmux's workspace layout tree: parse it, build a workspace from it, describe one as it.
+"""The cmux v2 app's workspace layout tree (``workspace.create {layout}``): parse it, build a
+workspace from it, describe one as it.
 
 A node is a split ``{"direction": "horizontal"|"vertical", "split": 0..1, "children":
 [node, node]}`` (``horizontal`` puts the children side by side, ``vertical`` stacks them;
@@ -8,7 +9,7 @@ surface is ``{"type": "terminal", "name"?, "command"?, "cwd"?, "env"?, "focus"?}
 ``name`` is the surface's title (as ``tab.action rename`` gives), ``cwd`` is relative to
 the workspace's directory, ``env`` is added to that terminal's environment, and
 ``command`` is typed into the terminal's shell followed by Enter once it starts. Or it is
-``{"type": "markdown", "path", "name"?, "cwd"?, "focus"?}``: a tab showing the file
+``{"type": "markdown", "path", "name"?, "cwd"?, "focus"?}``: a surface showing the file
 ``path`` (relative to the surface's ``cwd``, else the workspace's directory), which must
 exist; ``name`` defaults to the file name.
 
@@ -217,7 +218,7 @@ def add_surface(mux: Mux, pane: Pane, *, cwd: str, command: list[str] | None,
 
 def _in_spec_order(mux: Mux, pane: Pane, specs: tuple[SurfaceSpec, ...]) -> None:
     """Give ``pane`` (holding the terminals of ``specs``, in order) its markdown
-    surfaces, every tab where ``specs`` puts it; the first tab is selected."""
+    surfaces, each where ``specs`` puts it; the first surface is selected."""
     terminals = iter(list(pane.surfaces))
     ordered: list[Surface] = []
     for spec in specs:
@@ -314,7 +315,7 @@ def build(mux: Mux, spec: Spec, *, window: Window | None, cwd: str,
 
 
 def describe(mux: Mux, tab: Tab) -> dict[str, Any]:
-    """``tab``'s split tree as a cmux layout node: each surface with its title, its
+    """``tab``'s split tree as a cmux v2 layout node: each surface with its title, its
     directory and its command, when it was started with one."""
 
     def node(tree: layout.Node) -> dict[str, Any]:
