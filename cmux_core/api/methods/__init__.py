@@ -1,4 +1,5 @@
-"""Socket method handlers, one module per domain, each with its own ``methods`` table.
+"""Socket method handlers, one module (or package) per method family, each module with its
+own ``methods`` table. Helpers several families use live in :mod:`.shared`.
 
 :func:`register_core_methods` merges them all into the server's table.
 """
@@ -8,29 +9,23 @@ from __future__ import annotations
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.methods import (
     agent,
-    attach,
-    cmux_catalog,
-    detect,
-    graphics,
+    cmux_v2_catalog,
+    events,
     integration,
     layout,
     notification,
     pane,
-    pane_events,
     plugin,
-    report,
-    saved_layouts,
     server,
     surface,
     system,
-    views,
+    tab,
     window,
     workspace,
 )
 
-CORE_MODULES = (server, workspace, pane, layout, system, plugin, views, detect, report, agent,
-                attach, window, saved_layouts, integration, surface, cmux_catalog,
-                notification, graphics, pane_events)
+CORE_MODULES = (server, workspace, tab, *pane.MODULES, layout, system, plugin, agent, window,
+                integration, surface, cmux_v2_catalog, notification, events)
 
 
 def register_core_methods(table: MethodTable) -> None:

@@ -1,13 +1,15 @@
-"""Agent methods: agent targets, start, prompt, waits.
+"""The ``agent.*`` methods: agent targets, start, prompt, waits, ``agent.explain`` and the
+per-client views (``agent.view.*``).
 
 An agent target is one terminal surface (a pane's background tabs included; see
 :func:`~cmux_core.agents.targets.resolve_agent_target`). ``events.wait`` and
-the pane-scoped subscriptions live in ``methods.pane_events``, hook reports and metadata
-in ``methods.report``.
+the pane-scoped subscriptions live in ``methods.events``, hook reports and metadata in
+``methods.pane.reports``.
 
 Waits are woken by hub events, never by a poll, and end cleanly when their client
 disconnects. ``agent.prompt`` and ``agent.send_keys`` to a managed launch that is still
 ``launch_pending`` first wait for it to settle (see :mod:`cmux_core.agents.tracker`).
+
 """
 
 from __future__ import annotations
@@ -17,26 +19,28 @@ import os
 import re
 import shlex
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from cmux_core.agents.scheduler import DetectionScheduler
 from cmux_core.agents.targets import resolve_agent_target
 from cmux_core.agents.tracker import LAUNCH_TIMEOUT_S, AgentStatus, AgentTracker
-from cmux_core.agents.views import project_for
+from cmux_core.agents.views import check_plugins, inactive, parse_source, parse_view, project_for
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.pane import (
-    STRIP_ANSI,
-    ReadSource,
-    read_result,
+from cmux_core.api.methods.shared.reading import STRIP_ANSI, ReadSource, read_result
+from cmux_core.api.methods.shared.waiting import (
+    deadline_of,
+    next_batch,
+    served,
+    tracker_of,
+    watching,
 )
 from cmux_core.errors import CmuxError, WaitTimeout
-from cmux_core.events import EventHub, Published, Subscriber
+from cmux_core.events import Published
 from cmux_core.hookspecs import Params
 from cmux_core.model.events import PaneUpdated
 from cmux_core.model.mux import Mux, spawn_error
@@ -46,32 +50,36 @@ from cmux_core.terminal.process import validate_env
 
 methods = MethodTable()
 
+
 AGENT_NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
-STATUS_NAMES = ("idle", "working", "blocked", "done", "unknown")
+
+
 DEFAULT_UNTIL: tuple[AgentStatus, ...] = ("idle", "done", "blocked")
+
+
 PROMPT_ENTER_DELAY_S = 0.3
 """Pause between a prompt's text and its Enter, so the program sees them as two inputs."""
+
+
 PROMPT_EFFECT_LIMIT_MS = 5000
 """Longest a prompt may go without an observed state change before it counts as stalled."""
+
+
 PROMPT_TAKEN_LIMIT_S = 2.0
 """Without ``wait``: longest ``agent.prompt`` looks for the prompt to be taken after Enter."""
+
+
 PROMPT_SETTLE_S = 0.5
 """Without ``wait``: once the screen changed after Enter, how long detection is given to
 see it (its debounce and the ``working`` -> ``idle`` hold are shorter)."""
+
+
 READY_TIMEOUT_MS = 30000
 """Default bound of the wait for a pending launch in ``agent.prompt``/``agent.send_keys``."""
+
+
 START_TIMEOUT_MS = (3000, 300000)
 """``agent.start`` ``timeout_ms`` must lie in (low, high]."""
-WATCH_KINDS = frozenset({"surface_agent_status_changed", "surface_agent_detected",
-                         "pane_closed", "pane_exited", "pane_moved", "pane_updated"})
-
-
-def tracker_of(call: Call) -> AgentTracker:
-    """The server's tracker (it reads source declarations from the loaded integrations)."""
-    return call.ctx.agents
-
-
-# -- agent targets and plain agent methods ----------------------------------------------
 
 
 class Empty(Params):
@@ -227,9 +235,6 @@ async def agent_send_keys(call: Call, p: AgentSendKeysParams) -> Result:
     return {"type": "ok"}
 
 
-# -- agent.start ---------------------------------------------------------------------------
-
-
 class AgentStartParams(Params):
     name: str
     argv: list[str] | None = None
@@ -350,45 +355,6 @@ def type_into_shell(mux: Mux, tracker: AgentTracker, pane_id: str, argv: list[st
     except CmuxError as exc:
         raise CmuxError("agent_start_input_failed", exc.message) from None
     return pane
-
-
-# -- waits ------------------------------------------------------------------------------
-
-
-@contextmanager
-def watching(events: EventHub, kinds: frozenset[str] = WATCH_KINDS) -> Iterator[Subscriber]:
-    """A hub subscription to ``kinds`` (default: the events of agent terminals), always
-    released (also on cancel)."""
-    sub = events.subscribe(set(kinds))
-    try:
-        yield sub
-    finally:
-        events.unsubscribe(sub)
-
-
-async def next_batch(sub: Subscriber, deadline: float | None) -> list[Published]:
-    """The next queued events; TimeoutError at ``deadline`` (monotonic seconds)."""
-    remaining = None if deadline is None else deadline - time.monotonic()
-    if remaining is not None and remaining <= 0:
-        raise TimeoutError
-    async with asyncio.timeout(remaining):
-        return await sub.next_batch()
-
-
-def deadline_of(timeout_ms: int | None) -> float | None:
-    return None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
-
-
-async def served(call: Call, coro: Any) -> Any:
-    """Run a wait, counted in ``server.stats`` ``pending_waits`` and cancelled (leaving
-    nothing behind) if the client goes away."""
-    call.ctx.info.pending_waits += 1
-    try:
-        if call.connection is None:
-            return await coro
-        return await call.connection.until_gone(coro)
-    finally:
-        call.ctx.info.pending_waits -= 1
 
 
 @dataclass(slots=True)
@@ -639,3 +605,88 @@ async def prompt_wait(call: Call, pin: Pinned, before_seq: int, until: set[str],
         if tracker.status(pin.surface) in until:
             return wire.agent_info(mux, tracker, pin.surface)
     return await wait_for_status(call, pin, until, deadline, transient=False)
+
+
+async def _runtime(call: Call) -> DetectionScheduler:
+    """The server's detection runtime once its manifests are loaded."""
+    runtime = call.ctx.detection
+    await runtime.registry.loaded.wait()
+    return runtime
+
+
+class AgentTargetParams(Params):
+    target: str = Field(min_length=1)
+
+
+@methods.method("agent.explain", AgentTargetParams)
+async def agent_explain(call: Call, p: AgentTargetParams) -> Result:
+    """Why the agent's screen reads as its state: the manifest in force and every rule's
+    evidence. ``agent_explain_unavailable`` when the pane has no agent with a manifest."""
+    runtime = await _runtime(call)
+    surface = resolve_agent_target(call.ctx.agents, p.target)
+    return {"type": "agent_explain", "explain": await runtime.explain(surface)}
+
+
+_CLIENT_ID_RE = re.compile(r"^[A-Za-z0-9:._-]{1,120}$")
+
+
+class _ClientParams(Params):
+    client_id: str | None = None
+
+    @field_validator("client_id")
+    @classmethod
+    def _client_id(cls, value: str | None) -> str | None:
+        if value is not None and not _CLIENT_ID_RE.match(value):
+            raise ValueError("must be 1-120 ASCII letters, digits or : . _ -")
+        return value
+
+
+class AgentViewSetParams(_ClientParams):
+    source: str
+    label: str | None = None
+    filter: Any = None
+    sort: Any = None
+
+
+class AgentViewClearParams(_ClientParams):
+    source: str | None = None
+
+
+class AgentViewGetParams(_ClientParams):
+    pass
+
+
+@methods.method("agent.view.set", AgentViewSetParams)
+async def agent_view_set(call: Call, p: AgentViewSetParams) -> Result:
+    """Replace the calling client's agent view (filter and sort of the agent list).
+
+    Invalid input leaves the previous view in place. A ``plugin:<id>`` source needs that
+    plugin installed and enabled, and so does every ``{"plugin": ...}`` reference.
+    """
+    view = parse_view(p.source, p.label, p.filter, p.sort)
+    check_plugins(view, call.ctx.plugins)
+    book = call.ctx.views
+    book.set(book.client(call.connection, p.client_id), view)
+    return view.to_wire()
+
+
+@methods.method("agent.view.clear", AgentViewClearParams)
+async def agent_view_clear(call: Call, p: AgentViewClearParams) -> Result:
+    """Clear the calling client's view; with ``source``, only a view with that source.
+
+    Returns the view active afterwards (a non-matching source leaves it active).
+    """
+    source = parse_source(p.source) if p.source is not None else None
+    book = call.ctx.views
+    remaining = book.clear(book.client(call.connection, p.client_id), source)
+    return remaining.to_wire() if remaining is not None else inactive()
+
+
+@methods.method("agent.view.get", AgentViewGetParams)
+async def agent_view_get(call: Call, p: AgentViewGetParams) -> Result:
+    """The calling client's view: ``agent_view`` plus its ``filter`` and ``sort`` as set."""
+    book = call.ctx.views
+    view = book.get(book.client(call.connection, p.client_id))
+    if view is None:
+        return inactive()
+    return {**view.to_wire(), **view.spec}

@@ -11,8 +11,13 @@ from typing import Any, Literal
 
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.routing import Routing, given, surface_keys, workspace_of
-from cmux_core.api.methods.workspace import workspace_keys
+from cmux_core.api.methods.shared.routing import (
+    Routing,
+    given,
+    surface_keys,
+    workspace_keys,
+    workspace_of,
+)
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux

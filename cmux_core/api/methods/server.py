@@ -1,4 +1,6 @@
-"""Server-level methods: ping, stop, snapshot, area, event subscriptions."""
+"""Server-level methods: ping, stop, stats, area, the session snapshot, and the agent
+manifests' status and reload.
+"""
 
 from __future__ import annotations
 
@@ -6,27 +8,28 @@ import gc
 import math
 import os
 import time
-from collections.abc import Callable
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
+from cmux_core.agents.scheduler import DetectionScheduler
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.pane_events import is_parameterised, prepare_subscription
-from cmux_core.errors import CmuxError, InvalidParams
-from cmux_core.events import SUBSCRIBABLE
 from cmux_core.hookspecs import Params
 from cmux_core.model.tree import LIVE_PANES
 from cmux_core.terminal import procfs
 
 methods = MethodTable()
 
+
 PROTOCOL_VERSION = 20
+
 
 COLLECT_INTERVAL_S = 1.0
 """``server.stats`` runs the cycle collector at most this often, in seconds."""
+
+
 _collected_at = -math.inf
 
 
@@ -119,37 +122,23 @@ async def session_snapshot(call: Call, p: Empty) -> Result:
     return {"type": "session_snapshot", "snapshot": snapshot}
 
 
-class Subscription(Params):
-    """``type`` names the kind; pane-scoped kinds carry more fields (kept as extras)."""
-
-    model_config = ConfigDict(extra="allow")
-    type: str
-
-
-class SubscribeParams(Params):
-    subscriptions: list[Subscription] = Field(min_length=1)
+async def _runtime(call: Call) -> DetectionScheduler:
+    """The server's detection runtime once its manifests are loaded."""
+    runtime = call.ctx.detection
+    await runtime.registry.loaded.wait()
+    return runtime
 
 
-@methods.method("events.subscribe", SubscribeParams)
-async def events_subscribe(call: Call, p: SubscribeParams) -> Result:
-    """Turn the connection into an event stream (after this reply) of the named kinds."""
-    if call.connection is None:
-        raise CmuxError("invalid_request", "events.subscribe needs a connection")
-    kinds: set[str] = set()
-    pane_streams: list[Callable[[], None]] = []
-    for i, sub in enumerate(p.subscriptions):
-        raw = sub.model_dump()
-        if is_parameterised(raw):
-            pane_streams.append(prepare_subscription(call, raw, f"subscriptions[{i}]"))
-            continue
-        kind = SUBSCRIBABLE.get(sub.type)
-        if kind is None:
-            raise InvalidParams(f"subscriptions[{i}].type",
-                                f"unknown event type {sub.type!r}; known: "
-                                + ", ".join(sorted(SUBSCRIBABLE)))
-        kinds.add(kind)
-    if kinds or not pane_streams:
-        call.connection.start_stream(call.ctx.events.subscribe(kinds))
-    for start in pane_streams:
-        start()
-    return {"type": "subscription_started"}
+@methods.method("server.agent_manifests", Empty)
+async def server_agent_manifests(call: Call, p: Empty) -> Result:
+    """The manifest in force per agent, its source and any warning; reloads nothing."""
+    return (await _runtime(call)).registry.status()
+
+
+@methods.method("server.reload_agent_manifests", Empty)
+async def server_reload_agent_manifests(call: Call, p: Empty) -> Result:
+    """Re-read and re-validate every manifest source now, then re-detect every pane."""
+    registry = (await _runtime(call)).registry
+    report = await registry.reload("request", force=True)
+    return {"type": "agent_manifest_reload", "manifests": registry.infos(),
+            "files": [r.to_wire() for r in report.files]}

@@ -1,121 +1,58 @@
-"""The cmux v2 ``surface.*`` methods and ``tab.action``: the terminals of a pane.
+"""The cmux v2 ``surface.*`` methods and ``markdown.open``: the terminals of a pane.
 
-Calls are routed as :mod:`cmux_core.api.methods.routing` describes; results carry the
+Calls are routed as :mod:`cmux_core.api.methods.shared.routing` describes; results carry the
 window, workspace, pane and surface UUIDs in ``*_id`` with short refs in ``*_ref``.
 Creating, splitting and moving never move focus unless the request says
 ``"focus": true`` (``surface.focus`` always does). Surfaces are terminals or markdown
 surfaces (a tab showing a file, read back by ``surface.read_text``; ``markdown.open``
 adds one); asking for a browser or other GUI surface is ``not_supported``.
+
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field
-
-from cmux_core.agents.tracker import AgentTracker
-from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.routing import (
+from cmux_core.api.methods.shared.creation import (
+    _EDGES,
+    ExecString,
+    NewTerminalParams,
+    SurfaceSplitParams,
+    command_argv,
+    created,
+    creation_focus,
+    requested_command,
+    resolve_cwd,
+    split_direction,
+    split_here,
+    terminal_spec,
+    trimmed,
+)
+from cmux_core.api.methods.shared.input import key_bytes, write
+from cmux_core.api.methods.shared.routing import (
     Routing,
     given,
     pane_keys,
     pane_of,
     surface_keys,
     surface_of,
-    tab_keys,
+    workspace_keys,
     workspace_of,
 )
-from cmux_core.api.methods.workspace import (
-    ExecString,
-    command_argv,
-    creation_focus,
-    requested_command,
-    resolve_cwd,
-    trimmed,
-    workspace_keys,
-)
+from cmux_core.api.methods.shared.rows import surface_row, workspace_surfaces
+from cmux_core.api.methods.shared.surface_actions import TabActionParams, tab_action
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.model import surfaces
 from cmux_core.model.events import PaneCwdChanged
 from cmux_core.model.mux import Mux, spawn_error
-from cmux_core.model.tree import Pane, Surface, Workspace
+from cmux_core.model.tree import Surface, Workspace
 from cmux_core.terminal.emulator import READ_LINES_MAX, read_text
-from cmux_core.terminal.keys import encode_keys
-from cmux_core.terminal.process import validate_env
 
 methods = MethodTable()
-
-_SHORT_DIRECTIONS: dict[str, surfaces.SplitDirection] = {
-    "l": "left", "r": "right", "u": "up", "d": "down",
-    "left": "left", "right": "right", "up": "up", "down": "down"}
-_EDGES: dict[str, surfaces.SplitDirection] = {
-    "left": "left", "right": "right", "top": "up", "bottom": "down", "up": "up",
-    "down": "down"}
-
-
-def write(surface: Surface, data: bytes) -> None:
-    """Write input to the surface's terminal; ``process_exited`` once its process ended."""
-    if surface.terminal.exited:
-        raise CmuxError("process_exited", "the surface's process has exited",
-                        {"surface_id": surface.uuid})
-    surface.terminal.write(data)
-
-
-def surface_title(surface: Surface) -> str:
-    return surface.title or surface.own_title
-
-
-def surface_row(mux: Mux, agents: AgentTracker, surface: Surface, index: int
-                ) -> dict[str, Any]:
-    """One surface as ``surface.list`` and ``system.tree`` show it, with its own
-    terminal's agent fields (:func:`~cmux_core.api.wire.surface_agent_fields`)."""
-    pane = surface.pane
-    focused = mux.is_focused(pane) and pane.selected is surface
-    return {"id": surface.uuid, "ref": surface.ref, "index": index, "type": surface.kind,
-            "title": surface_title(surface), "focused": focused,
-            "selected": pane.selected is surface, "selected_in_pane": pane.selected is surface,
-            "pane_id": pane.key, "pane_ref": pane.ref,
-            "index_in_pane": pane.surfaces.index(surface), "tty": surface.tty, "url": None,
-            "shell_state": surface.shell_state,
-            "pinned": surface.pinned, "unread": surface.unread,
-            "requested_working_directory": surface.launch_cwd,
-            "initial_command": surface.requested_command or (
-                " ".join(surface.command) if surface.command else None),
-            "terminal_id": surface.term.id if surface.term is not None else None,
-            "public_pane_id": pane.id,
-            **({"path": surface.path} if surface.path is not None else {}),
-            **wire.surface_agent_fields(agents, surface)}
-
-
-def workspace_surfaces(mux: Mux, ws: Workspace) -> list[Surface]:
-    """Every surface of ``ws``: panes in layout order, then each pane's tab order."""
-    return [s for pane in mux.workspace_panes(ws) for s in pane.surfaces]
-
-
-def only_terminal(kind: str | None) -> None:
-    if kind == "markdown":
-        raise CmuxError("not_supported", "a markdown surface is a tab beside a terminal, "
-                        "never a pane of its own: open it with surface.create or "
-                        "markdown.open", {"type": kind})
-    if kind is not None and kind != "terminal":
-        raise CmuxError("not_supported",
-                        f"surface type {kind!r} needs the cmux app's GUI; this server runs "
-                        "terminal surfaces only", {"type": kind})
-
-
-def split_direction(value: str, field: str = "direction") -> surfaces.SplitDirection:
-    direction = _SHORT_DIRECTIONS.get(value.strip().lower())
-    if direction is None:
-        raise InvalidParams(field, "Missing or invalid direction (left|right|up|down)")
-    return direction
-
-
-# -- reads and focus ---------------------------------------------------------------------
 
 
 @methods.method("surface.list", Routing)
@@ -155,9 +92,6 @@ async def surface_focus(call: Call, p: SurfaceFocusParams) -> Result:
     return {"type": "surface", **surface_keys(surface)}
 
 
-# -- input and reads ----------------------------------------------------------------------
-
-
 class SurfaceTextParams(Routing):
     text: str
 
@@ -172,24 +106,6 @@ async def surface_send_text(call: Call, p: SurfaceTextParams) -> Result:
 
 class SurfaceKeyParams(Routing):
     key: str
-
-
-_CMUX_KEY_ALIASES = {"sigint": "ctrl+c", "eof": "ctrl+d", "sigtstp": "ctrl+z",
-                     "sigquit": "ctrl+\\", "kill-line": "ctrl+u", "return": "enter"}
-
-
-def key_bytes(surface: Surface, key: str) -> bytes:
-    """The bytes of one cmux key name (``ctrl-c``, ``enter``, ``up``, ...)."""
-    name = key.strip()
-    name = _CMUX_KEY_ALIASES.get(name.lower(), name)
-    if name.lower().startswith("ctrl-") and len(name) > 5:
-        name = "ctrl+" + name[5:]
-    modes = surface.terminal.emulator.modes
-    try:
-        encoded = encode_keys([name], modes)
-    except CmuxError:
-        raise CmuxError("invalid_params", "Unknown key", {"key": key}) from None
-    return b"".join(encoded)
 
 
 @methods.method("surface.send_key", SurfaceKeyParams)
@@ -240,43 +156,6 @@ async def document_text(surface: Surface, p: SurfaceReadParams) -> Result:
             "base64": base64.b64encode(text.encode()).decode(), **surface_keys(surface)}
 
 
-# -- creating ---------------------------------------------------------------------------
-
-
-class NewTerminalParams(Routing):
-    type: str | None = None
-    url: str | None = None
-    working_directory: str | None = None
-    cwd: str | None = None
-    initial_command: ExecString | None = None
-    command: ExecString | None = None
-    initial_input: str | None = None
-    startup_environment: dict[str, str] | None = None
-    initial_env: dict[str, str] | None = None
-    focus: bool | None = None
-
-
-def terminal_spec(mux: Mux, p: NewTerminalParams, near: Pane
-                  ) -> tuple[str, list[str] | None, dict[str, str] | None]:
-    """cwd (default: where ``near`` works now), argv and env of a new terminal."""
-    only_terminal(p.type)
-    cwd = (resolve_cwd(p.working_directory, "working_directory")
-           or resolve_cwd(p.cwd, "cwd") or mux.pane_cwd(near) or near.tab.workspace.cwd)
-    command = (command_argv(p.initial_command, "initial_command")
-               or command_argv(p.command, "command"))
-    env_field = "startup_environment" if p.startup_environment is not None else "initial_env"
-    env = validate_env(p.startup_environment if p.startup_environment is not None
-                       else p.initial_env, env_field)
-    return cwd, command, env or None
-
-
-def created(surface: Surface) -> dict[str, Any]:
-    out = {"type": surface.kind, **surface_keys(surface), "surface_type": surface.kind}
-    if surface.path is not None:
-        out["path"] = surface.path
-    return out
-
-
 def markdown_file(mux: Mux, raw: str | None, base: str | None, ws: Workspace) -> str:
     """The absolute, resolved file a new markdown surface shows: ``raw`` (``~``
     expanded) against ``base``, else the workspace's directory. ``invalid_params`` for a
@@ -291,35 +170,6 @@ def markdown_file(mux: Mux, raw: str | None, base: str | None, ws: Workspace) ->
         code = "not_found" if problem.endswith("does not exist") else "invalid_params"
         raise CmuxError(code, f"Markdown {problem}", {"path": path})
     return path
-
-
-class SurfaceSplitParams(NewTerminalParams):
-    direction: str
-    initial_divider_position: float | None = Field(default=None, ge=0.1, le=0.9)
-
-
-async def split_here(call: Call, p: SurfaceSplitParams) -> Result:
-    mux = call.ctx.mux
-    direction = split_direction(p.direction)
-    source = surface_of(mux, p)
-    cwd, command, env = terminal_spec(mux, p, source.pane)
-    try:
-        pane = surfaces.split(mux, source.pane, direction,
-                              ratio=p.initial_divider_position, cwd=cwd, command=command,
-                              env=env, focus=creation_focus(call, p.focus))
-    except CmuxError as exc:
-        raise spawn_error(exc, "surface_create_failed") from None
-    pane.surface.requested_command = requested_command(p.initial_command, p.command)
-    if p.initial_input:
-        pane.terminal.write(p.initial_input.encode())
-    return created(pane.surface)
-
-
-@methods.method("surface.split", SurfaceSplitParams)
-async def surface_split(call: Call, p: SurfaceSplitParams) -> Result:
-    """A new pane with a new terminal beside the source surface's pane (default: the
-    focused surface), on the ``direction`` side."""
-    return await split_here(call, p)
 
 
 class SurfaceCreateParams(NewTerminalParams):
@@ -355,6 +205,13 @@ async def surface_create(call: Call, p: SurfaceCreateParams) -> Result:
     return created(surface)
 
 
+@methods.method("surface.split", SurfaceSplitParams)
+async def surface_split(call: Call, p: SurfaceSplitParams) -> Result:
+    """A new pane with a new terminal beside the source surface's pane (default: the
+    focused surface), on the ``direction`` side."""
+    return await split_here(call, p)
+
+
 class MarkdownOpenParams(Routing):
     path: str | None = None
     working_directory: str | None = None
@@ -379,9 +236,6 @@ async def markdown_open(call: Call, p: MarkdownOpenParams) -> Result:
             "source_surface_id": source.uuid, "source_surface_ref": source.ref,
             "source_pane_id": pane.key, "source_pane_ref": pane.ref,
             "target_pane_id": pane.key, "target_pane_ref": pane.ref, "path": path}
-
-
-# -- closing, moving ------------------------------------------------------------------
 
 
 @methods.method("surface.close", Routing)
@@ -521,9 +375,6 @@ async def surface_drag_to_split(call: Call, p: SplitOffParams) -> Result:
     return await split_off(call, p)
 
 
-# -- per-surface actions -------------------------------------------------------------------
-
-
 @methods.method("surface.clear_history", Routing)
 async def surface_clear_history(call: Call, p: Routing) -> Result:
     """Erase the screen and the scrollback of the surface's terminal (the program is
@@ -593,96 +444,10 @@ async def surface_respawn(call: Call, p: RespawnParams) -> Result:
     return {"type": "ok", **surface_keys(surface)}
 
 
-# -- tab actions ---------------------------------------------------------------------------
-
-
-ACTIONS = ("rename", "clear_name", "close_left", "close_right", "close_others",
-           "new_terminal_right", "duplicate", "pin", "unpin", "mark_unread", "mark_read",
-           "move_to_new_workspace")
-GUI_ACTIONS = ("new_browser_right", "reload")
-
-
-class TabActionParams(Routing):
-    action: str
-    title: str | None = None
-    focus: bool | None = None
-
-
-async def tab_action(call: Call, p: TabActionParams) -> Result:
-    mux = call.ctx.mux
-    action = p.action.strip().lower().replace("-", "_")
-    if action in GUI_ACTIONS:
-        raise CmuxError("not_supported", f"tab action {action} acts on a browser surface, "
-                        "which needs the cmux app's GUI", {"action": action})
-    if action not in ACTIONS:
-        raise InvalidParams("action", f"unknown action {p.action!r}; one of "
-                            + ", ".join(ACTIONS))
-    surface = surface_of(mux, p)
-    pane = surface.pane
-    out: dict[str, Any] = {"type": "ok", "action": action}
-    if action == "rename":
-        title = trimmed(p.title)
-        if title is None:
-            raise InvalidParams("title", "Missing title")
-        surface.title = title
-    elif action == "clear_name":
-        surface.title = None
-    elif action in ("pin", "unpin"):
-        surface.pinned = action == "pin"
-    elif action in ("mark_unread", "mark_read"):
-        surface.unread = action == "mark_unread"
-    elif action in ("close_left", "close_right", "close_others"):
-        at = pane.surfaces.index(surface)
-        doomed = [s for i, s in enumerate(pane.surfaces)
-                  if (action == "close_left" and i < at) or (action == "close_right" and i > at)
-                  or (action == "close_others" and i != at)]
-        if all(s.term is None or s in doomed for s in pane.surfaces):
-            raise CmuxError("invalid_state", "a pane keeps at least one terminal surface: "
-                            f"{action} would close all of them", {"action": action})
-        for other in doomed:
-            surfaces.close_surface(mux, other)
-        out["closed"] = len(doomed)
-    elif action == "duplicate" and surface.path is not None:
-        new = surfaces.add_markdown(mux, pane, surface.path, title=surface.title,
-                                    focus=creation_focus(call, p.focus),
-                                    index=pane.surfaces.index(surface) + 1)
-        out.update({"created_surface_id": new.uuid, "created_surface_ref": new.ref})
-    elif action in ("new_terminal_right", "duplicate"):
-        command = surface.command if action == "duplicate" else None
-        cwd = mux.pane_cwd(pane) or pane.tab.workspace.cwd
-        try:
-            new = surfaces.add_surface(mux, pane, cwd=cwd, command=command,
-                                       focus=creation_focus(call, p.focus),
-                                       index=pane.surfaces.index(surface) + 1)
-        except CmuxError as exc:
-            raise spawn_error(exc, "surface_create_failed") from None
-        out.update({"created_surface_id": new.uuid, "created_surface_ref": new.ref})
-    elif action == "move_to_new_workspace":
-        moved_to = surfaces.break_out(mux, surface, title=trimmed(p.title),
-                                      focus=creation_focus(call, p.focus))
-        ws = moved_to.tab.workspace
-        out.update({"created_workspace_id": ws.uuid, "created_workspace_ref": ws.ref})
-    out.update({**surface_keys(surface), **tab_keys(surface), "title": surface_title(surface),
-                "pinned": surface.pinned, "unread": surface.unread})
-    return out
-
-
-@methods.method("tab.action", TabActionParams)
-async def tab_action_method(call: Call, p: TabActionParams) -> Result:
-    """A tab context-menu action on a surface (``tab_id`` or ``surface_id``): rename,
-    clear_name, close_left/right/others, new_terminal_right, duplicate, pin, unpin,
-    mark_unread, mark_read, move_to_new_workspace."""
-    return await tab_action(call, p)
-
-
 @methods.method("surface.action", TabActionParams)
 async def surface_action(call: Call, p: TabActionParams) -> Result:
     """The same actions as ``tab.action``."""
     return await tab_action(call, p)
-
-
-
-# -- shell-integration reports ---------------------------------------------------------------
 
 
 class ReportPwdParams(Routing):

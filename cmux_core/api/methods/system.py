@@ -2,6 +2,7 @@
 
 Results carry UUIDs in ``*_id`` and short refs in ``*_ref``; absent values are
 ``null``. Every result also has a ``type`` so herdr-style clients can read it.
+
 """
 
 from __future__ import annotations
@@ -17,15 +18,20 @@ from pydantic import Field
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.cmux_catalog import NOT_SUPPORTED
-from cmux_core.api.methods.pane import NOMINAL_CELL_PX
-from cmux_core.api.methods.routing import Routing, surface_keys, surface_of, workspace_of
-from cmux_core.api.methods.surface import key_bytes, surface_row, write
-from cmux_core.api.methods.workspace import workspace_keys
+from cmux_core.api.methods.cmux_v2_catalog import NOT_SUPPORTED
+from cmux_core.api.methods.shared.input import key_bytes, write
+from cmux_core.api.methods.shared.routing import (
+    Routing,
+    surface_keys,
+    surface_of,
+    workspace_keys,
+    workspace_of,
+)
+from cmux_core.api.methods.shared.rows import NOMINAL_CELL_PX, surface_row, window_row
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
-from cmux_core.model.tree import Pane, Surface, Window, Workspace
+from cmux_core.model.tree import Pane, Surface, Workspace
 from cmux_core.terminal import procfs
 from cmux_core.terminal.emulator import read_text
 
@@ -121,15 +127,6 @@ def workspace_node(mux: Mux, agents: AgentTracker, ws: Workspace, index: int
             "panes": [pane_node(mux, agents, x, i) for i, x in enumerate(panes)]}
 
 
-def window_row(mux: Mux, window: Window, index: int) -> dict[str, Any]:
-    sel = window.selected
-    return {"id": window.uuid, "ref": window.ref, "index": index,
-            "key": mux.active_window is window, "visible": True,
-            "workspace_count": len(window.workspaces),
-            "selected_workspace_id": sel.uuid if sel else None,
-            "selected_workspace_ref": sel.ref if sel else None}
-
-
 class TreeParams(Params):
     workspace_id: str | None = None
     window_id: str | None = None
@@ -160,9 +157,6 @@ async def system_tree(call: Call, p: TreeParams) -> Result:
     pane = mux.focused_pane()
     active = focused_keys(mux, mux.active_workspace(), pane.surface if pane else None)
     return {"type": "tree", "active": active, "caller": None, "windows": nodes}
-
-
-# -- processes: system.top, system.memory, debug.terminals ------------------------------
 
 
 async def process_sample(interval_ms: int) -> tuple[list[procfs.ProcessStat],
@@ -306,9 +300,6 @@ async def debug_terminals(call: Call, p: Empty) -> Result:
                 "cpu_seconds": round(sum(x.cpu_seconds for x in procs), 2),
                 "rss_bytes": sum(x.rss_bytes for x in procs)})
     return {"type": "terminals", "count": len(rows), "terminals": rows}
-
-
-# -- debug.*: what a test harness asks of the app, answered for the terminals -------------
 
 
 class TypeParams(Params):

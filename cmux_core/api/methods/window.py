@@ -11,8 +11,8 @@ from typing import Any
 
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.system import window_row
-from cmux_core.api.methods.workspace import creation_focus, resolve_cwd
+from cmux_core.api.methods.shared.creation import creation_focus, resolve_cwd
+from cmux_core.api.methods.shared.rows import window_row
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model import windows

@@ -1,11 +1,12 @@
-"""``events.wait`` and the pane-scoped subscriptions that ``events.subscribe`` hands over to
-:func:`prepare_subscription` (``pane.agent_status_changed`` with a ``pane_id``,
-``pane.output_matched``).
+"""The ``events.*`` methods: ``events.subscribe``, ``events.wait``, and the pane-scoped
+subscriptions that ``events.subscribe`` hands over to :func:`prepare_subscription`
+(``pane.agent_status_changed`` with a ``pane_id``, ``pane.output_matched``).
 
 Pane-scoped means the herdr family's pane: the terminal the pane shows, which is what
 ``pane_agent_status_changed`` reports (a pane's background tabs publish
 ``surface_agent_status_changed`` alone). Waits and streams are woken by hub events or the
 pane's output, never by a poll, and end with their client.
+
 """
 
 from __future__ import annotations
@@ -15,21 +16,13 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from cmux_core.agents.tracker import AgentStatus, AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result, validation_error
-from cmux_core.api.methods.agent import (
-    STATUS_NAMES,
-    deadline_of,
-    next_batch,
-    served,
-    tracker_of,
-    watching,
-)
-from cmux_core.api.methods.pane import (
+from cmux_core.api.methods.shared.reading import (
     STRIP_ANSI,
     LineFinder,
     OutputMatch,
@@ -38,19 +31,61 @@ from cmux_core.api.methods.pane import (
     next_output,
     read_result,
 )
+from cmux_core.api.methods.shared.waiting import (
+    STATUS_NAMES,
+    deadline_of,
+    next_batch,
+    served,
+    tracker_of,
+    watching,
+)
 from cmux_core.errors import CmuxError, InvalidParams, NotFound, WaitTimeout
-from cmux_core.events import Published, Subscriber
+from cmux_core.events import SUBSCRIBABLE, Published, Subscriber
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane
 
 methods = MethodTable()
 
+
+class Subscription(Params):
+    """``type`` names the kind; pane-scoped kinds carry more fields (kept as extras)."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str
+
+
+class SubscribeParams(Params):
+    subscriptions: list[Subscription] = Field(min_length=1)
+
+
+@methods.method("events.subscribe", SubscribeParams)
+async def events_subscribe(call: Call, p: SubscribeParams) -> Result:
+    """Turn the connection into an event stream (after this reply) of the named kinds."""
+    if call.connection is None:
+        raise CmuxError("invalid_request", "events.subscribe needs a connection")
+    kinds: set[str] = set()
+    pane_streams: list[Callable[[], None]] = []
+    for i, sub in enumerate(p.subscriptions):
+        raw = sub.model_dump()
+        if is_parameterised(raw):
+            pane_streams.append(prepare_subscription(call, raw, f"subscriptions[{i}]"))
+            continue
+        kind = SUBSCRIBABLE.get(sub.type)
+        if kind is None:
+            raise InvalidParams(f"subscriptions[{i}].type",
+                                f"unknown event type {sub.type!r}; known: "
+                                + ", ".join(sorted(SUBSCRIBABLE)))
+        kinds.add(kind)
+    if kinds or not pane_streams:
+        call.connection.start_stream(call.ctx.events.subscribe(kinds))
+    for start in pane_streams:
+        start()
+    return {"type": "subscription_started"}
+
+
 PANE_KINDS = frozenset({"pane_agent_status_changed", "pane_closed"})
 """What pane-scoped waits and streams follow: the herdr family's pane events."""
-
-
-# -- events.wait --------------------------------------------------------------------------
 
 
 class EventsWaitParams(Params):
@@ -106,9 +141,6 @@ async def events_wait(call: Call, p: EventsWaitParams) -> Result:
 
     result: Result = await served(call, wait())
     return result
-
-
-# -- pane-scoped subscriptions ----------------------------------------------------------
 
 
 class StatusSubscription(Params):

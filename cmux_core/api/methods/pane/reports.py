@@ -1,8 +1,9 @@
 """Hook-reporting methods: agent state, session and release reports, authority, metadata.
 
 ``pane.report_agent``, ``pane.report_agent_session``, ``pane.release_agent``,
-``pane.clear_agent_authority``, ``pane.report_metadata`` and ``workspace.report_metadata``
-are what agents' own hook systems call (through ``hooks/`` and integrations).
+``pane.clear_agent_authority``, ``pane.report_metadata`` (and
+``workspace.report_metadata``, in ``methods.workspace``) are what agents' own hook
+systems call (through ``hooks/`` and integrations).
 
 They validate in the documented order (the first failure wins) and then answer ``ok``
 whether or not the tracker accepted the report (stale ``seq``, wrong owner, ...);
@@ -12,12 +13,12 @@ A report lands on one terminal surface (:func:`report_target`): the one ``surfac
 names (hooks send ``$CMUX_SURFACE_ID``), else the terminal of ``pane_id``'s pane that the
 reporting process runs in (its session is that terminal's, or, for a process that left the
 session, the terminal's process is among its parents), else the one the pane shows.
+
 """
 
 from __future__ import annotations
 
 import os
-import re
 import unicodedata
 from typing import Any
 
@@ -26,95 +27,27 @@ from pydantic import Field
 from cmux_core.agents.tracker import AgentState, AgentTracker, MetadataPatch, SessionRef
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.agent import STATUS_NAMES, tracker_of
+from cmux_core.api.methods.shared.reports import (
+    MAX_ANCESTRY,
+    MAX_CUSTOM_STATUS_CHARS,
+    MAX_SESSION_ID_BYTES,
+    MAX_SESSION_PATH_BYTES,
+    MAX_TEXT_CHARS,
+    MAX_TTL_MS,
+    START_SOURCES,
+    check_source,
+    check_state_labels,
+    check_tokens,
+    check_ttl,
+    clean_text,
+)
+from cmux_core.api.methods.shared.waiting import tracker_of
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model.tree import Surface
 from cmux_core.terminal import procfs
 
 methods = MethodTable()
-
-SOURCE_RE = re.compile(r"[A-Za-z0-9:._-]+")
-TOKEN_KEY_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
-MAX_SOURCE_CHARS = 80
-MAX_TOKENS_PER_REPORT = 16
-MAX_TEXT_CHARS = 80
-MAX_CUSTOM_STATUS_CHARS = 32
-MAX_ANCESTRY = 32
-"""How many processes up its parent chain a reporting process is followed to its terminal."""
-MAX_TTL_MS = 86_400_000
-MAX_SESSION_ID_BYTES = 512
-MAX_SESSION_PATH_BYTES = 4096
-START_SOURCES = frozenset({"startup", "resume", "clear", "compact", "new", "fork", "launch"})
-
-
-# -- normalisation (digest §h) --------------------------------------------------------------
-
-
-def clean_text(value: str, limit: int) -> str:
-    """Trim, drop control characters, keep the first ``limit`` characters, trim again."""
-    kept = "".join(ch for ch in value.strip() if unicodedata.category(ch) != "Cc")
-    return kept[:limit].strip()
-
-
-def check_source(value: str | None, field: str = "source") -> str:
-    source = (value or "").strip()
-    if not source:
-        raise CmuxError("invalid_metadata_source", "metadata source must not be empty",
-                        {"field": field})
-    if len(source) > MAX_SOURCE_CHARS:
-        raise CmuxError("invalid_metadata_source",
-                        f"metadata source must be {MAX_SOURCE_CHARS} characters or fewer",
-                        {"field": field})
-    if not SOURCE_RE.fullmatch(source):
-        raise CmuxError("invalid_metadata_source",
-                        "metadata source may contain only ASCII letters, digits, colon, dot, "
-                        "underscore, and hyphen", {"field": field})
-    return source
-
-
-def check_tokens(tokens: dict[str, Any] | None) -> dict[str, str | None]:
-    """Validated, normalised token patch; an emptied value clears its key."""
-    out: dict[str, str | None] = {}
-    if not tokens:
-        return out
-    if len(tokens) > MAX_TOKENS_PER_REPORT:
-        raise CmuxError("invalid_metadata_tokens",
-                        f"a report may set at most {MAX_TOKENS_PER_REPORT} tokens",
-                        {"reason": "too_many_tokens"})
-    for key, value in tokens.items():
-        if not TOKEN_KEY_RE.fullmatch(key):
-            raise CmuxError("invalid_metadata_tokens",
-                            f"token name {key!r} must be 1-32 ASCII letters, digits, "
-                            "underscores or hyphens", {"token": key})
-        if value is not None and not isinstance(value, str):
-            raise CmuxError("invalid_metadata_tokens",
-                            f"token {key} must be a string or null", {"token": key})
-        out[key] = (clean_text(value, MAX_TEXT_CHARS) or None) if value is not None else None
-    return out
-
-
-def check_ttl(ttl_ms: int | None) -> float | None:
-    if ttl_ms is None:
-        return None
-    if not 1 <= ttl_ms <= MAX_TTL_MS:
-        raise CmuxError("invalid_metadata_ttl",
-                        f"ttl_ms must be between 1 and {MAX_TTL_MS} milliseconds")
-    return ttl_ms / 1000
-
-
-def check_state_labels(labels: dict[str, Any] | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for raw, value in (labels or {}).items():
-        key = raw.strip().lower()
-        if key not in STATUS_NAMES:
-            raise CmuxError("invalid_state_label", f"unknown state label: {raw}")
-        if not isinstance(value, str):
-            raise CmuxError("invalid_state_label", f"state label {raw} must be a string")
-        text = clean_text(value, MAX_TEXT_CHARS)
-        if text:
-            out[key] = text
-    return out
 
 
 def session_ref(source: str, agent: str, session_id: str | None,
@@ -135,9 +68,6 @@ def session_ref(source: str, agent: str, session_id: str | None,
     if path is not None and os.path.isabs(path):
         return SessionRef(source, agent, "path", path)
     return None
-
-
-# -- hook reports ----------------------------------------------------------------------
 
 
 def report_target(call: Call, pane_id: str | None, surface_id: str | None) -> Surface:
@@ -328,26 +258,4 @@ async def pane_report_metadata(call: Call, p: ReportMetadataParams) -> Result:
         report = p.model_dump(exclude_none=True)
         report.update(source=patch.source, tokens=patch.tokens)
         call.ctx.plugins.notify_report_metadata(surface.pane.id, report)
-    return {"type": "ok"}
-
-
-class WorkspaceMetadataParams(Params):
-    workspace_id: str
-    source: str
-    tokens: dict[str, Any] | None = None
-    seq: int | None = Field(default=None, ge=0)
-    ttl_ms: int | None = None
-
-
-@methods.method("workspace.report_metadata", WorkspaceMetadataParams)
-async def workspace_report_metadata(call: Call, p: WorkspaceMetadataParams) -> Result:
-    """Set or clear a workspace's tokens (shown in WorkspaceInfo ``tokens``)."""
-    tracker = tracker_of(call)
-    ws = call.ctx.mux.workspace(p.workspace_id)
-    source = check_source(p.source)
-    ttl_s = check_ttl(p.ttl_ms)
-    if not p.tokens:
-        raise CmuxError("invalid_metadata_tokens", "missing token to set or clear")
-    tokens = check_tokens(p.tokens)
-    tracker.report_workspace_metadata(ws, source, tokens, seq=p.seq, ttl_s=ttl_s)
     return {"type": "ok"}

@@ -1,4 +1,4 @@
-"""Pane graphics methods: image layers over panes, streams, and attached clients that draw.
+"""The ``pane.graphics.*`` methods: image layers over panes and their streams.
 
 Every method answers ``feature_disabled`` unless pane graphics are on (``[experimental]
 kitty_graphics = true`` or ``CMUX_EXPERIMENTAL_KITTY_GRAPHICS=1``). The layers and their
@@ -9,6 +9,7 @@ latest image of each layer once it has taken what was sent before, so a slow cli
 frames instead of queueing them. A client whose terminal reads image files itself says so
 (``file_frames``); frames leased from files (:mod:`cmux_core.graphics.leases`) reach it as
 a path instead of bytes.
+
 """
 
 from __future__ import annotations
@@ -16,14 +17,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import logging
 import os
 from typing import Any, Literal
 
 from pydantic import Field
 
-from cmux_core.api.attach import AttachSession, frame
 from cmux_core.api.context import Call, Peer
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.framing import encode_error
@@ -41,15 +40,18 @@ from cmux_core.graphics.layers import (
     Placement,
     check_layer_id,
 )
-from cmux_core.graphics.leases import read_lease
 from cmux_core.hookspecs import Params
 from cmux_core.model.tree import Pane
 
-log = logging.getLogger(__name__)
-
 methods = MethodTable()
 
+
+log = logging.getLogger(__name__)
+
+
 UINT32 = 2**32 - 1
+
+
 INT32 = 2**31
 
 
@@ -186,10 +188,9 @@ async def graphics_layers(call: Call, p: PaneParams) -> Result:
             "layers": [layer_row(layer) for layer in layers]}
 
 
-# -- streams ----------------------------------------------------------------------------
-
-
 FRAME_HEADER_MAX = 64 * 1024
+
+
 BODY_TIMEOUT_S = 30.0
 """Time a frame's body has to arrive once its header did; past it the stream just closes."""
 
@@ -400,9 +401,6 @@ async def stream_close(call: Call, p: OwnerParams) -> Result:
     return {"type": "ok"}
 
 
-# -- plugin sources -----------------------------------------------------------------------
-
-
 class AttachSourceParams(LayerParams):
     source: str = Field(min_length=1, max_length=128)
     options: dict[str, Any] = Field(default_factory=dict)
@@ -435,122 +433,4 @@ async def detach_source(call: Call, p: LayerParams) -> Result:
     if runner is None or not runner.detach(pane, layer_id):
         raise CmuxError("graphics_source_not_attached", f"no graphics source feeds layer "
                         f"{layer_id!r} of pane {pane.id}")
-    return {"type": "ok"}
-
-
-# -- attached clients that draw ----------------------------------------------------------
-
-
-class Viewer:
-    """Sends one attached client the images of its pane's layers as they change."""
-
-    RECHECK_S = 0.5
-    """How often the viewer checks that its attach session still runs."""
-
-    def __init__(self, book: GraphicsBook, session: AttachSession, peer: Peer,
-                 lookup: AttachLookup) -> None:
-        self.book = book
-        self.session = session
-        self.peer = peer
-        self.lookup = lookup
-        self.sent: dict[str, int] = {}
-        self.wake = asyncio.Event()
-        self.wake.set()
-
-    def on_change(self, pane_key: str) -> None:
-        if pane_key == self.session.pane.key:
-            self.wake.set()
-
-    def reads_files(self) -> bool:
-        """Whether this client's terminal loads leased frames from their files itself."""
-        return self.peer.client_id in self.book.file_readers
-
-    def attached(self) -> bool:
-        return (self.lookup(self.peer.client_id) is self.session
-                and self.session.ending is None)
-
-    async def run(self) -> None:
-        self.book.listeners.append(self.on_change)
-        pane = self.session.pane
-        try:
-            while self.attached():
-                self.wake.clear()
-                current = {layer.layer_id: layer for layer in self.book.layers(pane.key)
-                           if layer.image is not None}
-                for layer_id in [i for i in self.sent if i not in current]:
-                    del self.sent[layer_id]
-                    self.peer.send(frame("graphics_clear", pane_id=pane.id, layer_id=layer_id))
-                for layer_id, layer in current.items():
-                    image = layer.image
-                    if image is None or self.sent.get(layer_id) == layer.revision:
-                        continue
-                    self.sent[layer_id] = layer.revision
-                    fields: dict[str, object] = {
-                        "pane_id": pane.id, "layer_id": layer_id, "format": image.format,
-                        "image_width": image.width, "image_height": image.height,
-                        "placement": layer.placement.to_dict(), "revision": layer.revision,
-                        **layer.placement.drawing()}
-                    data = image.data
-                    if image.lease is not None:
-                        if image.format == "rgba" and self.reads_files():
-                            fields.update(path=image.lease.path, bytes=image.lease.size)
-                        else:
-                            found = await asyncio.to_thread(read_lease, image.lease)
-                            if found is None:
-                                log.info("leased frame %s is gone or changed; not sent",
-                                         image.lease.path)
-                                continue
-                            data = found
-                    self.peer.send(frame("graphics", data, **fields))
-                # Only what the client has taken is followed by more: later frames replace
-                # the ones a slow client could not take yet.
-                await self.peer.drain()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(self.RECHECK_S):
-                        await self.wake.wait()
-        finally:
-            with contextlib.suppress(ValueError):
-                self.book.listeners.remove(self.on_change)
-            self.book.cell_sizes.pop(self.peer.client_id, None)
-            self.book.file_readers.pop(self.peer.client_id, None)
-
-
-class AttachLookup:
-    def __init__(self, call: Call) -> None:
-        self.attach = call.ctx.attach
-
-    def __call__(self, client_id: str) -> AttachSession | None:
-        return self.attach.session(client_id)
-
-
-class AttachGraphicsParams(Params):
-    cell_width_px: int = Field(ge=1, le=1000)
-    cell_height_px: int = Field(ge=1, le=1000)
-    file_frames: bool = False
-
-
-@methods.method("attach.graphics", AttachGraphicsParams)
-async def attach_graphics(call: Call, p: AttachGraphicsParams) -> Result:
-    """This attached client draws graphics and its cells are ``cell_width_px`` x
-    ``cell_height_px`` pixels: from now on the pane's layers come as ``graphics`` frames
-    (header with ``layer_id``, ``format``, ``image_width``, ``image_height``,
-    ``placement``, ``revision``, then the image bytes) and ``graphics_clear`` frames.
-    With ``file_frames`` true (its terminal loads images from files) a leased rgba frame
-    comes with ``path`` and ``bytes`` instead of the image bytes."""
-    book = _enabled(call)
-    if call.connection is None:
-        raise CmuxError("invalid_request", "attach.graphics needs a client connection")
-    peer = call.connection
-    session = call.ctx.attach.session(peer.client_id)
-    if session is None:
-        raise CmuxError("not_attached", "attach.graphics: this connection is not attached to "
-                        "a pane (call pane.attach first)")
-    first = peer.client_id not in book.cell_sizes
-    book.cell_sizes[peer.client_id] = (session.pane.key, p.cell_width_px, p.cell_height_px)
-    if p.file_frames:
-        book.file_readers[peer.client_id] = session.pane.key
-    else:
-        book.file_readers.pop(peer.client_id, None)
-    if first:
-        peer.run_task(Viewer(book, session, peer, AttachLookup(call)).run())
     return {"type": "ok"}

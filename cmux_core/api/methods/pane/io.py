@@ -1,0 +1,202 @@
+"""The ``pane.*`` methods that talk to a pane's terminal: send text, keys and input, read
+the screen, wait for output, list its processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from cmux_core.api.context import Call
+from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.methods.shared.reading import (
+    MAX_READ_LINES,
+    STRIP_ANSI,
+    OutputMatch,
+    ReadSource,
+    line_matcher,
+    next_output,
+    read_result,
+)
+from cmux_core.errors import CmuxError, NotFound, WaitTimeout
+from cmux_core.hookspecs import Params
+from cmux_core.model.tree import Surface
+from cmux_core.terminal import procfs
+from cmux_core.terminal.keys import encode_keys
+
+methods = MethodTable()
+
+
+class SendTextParams(Params):
+    pane_id: str
+    text: str
+
+
+def write(surface: Surface, data: bytes) -> None:
+    if surface.terminal.exited:
+        raise CmuxError("pane_send_failed", "the pane's process has exited")
+    surface.terminal.write(data)
+
+
+@methods.method("pane.send_text", SendTextParams)
+async def pane_send_text(call: Call, p: SendTextParams) -> Result:
+    """Write ``text`` as raw UTF-8: no bracketed paste, no Enter."""
+    pane = call.ctx.mux.pane(p.pane_id)
+    write(pane.terminal_surface, p.text.encode())
+    return {"type": "ok"}
+
+
+class SendKeysParams(Params):
+    pane_id: str
+    keys: list[str]
+
+
+@methods.method("pane.send_keys", SendKeysParams)
+async def pane_send_keys(call: Call, p: SendKeysParams) -> Result:
+    """Send key combos in order; one invalid key rejects the request before any byte."""
+    pane = call.ctx.mux.pane(p.pane_id)
+    encoded = encode_keys(p.keys, pane.terminal.emulator.modes)
+    for data in encoded:
+        write(pane.terminal_surface, data)
+    return {"type": "ok"}
+
+
+class SendInputParams(Params):
+    pane_id: str
+    text: str = ""
+    keys: list[str] = []
+
+
+def paste_bytes(surface: Surface, text: str) -> bytes:
+    """``text`` wrapped in bracketed paste when the program enabled it."""
+    data = text.encode()
+    if data and surface.terminal.emulator.modes.bracketed_paste:
+        return b"\x1b[200~" + data + b"\x1b[201~"
+    return data
+
+
+@methods.method("pane.send_input", SendInputParams)
+async def pane_send_input(call: Call, p: SendInputParams) -> Result:
+    """Paste ``text`` (bracketed when enabled) then send ``keys``, in one write."""
+    pane = call.ctx.mux.pane(p.pane_id)
+    encoded = encode_keys(p.keys, pane.terminal.emulator.modes)
+    surface = pane.terminal_surface
+    write(surface, paste_bytes(surface, p.text) + b"".join(encoded))
+    return {"type": "ok"}
+
+
+class ReadParams(Params):
+    pane_id: str
+    source: ReadSource = "visible"
+    lines: int | None = Field(default=None, ge=0)
+    format: Literal["text", "ansi"] = "text"
+    strip_ansi: bool = STRIP_ANSI
+
+    @field_validator("lines")
+    @classmethod
+    def _clamp(cls, v: int | None) -> int | None:
+        return None if v is None else min(v, MAX_READ_LINES)
+
+
+@methods.method("pane.read", ReadParams)
+async def pane_read(call: Call, p: ReadParams) -> Result:
+    """Read the screen, scrollback or detection snapshot as text or ANSI."""
+    pane = call.ctx.mux.pane(p.pane_id)
+    return {"type": "pane_read", "read": read_result(pane, p.source, p.lines, p.format)}
+
+
+class WaitForOutputParams(Params):
+    pane_id: str
+    source: ReadSource = "recent"
+    lines: int | None = Field(default=None, ge=0)
+    match: OutputMatch
+    timeout_ms: int | None = Field(default=None, ge=0)
+    strip_ansi: bool = STRIP_ANSI
+
+    @field_validator("lines")
+    @classmethod
+    def _clamp(cls, v: int | None) -> int | None:
+        return None if v is None else min(v, MAX_READ_LINES)
+
+
+@methods.method("pane.wait_for_output", WaitForOutputParams)
+async def pane_wait_for_output(call: Call, p: WaitForOutputParams) -> Result:
+    """Hold the request until a line of the pane's output matches, woken by new output."""
+    mux = call.ctx.mux
+    pane = mux.pane(p.pane_id)
+    find_line = line_matcher(p.match)
+    source: ReadSource = "recent_unwrapped" if p.source == "recent" else p.source
+    deadline = None if p.timeout_ms is None else time.monotonic() + p.timeout_ms / 1000
+
+    async def wait() -> Result:
+        burst = 0
+        while True:
+            if pane.key not in mux.panes:
+                raise NotFound("pane", pane.id)
+            changed = mux.output_signal(pane)
+            read = read_result(pane, source, p.lines, "text")
+            try:
+                # A search on the loop always finishes; one on a thread is cut off here.
+                async with asyncio.timeout(None if deadline is None
+                                           else deadline - time.monotonic()):
+                    line = await find_line.find(read["text"])
+            except TimeoutError:
+                raise WaitTimeout(message="timed out waiting for output match") from None
+            if line is not None:
+                return {"type": "output_matched", "pane_id": pane.id, "revision": 0,
+                        "matched_line": line, "read": read}
+            checked = time.monotonic()
+            remaining = None if deadline is None else deadline - checked
+            if remaining is not None and remaining <= 0:
+                raise WaitTimeout(message="timed out waiting for output match")
+            try:
+                burst = await next_output(changed, checked, burst, remaining)
+            except TimeoutError:
+                raise WaitTimeout(message="timed out waiting for output match") from None
+
+    call.ctx.info.pending_waits += 1
+    try:
+        if call.connection is None:
+            return await wait()
+        return await call.connection.until_gone(wait())
+    finally:
+        call.ctx.info.pending_waits -= 1
+
+
+class ProcessInfoParams(Params):
+    pane_id: str | None = None
+
+
+def process_entry(pid: int) -> dict[str, Any] | None:
+    """One row of ``foreground_processes``; None when the process is gone."""
+    process = procfs.read_process(pid)
+    if process is None:
+        return None
+    entry: dict[str, Any] = {"pid": pid, "name": process.comm.strip()}
+    # Empty arguments (the padding left by a program that rewrote its title) are not shown.
+    argv = [a for a in process.argv if a]
+    if argv:
+        entry.update({"argv0": argv[0], "argv": argv, "cmdline": " ".join(argv)})
+    cwd = procfs.cwd(pid)
+    if cwd is not None:
+        entry["cwd"] = cwd
+    return entry
+
+
+@methods.method("pane.process_info", ProcessInfoParams)
+async def pane_process_info(call: Call, p: ProcessInfoParams) -> Result:
+    """The pane's shell pid and the processes of its terminal's foreground group."""
+    pane = call.ctx.mux.pane(p.pane_id)
+    term = pane.terminal
+    info: dict[str, Any] = {"pane_id": pane.id}
+    if not term.exited:
+        info["shell_pid"] = term.pid
+        pgid = term.foreground_pgid()
+        if pgid is not None:
+            info["foreground_process_group_id"] = pgid
+            procs = [e for pid in procfs.group_members(pgid) if (e := process_entry(pid))]
+            info["foreground_processes"] = procs
+    return {"type": "pane_process_info", "process_info": info}
