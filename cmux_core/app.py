@@ -22,8 +22,10 @@ from cmux_core import __version__
 from cmux_core.agents.scheduler import DetectionScheduler
 from cmux_core.agents.tracker import AgentTracker, SessionRef, declarations_from
 from cmux_core.agents.views import ViewBook
+from cmux_core.api import methods as core_methods
 from cmux_core.api import wire
-from cmux_core.api.context import Call, ServerInfo, Services
+from cmux_core.api.attach import AttachBook
+from cmux_core.api.context import ServerInfo
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.methods import register_core_methods
 from cmux_core.api.server import Server, ServerAlreadyRunning, SocketPathError
@@ -69,7 +71,6 @@ class App:
         self.agents = AgentTracker(self.mux, self.events)
         self.events.project = functools.partial(wire.project, self.mux, self.agents)
         self.methods = MethodTable()
-        register_core_methods(self.methods)
         self.plugins = PluginHost(settings, methods=self.methods, publish=self.events.publish,
                                   api=self.request, socket_path=socket_path)
         self.events.observe_wire(self.plugins.on_event)
@@ -96,17 +97,42 @@ class App:
         self.program_graphics = ProgramGraphics(self.graphics)
         if settings.kitty_graphics:
             self.mux.terminal_listeners.append(self.program_graphics.terminal_started)
-        self.services = Services(settings, self.info, self.events, self.mux, self.agents,
-                                 self.detection, self.plugins, self.views,
-                                 self.notifications, graphics=self.graphics,
-                                 graphics_sources=self.graphics_sources)
-        self.server = Server(self.services, self.methods, socket_path)
+        self.attach = AttachBook()
+        register_core_methods(self.methods, self._method_contexts())
+        self.server = Server(self.events, self.methods, socket_path)
         self.info.connection_count = self.server.connection_count
         self.server.close_listeners.append(self.views.connection_closed)
         self.server.close_listeners.append(
             lambda conn: self.graphics.connection_closed(conn.client_id))
         self.server.request_listeners.append(self.loop_monitor.poke)
         self.server.request_listeners.append(self.keeper.request_seen)
+
+    def _method_contexts(self) -> list[object]:
+        """What each core methods module's handlers may use."""
+        m = core_methods
+        mux, agents, settings, info = self.mux, self.agents, self.settings, self.info
+        return [
+            m.agent.AgentServices(mux, agents, self.events, info, self.detection, self.views,
+                                  self.plugins),
+            m.events.EventServices(mux, agents, self.events, info),
+            m.integration.IntegrationServices(self.plugins),
+            m.layout.LayoutServices(mux, agents, settings),
+            m.notification.NotificationServices(mux, self.notifications),
+            m.pane.arrangement.ArrangementServices(mux, agents),
+            m.pane.attach.AttachServices(mux, settings, self.attach, self.graphics),
+            m.pane.graphics.GraphicsServices(mux, settings, self.graphics,
+                                             self.graphics_sources),
+            m.pane.io.PaneIoServices(mux, info),
+            m.pane.lifecycle.LifecycleServices(mux, agents, settings),
+            m.pane.reports.ReportServices(mux, agents, self.plugins),
+            m.plugin.PluginServices(self.plugins),
+            m.server.ServerServices(info, self.events, mux, agents, self.detection),
+            m.surface.SurfaceServices(mux, agents, settings),
+            m.system.SystemServices(info, mux, agents, self.attach, self.notifications),
+            m.tab.TabServices(mux, agents, settings),
+            m.window.WindowServices(mux, settings),
+            m.workspace.WorkspaceServices(mux, agents, settings),
+        ]
 
     def _on_event(self, event: Event) -> None:
         """What one part does about another's events, where neither may import the other."""
@@ -132,8 +158,7 @@ class App:
                       connection: Any = None) -> dict[str, Any]:
         """Answer one socket API call in-process, as ``connection``'s client (None: the
         server itself); raises CmuxError exactly as the client would see it."""
-        call = Call(self.services, connection, None, method)
-        return await self.methods.call(call, dict(params))
+        return await self.methods.call(method, dict(params), connection=connection)
 
     async def start(self) -> None:
         """Bind the socket, load plugins, restore the saved session (or create the default

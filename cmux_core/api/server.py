@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cmux_core.api import v1_text
-from cmux_core.api.context import Call, Services
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.framing import (
     MAX_LINE_BYTES,
@@ -329,12 +328,12 @@ class Connection:
 
 
 class Server:
-    """Serves ``methods`` on a Unix socket; every call gets ``services`` as its context."""
+    """Serves ``methods`` on a Unix socket; each method answers with the context it was
+    bound to; ``events`` feeds the connections' subscriptions."""
 
-    def __init__(self, services: Services, methods: MethodTable, socket_path: Path) -> None:
-        self.services = services
+    def __init__(self, events: EventHub, methods: MethodTable, socket_path: Path) -> None:
         self.methods = methods
-        self.events: EventHub = services.events
+        self.events = events
         self.socket_path = socket_path
         self.close_listeners: list[Callable[[Connection], None]] = []
         """Called with each connection as it closes (views keyed by it are dropped)."""
@@ -350,8 +349,8 @@ class Server:
     async def call(self, request: Request, connection: Connection | None) -> dict[str, Any]:
         for listener in self.request_listeners:
             listener()
-        call = Call(self.services, connection, request.id, request.method)
-        return await self.methods.call(call, request.params)
+        return await self.methods.call(request.method, request.params, connection=connection,
+                                       request_id=request.id)
 
     def connection_closed(self, conn: Connection) -> None:
         for listener in list(self.close_listeners):

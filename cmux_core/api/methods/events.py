@@ -14,13 +14,14 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError
 
 from cmux_core.agents.tracker import AgentStatus, AgentTracker
 from cmux_core.api import wire
-from cmux_core.api.context import Call
+from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result, validation_error
 from cmux_core.api.methods.shared.reading import (
     STRIP_ANSI,
@@ -36,14 +37,24 @@ from cmux_core.api.methods.shared.waiting import (
     deadline_of,
     next_batch,
     served,
-    tracker_of,
     watching,
 )
 from cmux_core.errors import CmuxError, InvalidParams, NotFound, WaitTimeout
-from cmux_core.events import SUBSCRIBABLE, Published, Subscriber
+from cmux_core.events import SUBSCRIBABLE, EventHub, Published, Subscriber
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane
+
+
+@dataclass(frozen=True, slots=True)
+class EventServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    agents: AgentTracker
+    events: EventHub
+    info: ServerInfo
+
 
 methods = MethodTable()
 
@@ -60,7 +71,7 @@ class SubscribeParams(Params):
 
 
 @methods.method("events.subscribe", SubscribeParams)
-async def events_subscribe(call: Call, p: SubscribeParams) -> Result:
+async def events_subscribe(call: Call[EventServices], p: SubscribeParams) -> Result:
     """Turn the connection into an event stream (after this reply) of the named kinds."""
     if call.connection is None:
         raise CmuxError("invalid_request", "events.subscribe needs a connection")
@@ -99,7 +110,7 @@ def status_event(tracker: AgentTracker, pane: Pane) -> dict[str, Any]:
 
 
 @methods.method("events.wait", EventsWaitParams)
-async def events_wait(call: Call, p: EventsWaitParams) -> Result:
+async def events_wait(call: Call[EventServices], p: EventsWaitParams) -> Result:
     """Wait for one event matching ``match_event`` (pane agent status matches only)."""
     match = p.match_event
     if match.get("event") != "pane_agent_status_changed":
@@ -111,7 +122,7 @@ async def events_wait(call: Call, p: EventsWaitParams) -> Result:
     if not isinstance(match.get("pane_id"), str):
         raise InvalidParams("match_event.pane_id", "field required")
     mux = call.ctx.mux
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     pane = mux.pane(match["pane_id"])
     deadline = deadline_of(p.timeout_ms)
 
@@ -139,7 +150,7 @@ async def events_wait(call: Call, p: EventsWaitParams) -> Result:
                         data = {k: v for k, v in event.data.items() if k != "type"}
                         return matched(data)
 
-    result: Result = await served(call, wait())
+    result: Result = await served(call.ctx.info, call.connection, wait())
     return result
 
 
@@ -167,7 +178,8 @@ def is_parameterised(raw: dict[str, Any]) -> bool:
         raw.get("type") == "pane.agent_status_changed" and raw.get("pane_id") is not None)
 
 
-def prepare_subscription(call: Call, raw: dict[str, Any], field: str) -> Callable[[], None]:
+def prepare_subscription(call: Call[EventServices], raw: dict[str, Any],
+                         field: str) -> Callable[[], None]:
     """Validate one pane-scoped subscription (probing its pane); returns its starter.
 
     Raises before anything starts, so one bad subscription aborts the whole request.
@@ -184,7 +196,7 @@ def prepare_subscription(call: Call, raw: dict[str, Any], field: str) -> Callabl
     mux = call.ctx.mux
     if isinstance(sub, StatusSubscription):
         pane = mux.pane(sub.pane_id)
-        body = status_stream(call, tracker_of(call), pane, sub.agent_status)
+        body = status_stream(call, call.ctx.agents, pane, sub.agent_status)
     else:
         assert isinstance(sub, OutputSubscription)
         pane = mux.pane(sub.pane_id)
@@ -198,7 +210,7 @@ def prepare_subscription(call: Call, raw: dict[str, Any], field: str) -> Callabl
 StreamBody = Callable[[Subscriber], Any]
 
 
-def start_stream(call: Call, body: StreamBody) -> None:
+def start_stream(call: Call[EventServices], body: StreamBody) -> None:
     """Stream what ``body`` offers to a private subscriber on the calling connection."""
     connection = call.connection
     assert connection is not None
@@ -207,7 +219,7 @@ def start_stream(call: Call, body: StreamBody) -> None:
     connection.run_task(body(out))
 
 
-def status_stream(call: Call, tracker: AgentTracker, pane: Pane,
+def status_stream(call: Call[EventServices], tracker: AgentTracker, pane: Pane,
                   wanted: AgentStatus | None) -> StreamBody:
     """Status changes of ``pane``; the stream ends when the pane closes. Only a weak
     reference to the pane is kept, so a subscriber never holds a closed pane in memory."""

@@ -22,9 +22,11 @@ import json
 import os
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.shared.creation import (
@@ -36,12 +38,22 @@ from cmux_core.api.methods.shared.creation import (
 )
 from cmux_core.api.methods.shared.workspace_routing import Routing as WorkspaceRouting
 from cmux_core.api.methods.shared.workspace_routing import route_workspace
-from cmux_core.config import config_dir
+from cmux_core.config import Settings, config_dir
 from cmux_core.errors import CmuxError, InvalidParams, NotFound
 from cmux_core.hookspecs import Params
 from cmux_core.model import arrange, cmux_layout
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Tab
+
+
+@dataclass(frozen=True, slots=True)
+class LayoutServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    agents: AgentTracker
+    settings: Settings
+
 
 methods = MethodTable()
 
@@ -70,7 +82,7 @@ def layout_tab(mux: Mux, tab_id: str | None, pane_id: str | None) -> Tab:
 
 
 @methods.method("layout.export", TabOrPane)
-async def layout_export(call: Call, p: TabOrPane) -> Result:
+async def layout_export(call: Call[LayoutServices], p: TabOrPane) -> Result:
     """The tab as a portable tree: splits, ratios, and each pane's label, cwd and command."""
     mux = call.ctx.mux
     return {"type": "layout_export",
@@ -86,7 +98,7 @@ class ApplyParams(Params):
 
 
 @methods.method("layout.apply", ApplyParams)
-async def layout_apply(call: Call, p: ApplyParams) -> Result:
+async def layout_apply(call: Call[LayoutServices], p: ApplyParams) -> Result:
     """Build a new tab from a portable tree, or replace ``tab_id`` with it; all or nothing."""
     mux = call.ctx.mux
     if p.tab_id is not None and p.workspace_id is not None:
@@ -113,7 +125,7 @@ class SplitRatioParams(TabOrPane):
 
 
 @methods.method("layout.set_split_ratio", SplitRatioParams)
-async def layout_set_split_ratio(call: Call, p: SplitRatioParams) -> Result:
+async def layout_set_split_ratio(call: Call[LayoutServices], p: SplitRatioParams) -> Result:
     """Set the ratio of the split at ``path`` (false = first child) from the root."""
     mux = call.ctx.mux
     tab = layout_tab(mux, p.tab_id, p.pane_id)
@@ -201,7 +213,7 @@ class SaveParams(WorkspaceRouting):
 
 
 @methods.method("layout.save", SaveParams)
-async def layout_save(call: Call, p: SaveParams) -> Result:
+async def layout_save(call: Call[LayoutServices], p: SaveParams) -> Result:
     """Save the workspace's (default: the selected one's) active tab under ``name``;
     ``layout_exists`` unless ``overwrite`` when the name is taken."""
     mux = call.ctx.mux
@@ -224,7 +236,7 @@ class Empty(Params):
 
 
 @methods.method("layout.list", Empty)
-async def layout_list(call: Call, p: Empty) -> Result:
+async def layout_list(call: Call[LayoutServices], p: Empty) -> Result:
     """Every saved layout, by name; a file that cannot be read is listed with ``error``."""
     rows = []
     try:
@@ -247,7 +259,7 @@ class NameParams(Params):
 
 
 @methods.method("layout.get", NameParams)
-async def layout_get(call: Call, p: NameParams) -> Result:
+async def layout_get(call: Call[LayoutServices], p: NameParams) -> Result:
     """The saved document: ``workspace.title`` and ``workspace.layout``."""
     name, path = _path(p.name)
     doc = _load(name, path)
@@ -262,7 +274,7 @@ class OpenParams(NameParams):
 
 
 @methods.method("layout.open", OpenParams)
-async def layout_open(call: Call, p: OpenParams) -> Result:
+async def layout_open(call: Call[LayoutServices], p: OpenParams) -> Result:
     """A new workspace built from the saved layout (all or nothing, as
     ``workspace.create {layout}``); selected only with ``focus`` (or ``[cmux]
     focus_on_create``)."""
@@ -274,12 +286,12 @@ async def layout_open(call: Call, p: OpenParams) -> Result:
     ws = create_from_layout(mux, doc["workspace"]["layout"], window=window,
                             cwd=resolve_cwd(p.cwd, "cwd"),
                             label=title if isinstance(title, str) else None,
-                            focus=creation_focus(call, p.focus))
+                            focus=creation_focus(call.ctx.settings, p.focus))
     return {**created_result(mux, call.ctx.agents, ws), "name": name}
 
 
 @methods.method("layout.delete", NameParams)
-async def layout_delete(call: Call, p: NameParams) -> Result:
+async def layout_delete(call: Call[LayoutServices], p: NameParams) -> Result:
     """Remove the saved layout; ``layout_not_found`` when there is none."""
     name, path = _path(p.name)
     try:

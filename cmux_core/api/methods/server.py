@@ -8,17 +8,33 @@ import gc
 import math
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
 
 from cmux_core.agents.scheduler import DetectionScheduler
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
-from cmux_core.api.context import Call
+from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.events import EventHub
 from cmux_core.hookspecs import Params
+from cmux_core.model.mux import Mux
 from cmux_core.model.tree import LIVE_PANES
 from cmux_core.terminal import procfs
+
+
+@dataclass(frozen=True, slots=True)
+class ServerServices:
+    """The services these handlers use, built by the composition root."""
+
+    info: ServerInfo
+    events: EventHub
+    mux: Mux
+    agents: AgentTracker
+    detection: DetectionScheduler
+
 
 methods = MethodTable()
 
@@ -38,21 +54,21 @@ class Empty(Params):
 
 
 @methods.method("ping", Empty)
-async def ping(call: Call, p: Empty) -> Result:
+async def ping(call: Call[ServerServices], p: Empty) -> Result:
     """Liveness check; never touches the model."""
     return {"type": "pong", "version": call.ctx.info.version, "protocol": PROTOCOL_VERSION,
             "capabilities": {"live_handoff": False, "detached_server_daemon": True}}
 
 
 @methods.method("server.stop", Empty)
-async def server_stop(call: Call, p: Empty) -> Result:
+async def server_stop(call: Call[ServerServices], p: Empty) -> Result:
     """Stop the server after this reply: every pane's process group gets SIGHUP."""
     call.ctx.info.stopping.set()
     return {"type": "ok"}
 
 
 @methods.method("server.stats", Empty)
-async def server_stats(call: Call, p: Empty) -> Result:
+async def server_stats(call: Call[ServerServices], p: Empty) -> Result:
     """Health figures: uptime, counts, memory, and how long the loop was ever stalled.
 
     ``live_panes`` counts pane objects still in memory, open or closed. Closed panes are
@@ -90,7 +106,7 @@ class SetAreaParams(Params):
 
 
 @methods.method("server.set_area", SetAreaParams)
-async def server_set_area(call: Call, p: SetAreaParams) -> Result:
+async def server_set_area(call: Call[ServerServices], p: SetAreaParams) -> Result:
     """Resize the virtual area every tab is laid out in; every PTY follows."""
     call.ctx.mux.set_area(p.width, p.height)
     area = call.ctx.mux.area
@@ -98,7 +114,7 @@ async def server_set_area(call: Call, p: SetAreaParams) -> Result:
 
 
 @methods.method("session.snapshot", Empty)
-async def session_snapshot(call: Call, p: Empty) -> Result:
+async def session_snapshot(call: Call[ServerServices], p: Empty) -> Result:
     """Everything a client needs to bootstrap, in workspace, tab and layout order."""
     mux = call.ctx.mux
     agents = call.ctx.agents
@@ -122,7 +138,7 @@ async def session_snapshot(call: Call, p: Empty) -> Result:
     return {"type": "session_snapshot", "snapshot": snapshot}
 
 
-async def _runtime(call: Call) -> DetectionScheduler:
+async def _runtime(call: Call[ServerServices]) -> DetectionScheduler:
     """The server's detection runtime once its manifests are loaded."""
     runtime = call.ctx.detection
     await runtime.registry.loaded.wait()
@@ -130,13 +146,13 @@ async def _runtime(call: Call) -> DetectionScheduler:
 
 
 @methods.method("server.agent_manifests", Empty)
-async def server_agent_manifests(call: Call, p: Empty) -> Result:
+async def server_agent_manifests(call: Call[ServerServices], p: Empty) -> Result:
     """The manifest in force per agent, its source and any warning; reloads nothing."""
     return (await _runtime(call)).registry.status()
 
 
 @methods.method("server.reload_agent_manifests", Empty)
-async def server_reload_agent_manifests(call: Call, p: Empty) -> Result:
+async def server_reload_agent_manifests(call: Call[ServerServices], p: Empty) -> Result:
     """Re-read and re-validate every manifest source now, then re-detect every pane."""
     registry = (await _runtime(call)).registry
     report = await registry.reload("request", force=True)

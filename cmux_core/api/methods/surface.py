@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from dataclasses import dataclass
 from typing import Literal
 
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.shared.creation import (
@@ -44,7 +46,8 @@ from cmux_core.api.methods.shared.routing import (
     workspace_of,
 )
 from cmux_core.api.methods.shared.rows import surface_row, workspace_surfaces
-from cmux_core.api.methods.shared.surface_actions import TabActionParams, tab_action
+from cmux_core.api.methods.shared.surface_actions import SurfaceActionParams, run_action
+from cmux_core.config import Settings
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.model import surfaces
 from cmux_core.model.events import PaneCwdChanged
@@ -52,11 +55,21 @@ from cmux_core.model.mux import Mux, spawn_error
 from cmux_core.model.tree import Surface, Workspace
 from cmux_core.terminal.emulator import READ_LINES_MAX, read_text
 
+
+@dataclass(frozen=True, slots=True)
+class SurfaceServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    agents: AgentTracker
+    settings: Settings
+
+
 methods = MethodTable()
 
 
 @methods.method("surface.list", Routing)
-async def surface_list(call: Call, p: Routing) -> Result:
+async def surface_list(call: Call[SurfaceServices], p: Routing) -> Result:
     """The workspace's surfaces in spatial order (panes left to right, top to bottom,
     then each pane's tab order)."""
     mux = call.ctx.mux
@@ -67,7 +80,7 @@ async def surface_list(call: Call, p: Routing) -> Result:
 
 
 @methods.method("surface.current", Routing)
-async def surface_current(call: Call, p: Routing) -> Result:
+async def surface_current(call: Call[SurfaceServices], p: Routing) -> Result:
     """The focused surface of the workspace the call means."""
     mux = call.ctx.mux
     ws = workspace_of(mux, Routing(workspace_id=p.workspace_id, window_id=p.window_id))
@@ -83,7 +96,7 @@ class SurfaceFocusParams(Routing):
 
 
 @methods.method("surface.focus", SurfaceFocusParams)
-async def surface_focus(call: Call, p: SurfaceFocusParams) -> Result:
+async def surface_focus(call: Call[SurfaceServices], p: SurfaceFocusParams) -> Result:
     """Select the surface in its pane and focus that pane, its workspace and window."""
     mux = call.ctx.mux
     surface = mux.surface(p.surface_id)
@@ -97,7 +110,7 @@ class SurfaceTextParams(Routing):
 
 
 @methods.method("surface.send_text", SurfaceTextParams)
-async def surface_send_text(call: Call, p: SurfaceTextParams) -> Result:
+async def surface_send_text(call: Call[SurfaceServices], p: SurfaceTextParams) -> Result:
     """Type ``text`` into the terminal as-is; a newline acts like Enter."""
     surface = surface_of(call.ctx.mux, p)
     write(surface, p.text.encode())
@@ -109,7 +122,7 @@ class SurfaceKeyParams(Routing):
 
 
 @methods.method("surface.send_key", SurfaceKeyParams)
-async def surface_send_key(call: Call, p: SurfaceKeyParams) -> Result:
+async def surface_send_key(call: Call[SurfaceServices], p: SurfaceKeyParams) -> Result:
     surface = surface_of(call.ctx.mux, p)
     write(surface, key_bytes(surface, p.key))
     return {"type": "ok", **surface_keys(surface), "queued": False}
@@ -122,7 +135,7 @@ class SurfaceReadParams(Routing):
 
 
 @methods.method("surface.read_text", SurfaceReadParams)
-async def surface_read_text(call: Call, p: SurfaceReadParams) -> Result:
+async def surface_read_text(call: Call[SurfaceServices], p: SurfaceReadParams) -> Result:
     """The visible screen, or when asked the last 1000 rows of screen and scrollback;
     with ``lines``, their last ``lines`` lines of text (blank rows below the text do not
     count). Plain text, or with ``format: "vt"`` the colours and styles as escape
@@ -178,7 +191,7 @@ class SurfaceCreateParams(NewTerminalParams):
 
 
 @methods.method("surface.create", SurfaceCreateParams)
-async def surface_create(call: Call, p: SurfaceCreateParams) -> Result:
+async def surface_create(call: Call[SurfaceServices], p: SurfaceCreateParams) -> Result:
     """A new terminal surface (a new tab) in ``pane_id`` (default: the focused pane of
     the workspace the call means); selected and focused only with ``focus`` (or ``[cmux]
     focus_on_create``). With ``type: "markdown"`` the tab shows the file ``path``
@@ -191,12 +204,12 @@ async def surface_create(call: Call, p: SurfaceCreateParams) -> Result:
                 or resolve_cwd(p.cwd, "cwd"))
         path = markdown_file(mux, p.path, base, pane.tab.workspace)
         surface = surfaces.add_markdown(mux, pane, path, title=trimmed(p.title),
-                                        focus=creation_focus(call, p.focus))
+                                        focus=creation_focus(call.ctx.settings, p.focus))
         return created(surface)
     cwd, command, env = terminal_spec(mux, p, pane)
     try:
         surface = surfaces.add_surface(mux, pane, cwd=cwd, command=command, env=env,
-                                       focus=creation_focus(call, p.focus))
+                                       focus=creation_focus(call.ctx.settings, p.focus))
     except CmuxError as exc:
         raise spawn_error(exc, "surface_create_failed") from None
     surface.requested_command = requested_command(p.initial_command, p.command)
@@ -206,10 +219,10 @@ async def surface_create(call: Call, p: SurfaceCreateParams) -> Result:
 
 
 @methods.method("surface.split", SurfaceSplitParams)
-async def surface_split(call: Call, p: SurfaceSplitParams) -> Result:
+async def surface_split(call: Call[SurfaceServices], p: SurfaceSplitParams) -> Result:
     """A new pane with a new terminal beside the source surface's pane (default: the
     focused surface), on the ``direction`` side."""
-    return await split_here(call, p)
+    return await split_here(call.ctx.mux, call.ctx.settings, p)
 
 
 class MarkdownOpenParams(Routing):
@@ -219,7 +232,7 @@ class MarkdownOpenParams(Routing):
 
 
 @methods.method("markdown.open", MarkdownOpenParams)
-async def markdown_open(call: Call, p: MarkdownOpenParams) -> Result:
+async def markdown_open(call: Call[SurfaceServices], p: MarkdownOpenParams) -> Result:
     """Show the file ``path`` (``~`` expanded; relative to ``working_directory``, else
     the workspace's directory) in a new markdown surface: a tab of the pane of
     ``surface_id`` (else ``pane_id``, else the focused pane), selected there. cmux's app
@@ -231,7 +244,7 @@ async def markdown_open(call: Call, p: MarkdownOpenParams) -> Result:
     base = resolve_cwd(p.working_directory, "working_directory")
     path = markdown_file(mux, p.path, base, pane.tab.workspace)
     surface = surfaces.add_markdown(mux, pane, path, index=pane.surfaces.index(source) + 1,
-                                    select=True, focus=creation_focus(call, p.focus))
+                                    select=True, focus=creation_focus(call.ctx.settings, p.focus))
     return {"type": "markdown", **surface_keys(surface), "surface_type": "markdown",
             "source_surface_id": source.uuid, "source_surface_ref": source.ref,
             "source_pane_id": pane.key, "source_pane_ref": pane.ref,
@@ -239,7 +252,7 @@ async def markdown_open(call: Call, p: MarkdownOpenParams) -> Result:
 
 
 @methods.method("surface.close", Routing)
-async def surface_close(call: Call, p: Routing) -> Result:
+async def surface_close(call: Call[SurfaceServices], p: Routing) -> Result:
     """Close the surface (default: the focused one). The pane shows the surface now at
     its index, else the one before; a pane closes with its last surface; the last
     surface of a workspace is ``invalid_state``."""
@@ -259,7 +272,7 @@ class SurfaceMoveParams(Routing):
 
 
 @methods.method("surface.move", SurfaceMoveParams)
-async def surface_move(call: Call, p: SurfaceMoveParams) -> Result:
+async def surface_move(call: Call[SurfaceServices], p: SurfaceMoveParams) -> Result:
     """Move a surface before/after another surface, into ``pane_id``, into the focused
     pane of ``workspace_id``, or of ``window_id``'s selected workspace (at ``index``)."""
     mux = call.ctx.mux
@@ -301,7 +314,7 @@ class SurfaceReorderParams(Routing):
 
 
 @methods.method("surface.reorder", SurfaceReorderParams)
-async def surface_reorder(call: Call, p: SurfaceReorderParams) -> Result:
+async def surface_reorder(call: Call[SurfaceServices], p: SurfaceReorderParams) -> Result:
     """Move a surface within its pane: to ``index``, or before/after a surface of it."""
     mux = call.ctx.mux
     surface = mux.surface(p.surface_id)
@@ -337,7 +350,7 @@ class SplitOffParams(Routing):
     focus: bool = False
 
 
-async def split_off(call: Call, p: SplitOffParams) -> Result:
+async def split_off(call: Call[SurfaceServices], p: SplitOffParams) -> Result:
     mux = call.ctx.mux
     surface = mux.surface(p.surface_id)
     ws = surface.pane.tab.workspace
@@ -361,7 +374,7 @@ async def split_off(call: Call, p: SplitOffParams) -> Result:
 
 
 @methods.method("surface.split_off", SplitOffParams)
-async def surface_split_off(call: Call, p: SplitOffParams) -> Result:
+async def surface_split_off(call: Call[SurfaceServices], p: SplitOffParams) -> Result:
     """Move a surface out of its pane into a new pane on the ``direction`` side of its
     pane (or of ``target_surface_id``'s pane); ``invalid_state`` when that would empty
     its pane."""
@@ -369,14 +382,14 @@ async def surface_split_off(call: Call, p: SplitOffParams) -> Result:
 
 
 @methods.method("surface.drag_to_split", SplitOffParams)
-async def surface_drag_to_split(call: Call, p: SplitOffParams) -> Result:
+async def surface_drag_to_split(call: Call[SurfaceServices], p: SplitOffParams) -> Result:
     """``surface.split_off`` as a drop: ``direction``, or ``target_surface_id`` with the
     ``edge`` (left, right, top, bottom) of its pane."""
     return await split_off(call, p)
 
 
 @methods.method("surface.clear_history", Routing)
-async def surface_clear_history(call: Call, p: Routing) -> Result:
+async def surface_clear_history(call: Call[SurfaceServices], p: Routing) -> Result:
     """Erase the screen and the scrollback of the surface's terminal (the program is
     not told; a shell redraws its prompt at the next key)."""
     surface = surface_of(call.ctx.mux, p)
@@ -385,7 +398,7 @@ async def surface_clear_history(call: Call, p: Routing) -> Result:
 
 
 @methods.method("surface.trigger_flash", Routing)
-async def surface_trigger_flash(call: Call, p: Routing) -> Result:
+async def surface_trigger_flash(call: Call[SurfaceServices], p: Routing) -> Result:
     """Flash the surface: headless there is nothing to light up, so the flash is
     counted (``debug.flash.count``) for clients that check it."""
     surface = surface_of(call.ctx.mux, p)
@@ -394,7 +407,7 @@ async def surface_trigger_flash(call: Call, p: Routing) -> Result:
 
 
 @methods.method("surface.health", Routing)
-async def surface_health(call: Call, p: Routing) -> Result:
+async def surface_health(call: Call[SurfaceServices], p: Routing) -> Result:
     """Each surface of the workspace: ``in_window`` is true while it belongs to a
     window (every live surface does), ``alive`` while its process runs (a markdown
     surface: while its file exists)."""
@@ -408,7 +421,7 @@ async def surface_health(call: Call, p: Routing) -> Result:
 
 
 @methods.method("surface.refresh", Routing)
-async def surface_refresh(call: Call, p: Routing) -> Result:
+async def surface_refresh(call: Call[SurfaceServices], p: Routing) -> Result:
     """Headless terminals have no view to redraw: answers how many terminal surfaces
     the workspace holds, as ``refreshed``."""
     mux = call.ctx.mux
@@ -425,7 +438,7 @@ class RespawnParams(Routing):
 
 
 @methods.method("surface.respawn", RespawnParams)
-async def surface_respawn(call: Call, p: RespawnParams) -> Result:
+async def surface_respawn(call: Call[SurfaceServices], p: RespawnParams) -> Result:
     """Restart the surface's terminal: a new process (``command``, default the shell)
     in ``working_directory`` (default where it was started); the old one is ended."""
     mux = call.ctx.mux
@@ -444,10 +457,10 @@ async def surface_respawn(call: Call, p: RespawnParams) -> Result:
     return {"type": "ok", **surface_keys(surface)}
 
 
-@methods.method("surface.action", TabActionParams)
-async def surface_action(call: Call, p: TabActionParams) -> Result:
+@methods.method("surface.action", SurfaceActionParams)
+async def surface_action(call: Call[SurfaceServices], p: SurfaceActionParams) -> Result:
     """The same actions as ``tab.action``."""
-    return await tab_action(call, p)
+    return await run_action(call.ctx.mux, call.ctx.settings, p)
 
 
 class ReportPwdParams(Routing):
@@ -457,7 +470,7 @@ class ReportPwdParams(Routing):
 
 
 @methods.method("surface.report_pwd", ReportPwdParams)
-async def surface_report_pwd(call: Call, p: ReportPwdParams) -> Result:
+async def surface_report_pwd(call: Call[SurfaceServices], p: ReportPwdParams) -> Result:
     """A shell says where it works now (``path``, or ``directory``/``cwd``): the pane's
     cwd, as an OSC 7 report would set it; new splits and workspace names use it."""
     mux = call.ctx.mux
@@ -483,7 +496,7 @@ class ReportTtyParams(Routing):
 
 
 @methods.method("surface.report_tty", ReportTtyParams)
-async def surface_report_tty(call: Call, p: ReportTtyParams) -> Result:
+async def surface_report_tty(call: Call[SurfaceServices], p: ReportTtyParams) -> Result:
     """A shell says which terminal device it runs on; ``surface.list`` shows it as
     ``tty``."""
     tty = p.tty.strip()
@@ -499,7 +512,8 @@ class ReportShellStateParams(Routing):
 
 
 @methods.method("surface.report_shell_state", ReportShellStateParams)
-async def surface_report_shell_state(call: Call, p: ReportShellStateParams) -> Result:
+async def surface_report_shell_state(call: Call[SurfaceServices],
+                                     p: ReportShellStateParams) -> Result:
     """A shell says what it is doing (e.g. ``prompt``, ``running``); ``surface.list``
     shows it as ``shell_state``."""
     state = p.state.strip()

@@ -11,12 +11,14 @@ import asyncio
 import base64
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
 
 from cmux_core.agents.tracker import AgentTracker
-from cmux_core.api.context import Call
+from cmux_core.api.attach import AttachBook
+from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.cmux_v2_catalog import NOT_SUPPORTED
 from cmux_core.api.methods.shared.input import key_bytes, write
@@ -31,9 +33,22 @@ from cmux_core.api.methods.shared.rows import NOMINAL_CELL_PX, surface_row, wind
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
+from cmux_core.model.notifications import NotificationBook
 from cmux_core.model.tree import Pane, Surface, Workspace
 from cmux_core.terminal import procfs
 from cmux_core.terminal.emulator import read_text
+
+
+@dataclass(frozen=True, slots=True)
+class SystemServices:
+    """The services these handlers use, built by the composition root."""
+
+    info: ServerInfo
+    mux: Mux
+    agents: AgentTracker
+    attach: AttachBook
+    notifications: NotificationBook
+
 
 methods = MethodTable()
 
@@ -43,12 +58,12 @@ class Empty(Params):
 
 
 @methods.method("system.ping", Empty)
-async def system_ping(call: Call, p: Empty) -> Result:
+async def system_ping(call: Call[SystemServices], p: Empty) -> Result:
     return {"type": "pong", "pong": True}
 
 
 @methods.method("system.capabilities", Empty)
-async def system_capabilities(call: Call, p: Empty) -> Result:
+async def system_capabilities(call: Call[SystemServices], p: Empty) -> Result:
     """Every method this server answers, sorted; the cmux methods that only answer
     ``not_supported`` are left out."""
     return {"type": "capabilities", "protocol": "cmux-socket", "version": 2,
@@ -61,7 +76,7 @@ class AuthParams(Params):
 
 
 @methods.method("auth.login", AuthParams)
-async def auth_login(call: Call, p: AuthParams) -> Result:
+async def auth_login(call: Call[SystemServices], p: AuthParams) -> Result:
     """Password mode is not enabled: every same-user connection is already trusted."""
     return {"type": "auth", "authenticated": True, "required": False}
 
@@ -92,7 +107,7 @@ class IdentifyParams(Params):
 
 
 @methods.method("system.identify", IdentifyParams)
-async def system_identify(call: Call, p: IdentifyParams) -> Result:
+async def system_identify(call: Call[SystemServices], p: IdentifyParams) -> Result:
     """Where focus is, and where the caller (a pane's own ids) sits."""
     mux = call.ctx.mux
     pane = mux.focused_pane()
@@ -134,7 +149,7 @@ class TreeParams(Params):
 
 
 @methods.method("system.tree", TreeParams)
-async def system_tree(call: Call, p: TreeParams) -> Result:
+async def system_tree(call: Call[SystemServices], p: TreeParams) -> Result:
     """Windows → workspaces → panes → surfaces (the active window unless asked)."""
     mux = call.ctx.mux
     if p.window_id and p.all_windows:
@@ -211,7 +226,7 @@ def server_row(table: list[procfs.ProcessStat], cpu: dict[int, float]) -> dict[s
 
 
 @methods.method("system.top", TopParams)
-async def system_top(call: Call, p: TopParams) -> Result:
+async def system_top(call: Call[SystemServices], p: TopParams) -> Result:
     """``system.tree`` with every terminal's processes (read from /proc): CPU over a
     ``sample_ms`` window (default 200 ms) and resident memory, with totals per surface
     and for the whole server."""
@@ -240,7 +255,7 @@ class MemoryParams(TreeParams):
 
 
 @methods.method("system.memory", MemoryParams)
-async def system_memory(call: Call, p: MemoryParams) -> Result:
+async def system_memory(call: Call[SystemServices], p: MemoryParams) -> Result:
     """Resident memory of the server and of every terminal's processes (all windows
     unless one is named): per surface, and per program name largest first
     (``group_limit`` groups, 1-100)."""
@@ -275,7 +290,7 @@ async def system_memory(call: Call, p: MemoryParams) -> Result:
 
 
 @methods.method("debug.terminals", Empty)
-async def debug_terminals(call: Call, p: Empty) -> Result:
+async def debug_terminals(call: Call[SystemServices], p: Empty) -> Result:
     """Every terminal the server runs: where it sits, its process, PTY, size, state,
     and the CPU time and memory of its processes."""
     mux = call.ctx.mux
@@ -307,7 +322,7 @@ class TypeParams(Params):
 
 
 @methods.method("debug.type", TypeParams)
-async def debug_type(call: Call, p: TypeParams) -> Result:
+async def debug_type(call: Call[SystemServices], p: TypeParams) -> Result:
     """Type ``text`` into the focused surface, as keystrokes would reach it."""
     surface = surface_of(call.ctx.mux, Routing())
     write(surface, p.text.encode())
@@ -319,7 +334,7 @@ class ShortcutParams(Params):
 
 
 @methods.method("debug.shortcut.simulate", ShortcutParams)
-async def debug_shortcut_simulate(call: Call, p: ShortcutParams) -> Result:
+async def debug_shortcut_simulate(call: Call[SystemServices], p: ShortcutParams) -> Result:
     """Press a key combo in the focused surface (``enter``, ``ctrl-c``, ``up``, ...);
     a combo with ``cmd`` is a shortcut of the GUI app: ``not_supported``."""
     if "cmd" in p.combo.lower().replace("-", "+").split("+"):
@@ -331,14 +346,14 @@ async def debug_shortcut_simulate(call: Call, p: ShortcutParams) -> Result:
 
 
 @methods.method("debug.app.activate", Empty)
-async def debug_app_activate(call: Call, p: Empty) -> Result:
+async def debug_app_activate(call: Call[SystemServices], p: Empty) -> Result:
     """The app counts as active from now on (see ``app.focus_override.set``)."""
     call.ctx.notifications.app_became_active = True
     return {"type": "ok", "active": call.ctx.notifications.app_active}
 
 
 @methods.method("debug.terminal.is_focused", Routing)
-async def debug_terminal_is_focused(call: Call, p: Routing) -> Result:
+async def debug_terminal_is_focused(call: Call[SystemServices], p: Routing) -> Result:
     """Whether the surface is the one typed input goes to (the focused surface of the
     active workspace)."""
     mux = call.ctx.mux
@@ -348,7 +363,7 @@ async def debug_terminal_is_focused(call: Call, p: Routing) -> Result:
 
 
 @methods.method("debug.terminal.read_text", Routing)
-async def debug_terminal_read_text(call: Call, p: Routing) -> Result:
+async def debug_terminal_read_text(call: Call[SystemServices], p: Routing) -> Result:
     """The surface's visible screen as text and base64."""
     surface = surface_of(call.ctx.mux, p)
     text, _ = read_text(surface.terminal.emulator, "visible", None, "text")
@@ -357,7 +372,7 @@ async def debug_terminal_read_text(call: Call, p: Routing) -> Result:
 
 
 @methods.method("debug.terminal.render_stats", Routing)
-async def debug_terminal_render_stats(call: Call, p: Routing) -> Result:
+async def debug_terminal_render_stats(call: Call[SystemServices], p: Routing) -> Result:
     """The surface's terminal as it is drawn: its size, cursor and output count (headless,
     nothing is presented, so ``presentCount`` counts the output batches the screen took)."""
     surface = surface_of(call.ctx.mux, p)
@@ -370,14 +385,14 @@ async def debug_terminal_render_stats(call: Call, p: Routing) -> Result:
 
 
 @methods.method("debug.flash.count", Routing)
-async def debug_flash_count(call: Call, p: Routing) -> Result:
+async def debug_flash_count(call: Call[SystemServices], p: Routing) -> Result:
     """How many times the surface was flashed since the last ``debug.flash.reset``."""
     surface = surface_of(call.ctx.mux, p)
     return {"type": "ok", **surface_keys(surface), "count": surface.flash_count}
 
 
 @methods.method("debug.flash.reset", Empty)
-async def debug_flash_reset(call: Call, p: Empty) -> Result:
+async def debug_flash_reset(call: Call[SystemServices], p: Empty) -> Result:
     """Set every surface's flash count back to 0."""
     for pane in call.ctx.mux.all_panes():
         for surface in pane.surfaces:
@@ -386,7 +401,7 @@ async def debug_flash_reset(call: Call, p: Empty) -> Result:
 
 
 @methods.method("debug.notification.focus", Routing)
-async def debug_notification_focus(call: Call, p: Routing) -> Result:
+async def debug_notification_focus(call: Call[SystemServices], p: Routing) -> Result:
     """What clicking a notification does: focus its surface (``surface_id``, else the
     focused one of ``workspace_id``) and flash it; its notifications stay unread."""
     mux = call.ctx.mux
@@ -400,7 +415,7 @@ async def debug_notification_focus(call: Call, p: Routing) -> Result:
 
 
 @methods.method("debug.layout", Routing)
-async def debug_layout(call: Call, p: Routing) -> Result:
+async def debug_layout(call: Call[SystemServices], p: Routing) -> Result:
     """The panes of the workspace the call means (default: the active one) as laid out,
     at ``layout.layout.panes``: each pane's rectangle in the nominal pixels ``pane.list``
     uses (cell size times cells), with the area as ``container``."""

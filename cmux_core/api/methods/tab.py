@@ -3,18 +3,32 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import Field
 
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.shared.creation import ExecString, command_argv, resolve_cwd, trimmed
-from cmux_core.api.methods.shared.surface_actions import TabActionParams, tab_action
+from cmux_core.api.methods.shared.surface_actions import SurfaceActionParams, run_action
+from cmux_core.config import Settings
 from cmux_core.errors import CmuxError
 from cmux_core.hookspecs import Params
 from cmux_core.model import arrange
-from cmux_core.model.mux import spawn_error
+from cmux_core.model.mux import Mux, spawn_error
 from cmux_core.terminal.process import validate_env
+
+
+@dataclass(frozen=True, slots=True)
+class TabServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    agents: AgentTracker
+    settings: Settings
+
 
 methods = MethodTable()
 
@@ -29,7 +43,7 @@ class TabCreateParams(Params):
 
 
 @methods.method("tab.create", TabCreateParams)
-async def tab_create(call: Call, p: TabCreateParams) -> Result:
+async def tab_create(call: Call[TabServices], p: TabCreateParams) -> Result:
     """Append a tab with one pane to a workspace (default: the active one)."""
     mux = call.ctx.mux
     if p.workspace_id is not None:
@@ -56,7 +70,7 @@ class TabListParams(Params):
 
 
 @methods.method("tab.list", TabListParams)
-async def tab_list(call: Call, p: TabListParams) -> Result:
+async def tab_list(call: Call[TabServices], p: TabListParams) -> Result:
     mux = call.ctx.mux
     if p.workspace_id is not None:
         tabs = mux.workspace(p.workspace_id).tabs
@@ -70,13 +84,13 @@ class TabTarget(Params):
 
 
 @methods.method("tab.get", TabTarget)
-async def tab_get(call: Call, p: TabTarget) -> Result:
+async def tab_get(call: Call[TabServices], p: TabTarget) -> Result:
     mux = call.ctx.mux
     return {"type": "tab_info", "tab": wire.tab_info(mux, call.ctx.agents, mux.tab(p.tab_id))}
 
 
 @methods.method("tab.focus", TabTarget)
-async def tab_focus(call: Call, p: TabTarget) -> Result:
+async def tab_focus(call: Call[TabServices], p: TabTarget) -> Result:
     mux = call.ctx.mux
     tab = mux.tab(p.tab_id)
     mux.focus_tab(tab)
@@ -89,7 +103,7 @@ class TabRenameParams(Params):
 
 
 @methods.method("tab.rename", TabRenameParams)
-async def tab_rename(call: Call, p: TabRenameParams) -> Result:
+async def tab_rename(call: Call[TabServices], p: TabRenameParams) -> Result:
     """Set the tab label; empty restores the positional default."""
     mux = call.ctx.mux
     tab = mux.tab(p.tab_id)
@@ -98,7 +112,7 @@ async def tab_rename(call: Call, p: TabRenameParams) -> Result:
 
 
 @methods.method("tab.close", TabTarget)
-async def tab_close(call: Call, p: TabTarget) -> Result:
+async def tab_close(call: Call[TabServices], p: TabTarget) -> Result:
     """Close the tab; the workspace closes with its last tab."""
     mux = call.ctx.mux
     mux.close_tab(mux.tab(p.tab_id))
@@ -111,7 +125,7 @@ class TabMoveParams(Params):
 
 
 @methods.method("tab.move", TabMoveParams)
-async def tab_move(call: Call, p: TabMoveParams) -> Result:
+async def tab_move(call: Call[TabServices], p: TabMoveParams) -> Result:
     """Move a tab to gap ``insert_index`` (0..number of tabs) of its workspace."""
     mux = call.ctx.mux
     tab = mux.tab(p.tab_id)
@@ -120,9 +134,9 @@ async def tab_move(call: Call, p: TabMoveParams) -> Result:
     return {"type": "tab_list", "tabs": [wire.tab_info(mux, agents, t) for t in tab.workspace.tabs]}
 
 
-@methods.method("tab.action", TabActionParams)
-async def tab_action_method(call: Call, p: TabActionParams) -> Result:
+@methods.method("tab.action", SurfaceActionParams)
+async def tab_action(call: Call[TabServices], p: SurfaceActionParams) -> Result:
     """A tab context-menu action on a surface (``tab_id`` or ``surface_id``): rename,
     clear_name, close_left/right/others, new_terminal_right, duplicate, pin, unpin,
     mark_unread, mark_read, move_to_new_workspace."""
-    return await tab_action(call, p)
+    return await run_action(call.ctx.mux, call.ctx.settings, p)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -31,9 +32,9 @@ from cmux_core.api.methods.shared.creation import (
 from cmux_core.api.methods.shared.reports import check_source, check_tokens, check_ttl
 from cmux_core.api.methods.shared.routing import workspace_keys
 from cmux_core.api.methods.shared.rows import workspace_row
-from cmux_core.api.methods.shared.waiting import tracker_of
 from cmux_core.api.methods.shared.workspace_routing import Routing as WorkspaceRouting
 from cmux_core.api.methods.shared.workspace_routing import route_window, route_workspace
+from cmux_core.config import Settings
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model import arrange, cmux_layout, windows
@@ -41,6 +42,16 @@ from cmux_core.model.events import WorkspaceRenamed
 from cmux_core.model.mux import Mux, spawn_error
 from cmux_core.model.tree import Workspace
 from cmux_core.terminal.process import validate_env
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    agents: AgentTracker
+    settings: Settings
+
 
 methods = MethodTable()
 
@@ -75,12 +86,12 @@ class WorkspaceCreateParams(Params):
 
 
 @methods.method("workspace.create", WorkspaceCreateParams)
-async def workspace_create(call: Call, p: WorkspaceCreateParams) -> Result:
+async def workspace_create(call: Call[WorkspaceServices], p: WorkspaceCreateParams) -> Result:
     """Create a workspace with one tab and one pane, or laid out as cmux's ``layout``
     tree (then ``command``, ``initial_command`` and ``initial_env`` are ignored); focus
     only with ``focus`` (or ``[cmux] focus_on_create``)."""
     mux = call.ctx.mux
-    focus = creation_focus(call, p.focus)
+    focus = creation_focus(call.ctx.settings, p.focus)
     cwd = resolve_cwd(p.cwd, "cwd")
     wd = resolve_cwd(p.working_directory, "working_directory")
     if cwd and wd and cwd != wd:
@@ -118,7 +129,7 @@ class WorkspaceListParams(Params):
 
 
 @methods.method("workspace.list", WorkspaceListParams)
-async def workspace_list(call: Call, p: WorkspaceListParams) -> Result:
+async def workspace_list(call: Call[WorkspaceServices], p: WorkspaceListParams) -> Result:
     """The workspaces of one window in display order: ``window_id``'s, else the active
     window's, as cmux routes a call without a window (with one window, every workspace)."""
     mux = call.ctx.mux
@@ -136,14 +147,14 @@ class WorkspaceTarget(Params):
 
 
 @methods.method("workspace.get", WorkspaceTarget)
-async def workspace_get(call: Call, p: WorkspaceTarget) -> Result:
+async def workspace_get(call: Call[WorkspaceServices], p: WorkspaceTarget) -> Result:
     mux = call.ctx.mux
     ws = mux.workspace(p.workspace_id)
     return {"type": "workspace_info", "workspace": workspace_row(mux, call.ctx.agents, ws)}
 
 
 @methods.method("workspace.focus", WorkspaceTarget)
-async def workspace_focus(call: Call, p: WorkspaceTarget) -> Result:
+async def workspace_focus(call: Call[WorkspaceServices], p: WorkspaceTarget) -> Result:
     """Make the workspace the active one (and its window the active window)."""
     mux = call.ctx.mux
     ws = mux.workspace(p.workspace_id)
@@ -157,7 +168,7 @@ class WindowScopedTarget(WorkspaceTarget):
 
 
 @methods.method("workspace.select", WindowScopedTarget)
-async def workspace_select(call: Call, p: WindowScopedTarget) -> Result:
+async def workspace_select(call: Call[WorkspaceServices], p: WindowScopedTarget) -> Result:
     """cmux-family name of ``workspace.focus``; with ``window_id``, the workspace must
     be in that window."""
     mux = call.ctx.mux
@@ -169,7 +180,7 @@ async def workspace_select(call: Call, p: WindowScopedTarget) -> Result:
 
 
 @methods.method("workspace.current", WorkspaceRouting)
-async def workspace_current(call: Call, p: WorkspaceRouting) -> Result:
+async def workspace_current(call: Call[WorkspaceServices], p: WorkspaceRouting) -> Result:
     """The selected workspace of ``window_id``, else of the window holding
     ``workspace_id``, else of the active window."""
     mux = call.ctx.mux
@@ -192,7 +203,7 @@ class WorkspaceRenameParams(Params):
 
 
 @methods.method("workspace.rename", WorkspaceRenameParams)
-async def workspace_rename(call: Call, p: WorkspaceRenameParams) -> Result:
+async def workspace_rename(call: Call[WorkspaceServices], p: WorkspaceRenameParams) -> Result:
     """Set the label (``label`` or cmux ``title``); an empty label restores the automatic one."""
     mux = call.ctx.mux
     if p.label is None and p.title is None:
@@ -204,7 +215,7 @@ async def workspace_rename(call: Call, p: WorkspaceRenameParams) -> Result:
 
 
 @methods.method("workspace.close", WorkspaceTarget)
-async def workspace_close(call: Call, p: WorkspaceTarget) -> Result:
+async def workspace_close(call: Call[WorkspaceServices], p: WorkspaceTarget) -> Result:
     """Close the workspace and every pane in it."""
     mux = call.ctx.mux
     ws = mux.workspace(p.workspace_id)
@@ -222,7 +233,7 @@ def _selected_result(mux: Mux, agents: AgentTracker, ws: Workspace) -> Result:
 
 
 @methods.method("workspace.next", WorkspaceRouting)
-async def workspace_next(call: Call, p: WorkspaceRouting) -> Result:
+async def workspace_next(call: Call[WorkspaceServices], p: WorkspaceRouting) -> Result:
     """Select the workspace after the selected one in the routed window (wrapping)."""
     mux = call.ctx.mux
     ws = windows.step(mux, route_window(mux, p), "next")
@@ -230,7 +241,7 @@ async def workspace_next(call: Call, p: WorkspaceRouting) -> Result:
 
 
 @methods.method("workspace.previous", WorkspaceRouting)
-async def workspace_previous(call: Call, p: WorkspaceRouting) -> Result:
+async def workspace_previous(call: Call[WorkspaceServices], p: WorkspaceRouting) -> Result:
     """Select the workspace before the selected one in the routed window (wrapping)."""
     mux = call.ctx.mux
     ws = windows.step(mux, route_window(mux, p), "previous")
@@ -238,7 +249,7 @@ async def workspace_previous(call: Call, p: WorkspaceRouting) -> Result:
 
 
 @methods.method("workspace.last", WorkspaceRouting)
-async def workspace_last(call: Call, p: WorkspaceRouting) -> Result:
+async def workspace_last(call: Call[WorkspaceServices], p: WorkspaceRouting) -> Result:
     """Select the workspace that was selected before the current one in that window."""
     mux = call.ctx.mux
     ws = windows.select_last(mux, route_window(mux, p))
@@ -252,7 +263,7 @@ class MoveToWindowParams(Params):
 
 
 @methods.method("workspace.move_to_window", MoveToWindowParams)
-async def workspace_move_to_window(call: Call, p: MoveToWindowParams) -> Result:
+async def workspace_move_to_window(call: Call[WorkspaceServices], p: MoveToWindowParams) -> Result:
     """Move the workspace to the end of another window's list; surfaces keep their ids.
     Selected (and its window made active) only with ``focus``."""
     mux = call.ctx.mux
@@ -287,7 +298,7 @@ def _same_window(mux: Mux, anchor_text: str, field: str, ws: Workspace) -> Works
 
 
 @methods.method("workspace.reorder", ReorderParams)
-async def workspace_reorder(call: Call, p: ReorderParams) -> Result:
+async def workspace_reorder(call: Call[WorkspaceServices], p: ReorderParams) -> Result:
     """Move one workspace within its window to ``index`` (0-based, clamped to the list),
     or just before or after another; ``dry_run`` answers the plan without moving."""
     mux = call.ctx.mux
@@ -332,7 +343,7 @@ class ReorderManyParams(Params):
 
 
 @methods.method("workspace.reorder_many", ReorderManyParams)
-async def workspace_reorder_many(call: Call, p: ReorderManyParams) -> Result:
+async def workspace_reorder_many(call: Call[WorkspaceServices], p: ReorderManyParams) -> Result:
     """Put the listed workspaces (``workspace_ids``, or ``order`` as ``"a,b,c"``) first
     in their window, in the order given; the others follow in their present order."""
     mux = call.ctx.mux
@@ -378,7 +389,7 @@ def _action_name(text: str) -> str:
 
 
 @methods.method("workspace.action", ActionParams)
-async def workspace_action(call: Call, p: ActionParams) -> Result:
+async def workspace_action(call: Call[WorkspaceServices], p: ActionParams) -> Result:
     """One of the sidebar's workspace actions (``pin``, ``rename``, ``move_top``, ...)
     on ``workspace_id`` (default: the routed window's selected workspace)."""
     mux = call.ctx.mux
@@ -421,7 +432,7 @@ async def workspace_action(call: Call, p: ActionParams) -> Result:
 
 
 @methods.method("workspace.env", WorkspaceRouting)
-async def workspace_env(call: Call, p: WorkspaceRouting) -> Result:
+async def workspace_env(call: Call[WorkspaceServices], p: WorkspaceRouting) -> Result:
     """The environment the workspace adds to every terminal started in it."""
     mux = call.ctx.mux
     ws = route_workspace(mux, p)
@@ -433,7 +444,7 @@ class EqualizeParams(WorkspaceRouting):
 
 
 @methods.method("workspace.equalize_splits", EqualizeParams)
-async def workspace_equalize_splits(call: Call, p: EqualizeParams) -> Result:
+async def workspace_equalize_splits(call: Call[WorkspaceServices], p: EqualizeParams) -> Result:
     """Give every split of the workspace (of one ``orientation``, when given) an even
     share."""
     mux = call.ctx.mux
@@ -452,7 +463,7 @@ class AutoTitleParams(WorkspaceRouting):
 
 
 @methods.method("workspace.set_auto_title", AutoTitleParams)
-async def workspace_set_auto_title(call: Call, p: AutoTitleParams) -> Result:
+async def workspace_set_auto_title(call: Call[WorkspaceServices], p: AutoTitleParams) -> Result:
     """An agent hook's proposed workspace title: shown unless the workspace was named by
     hand. ``probe`` asks whether a title would be used; ``failure`` records (logs) why
     the hook could not make one."""
@@ -488,7 +499,7 @@ class PromptSubmitParams(WorkspaceRouting):
 
 
 @methods.method("workspace.prompt_submit", PromptSubmitParams)
-async def workspace_prompt_submit(call: Call, p: PromptSubmitParams) -> Result:
+async def workspace_prompt_submit(call: Call[WorkspaceServices], p: PromptSubmitParams) -> Result:
     """Record the prompt last submitted in the workspace (``latest_submitted_message``
     and ``latest_submitted_at`` of its row); the order is left alone."""
     mux = call.ctx.mux
@@ -515,7 +526,7 @@ def _workspace_list(mux: Mux, agents: AgentTracker) -> Result:
 
 
 @methods.method("workspace.move", WorkspaceMoveParams)
-async def workspace_move(call: Call, p: WorkspaceMoveParams) -> Result:
+async def workspace_move(call: Call[WorkspaceServices], p: WorkspaceMoveParams) -> Result:
     """Move a workspace to gap ``insert_index`` (0..number of workspaces) of its window."""
     mux = call.ctx.mux
     arrange.move_workspace(mux, mux.workspace(p.workspace_id), p.insert_index)
@@ -528,7 +539,7 @@ class MoveBlockParams(Params):
 
 
 @methods.method("workspace.move_block", MoveBlockParams)
-async def workspace_move_block(call: Call, p: MoveBlockParams) -> Result:
+async def workspace_move_block(call: Call[WorkspaceServices], p: MoveBlockParams) -> Result:
     """Move several workspaces, in the given order, before another (or to the end)."""
     mux = call.ctx.mux
     block = [mux.workspace(text) for text in p.workspace_ids]
@@ -546,9 +557,10 @@ class WorkspaceMetadataParams(Params):
 
 
 @methods.method("workspace.report_metadata", WorkspaceMetadataParams)
-async def workspace_report_metadata(call: Call, p: WorkspaceMetadataParams) -> Result:
+async def workspace_report_metadata(call: Call[WorkspaceServices],
+                                    p: WorkspaceMetadataParams) -> Result:
     """Set or clear a workspace's tokens (shown in WorkspaceInfo ``tokens``)."""
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     ws = call.ctx.mux.workspace(p.workspace_id)
     source = check_source(p.source)
     ttl_s = check_ttl(p.ttl_ms)

@@ -9,4 +9,4 @@ from __future__ import annotations
 
 from cmux_core.api.methods.pane import arrangement, attach, graphics, io, lifecycle, reports
 
-MODULES = (lifecycle, io, arrangement, reports, graphics, attach)
+__all__ = ["arrangement", "attach", "graphics", "io", "lifecycle", "reports"]

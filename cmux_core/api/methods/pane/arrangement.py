@@ -8,10 +8,12 @@ Handlers resolve ids (raising the not-found errors) and leave every change to
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import Field
 
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
@@ -23,6 +25,15 @@ from cmux_core.model import arrange, surfaces
 from cmux_core.model.layout import DEFAULT_RATIO, DEFAULT_RESIZE_AMOUNT, Direction, PaneDirection
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Workspace
+
+
+@dataclass(frozen=True, slots=True)
+class ArrangementServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    agents: AgentTracker
+
 
 methods = MethodTable()
 
@@ -37,14 +48,14 @@ class DirectionParams(Params):
 
 
 @methods.method("pane.layout", OptionalPane)
-async def pane_layout(call: Call, p: OptionalPane) -> Result:
+async def pane_layout(call: Call[ArrangementServices], p: OptionalPane) -> Result:
     """The snapshot (rects and split ids) of the tab holding the pane."""
     mux = call.ctx.mux
     return {"type": "pane_layout", "layout": wire.layout_snapshot(mux, mux.pane(p.pane_id).tab)}
 
 
 @methods.method("pane.neighbor", DirectionParams)
-async def pane_neighbor(call: Call, p: DirectionParams) -> Result:
+async def pane_neighbor(call: Call[ArrangementServices], p: DirectionParams) -> Result:
     """The nearest pane of the same tab in a direction (null when none)."""
     mux = call.ctx.mux
     found = arrange.neighbor(mux, mux.pane(p.pane_id), p.direction)
@@ -52,14 +63,14 @@ async def pane_neighbor(call: Call, p: DirectionParams) -> Result:
 
 
 @methods.method("pane.edges", OptionalPane)
-async def pane_edges(call: Call, p: OptionalPane) -> Result:
+async def pane_edges(call: Call[ArrangementServices], p: OptionalPane) -> Result:
     """Which sides of the area the pane touches."""
     mux = call.ctx.mux
     return {"type": "pane_edges", "edges": wire.edges(mux, arrange.edges(mux, mux.pane(p.pane_id)))}
 
 
 @methods.method("pane.focus_direction", DirectionParams)
-async def pane_focus_direction(call: Call, p: DirectionParams) -> Result:
+async def pane_focus_direction(call: Call[ArrangementServices], p: DirectionParams) -> Result:
     """Focus the nearest pane in a direction; ``no_neighbor`` when there is none."""
     mux = call.ctx.mux
     done = arrange.focus_direction(mux, mux.pane(p.pane_id), p.direction)
@@ -82,7 +93,7 @@ def pixel_share(mux: Mux, direction: PaneDirection, pixels: int) -> float:
 
 
 @methods.method("pane.resize", ResizeParams)
-async def pane_resize(call: Call, p: ResizeParams) -> Result:
+async def pane_resize(call: Call[ArrangementServices], p: ResizeParams) -> Result:
     """Move the divider beside the pane by ``amount`` of its split. An integer amount of
     1 or more is cmux's form: pixels of nominal cells, measured against the whole area;
     the result then carries cmux's id/ref twins too."""
@@ -130,7 +141,7 @@ def swap_surfaces(mux: Mux, p: SwapParams) -> Result:
 
 
 @methods.method("pane.swap", SwapParams)
-async def pane_swap(call: Call, p: SwapParams) -> Result:
+async def pane_swap(call: Call[ArrangementServices], p: SwapParams) -> Result:
     """Swap two panes of one tab, by direction or by naming both (focus follows the
     source); cmux's form (``pane_id`` with ``target_pane_id``) exchanges the two panes'
     selected surfaces instead, focusing only with ``focus``."""
@@ -199,7 +210,7 @@ def _destination(mux: Mux, d: ToTabDestination | ToNewTabDestination
 
 
 @methods.method("pane.move", MoveParams)
-async def pane_move(call: Call, p: MoveParams) -> Result:
+async def pane_move(call: Call[ArrangementServices], p: MoveParams) -> Result:
     """Move a pane and its running terminal to another tab, a new tab or a new workspace."""
     mux = call.ctx.mux
     pane = mux.pane(p.pane_id)
@@ -214,7 +225,7 @@ class ZoomParams(Params):
 
 
 @methods.method("pane.zoom", ZoomParams)
-async def pane_zoom(call: Call, p: ZoomParams) -> Result:
+async def pane_zoom(call: Call[ArrangementServices], p: ZoomParams) -> Result:
     """Focus the pane, then zoom its tab in or out."""
     mux = call.ctx.mux
     done = arrange.zoom(mux, mux.pane(p.pane_id), p.mode)

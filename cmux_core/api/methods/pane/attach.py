@@ -14,20 +14,32 @@ import base64
 import binascii
 import contextlib
 import logging
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field
 
-from cmux_core.api.attach import AttachSession, frame
+from cmux_core.api.attach import AttachBook, AttachSession, frame
 from cmux_core.api.context import Call, Peer
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.pane.graphics import _enabled
+from cmux_core.api.methods.shared.graphics import graphics_book
+from cmux_core.config import Settings
 from cmux_core.errors import CmuxError, InvalidParams
-from cmux_core.graphics.layers import (
-    GraphicsBook,
-)
+from cmux_core.graphics.layers import GraphicsBook
 from cmux_core.graphics.leases import read_lease
 from cmux_core.hookspecs import Params
+from cmux_core.model.mux import Mux
+
+
+@dataclass(frozen=True, slots=True)
+class AttachServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    settings: Settings
+    attach: AttachBook
+    graphics: GraphicsBook
+
 
 methods = MethodTable()
 
@@ -39,13 +51,13 @@ INPUT_MAX = 256 * 1024
 """Bytes one ``attach.input`` may carry (a longer paste is sent in pieces)."""
 
 
-def _peer(call: Call) -> Peer:
+def _peer(call: Call[AttachServices]) -> Peer:
     if call.connection is None:
         raise CmuxError("invalid_request", f"{call.method} needs a client connection")
     return call.connection
 
 
-def _session(call: Call) -> AttachSession:
+def _session(call: Call[AttachServices]) -> AttachSession:
     session = call.ctx.attach.session(_peer(call).client_id)
     if session is None:
         raise CmuxError("not_attached", f"{call.method}: this connection is not attached to a "
@@ -63,7 +75,7 @@ class AttachParams(Params):
 
 
 @methods.method("pane.attach", AttachParams)
-async def pane_attach(call: Call, p: AttachParams) -> Result:
+async def pane_attach(call: Call[AttachServices], p: AttachParams) -> Result:
     """Show the pane (default: the focused one; a surface handle selects that surface in
     its pane first) on this connection: after this reply the
     server writes frames (a ``screen`` frame with the whole screen, then changes, and a
@@ -100,7 +112,7 @@ class InputParams(Params):
 
 
 @methods.method("attach.input", InputParams)
-async def attach_input(call: Call, p: InputParams) -> Result:
+async def attach_input(call: Call[AttachServices], p: InputParams) -> Result:
     """Write bytes to the attached pane as typed (``data`` as UTF-8, or ``data_base64``);
     this client becomes the most recent one, so the pane takes its size."""
     session = _session(call)
@@ -131,7 +143,7 @@ class ResizeParams(Params):
 
 
 @methods.method("attach.resize", ResizeParams)
-async def attach_resize(call: Call, p: ResizeParams) -> Result:
+async def attach_resize(call: Call[AttachServices], p: ResizeParams) -> Result:
     """The attached terminal changed size: the screen is drawn again for it, and the pane
     takes the size when this client is the one sizing it."""
     _session(call).set_size(p.columns, p.lines)
@@ -143,7 +155,7 @@ class DetachParams(Params):
 
 
 @methods.method("attach.detach", DetachParams)
-async def attach_detach(call: Call, p: DetachParams) -> Result:
+async def attach_detach(call: Call[AttachServices], p: DetachParams) -> Result:
     """End the session: an ``end`` frame with reason ``detached`` follows this reply. The
     pane keeps running."""
     _session(call).end("detached")
@@ -228,7 +240,7 @@ class Viewer:
 
 
 class AttachLookup:
-    def __init__(self, call: Call) -> None:
+    def __init__(self, call: Call[AttachServices]) -> None:
         self.attach = call.ctx.attach
 
     def __call__(self, client_id: str) -> AttachSession | None:
@@ -242,14 +254,14 @@ class AttachGraphicsParams(Params):
 
 
 @methods.method("attach.graphics", AttachGraphicsParams)
-async def attach_graphics(call: Call, p: AttachGraphicsParams) -> Result:
+async def attach_graphics(call: Call[AttachServices], p: AttachGraphicsParams) -> Result:
     """This attached client draws graphics and its cells are ``cell_width_px`` x
     ``cell_height_px`` pixels: from now on the pane's layers come as ``graphics`` frames
     (header with ``layer_id``, ``format``, ``image_width``, ``image_height``,
     ``placement``, ``revision``, then the image bytes) and ``graphics_clear`` frames.
     With ``file_frames`` true (its terminal loads images from files) a leased rgba frame
     comes with ``path`` and ``bytes`` instead of the image bytes."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     if call.connection is None:
         raise CmuxError("invalid_request", "attach.graphics needs a client connection")
     peer = call.connection

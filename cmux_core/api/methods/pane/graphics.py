@@ -19,6 +19,7 @@ import base64
 import binascii
 import logging
 import os
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field
@@ -26,6 +27,8 @@ from pydantic import Field
 from cmux_core.api.context import Call, Peer
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.framing import encode_error
+from cmux_core.api.methods.shared.graphics import graphics_book
+from cmux_core.config import Settings
 from cmux_core.errors import CmuxError
 from cmux_core.graphics.layers import (
     BYTES_PER_PIXEL,
@@ -40,8 +43,21 @@ from cmux_core.graphics.layers import (
     Placement,
     check_layer_id,
 )
+from cmux_core.graphics.sources import SourceRunner
 from cmux_core.hookspecs import Params
+from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane
+
+
+@dataclass(frozen=True, slots=True)
+class GraphicsServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    settings: Settings
+    graphics: GraphicsBook
+    graphics_sources: SourceRunner
+
 
 methods = MethodTable()
 
@@ -55,15 +71,7 @@ UINT32 = 2**32 - 1
 INT32 = 2**31
 
 
-def _enabled(call: Call) -> GraphicsBook:
-    if not call.ctx.settings.kitty_graphics:
-        raise CmuxError("feature_disabled", "pane graphics are off: set [experimental] "
-                        "kitty_graphics = true in config.toml or "
-                        "CMUX_EXPERIMENTAL_KITTY_GRAPHICS=1 for the server")
-    return call.ctx.graphics
-
-
-def _pane_and_layer(call: Call, pane_id: str, layer_id: str) -> tuple[Pane, str]:
+def _pane_and_layer(call: Call[GraphicsServices], pane_id: str, layer_id: str) -> tuple[Pane, str]:
     pane = call.ctx.mux.pane(pane_id)
     return pane, check_layer_id(layer_id)
 
@@ -108,20 +116,20 @@ def _decode(p: SetParams, limit: int) -> Image:
 
 
 @methods.method("pane.graphics.set", SetParams)
-async def graphics_set(call: Call, p: SetParams) -> Result:
+async def graphics_set(call: Call[GraphicsServices], p: SetParams) -> Result:
     """Show an image (``data_base64`` of ``format`` png, rgb, rgba or bgra, at most 512 KiB
     decoded) on a layer of the pane (``layer_id``, default ``primary``), placed per
     ``placement`` (cells over the pane's viewport). Replaces the layer's image."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     book.set(pane, layer_id, _decode(p, SET_MAX_BYTES), _placement(p.placement))
     return {"type": "ok"}
 
 
 @methods.method("pane.graphics.clear", LayerParams)
-async def graphics_clear(call: Call, p: LayerParams) -> Result:
+async def graphics_clear(call: Call[GraphicsServices], p: LayerParams) -> Result:
     """Remove a layer (default ``primary``); a missing layer is no error."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     book.clear(pane, layer_id)
     return {"type": "ok"}
@@ -131,7 +139,7 @@ class PaneParams(Params):
     pane_id: str
 
 
-def pane_visible(call: Call, pane: Pane) -> bool:
+def pane_visible(call: Call[GraphicsServices], pane: Pane) -> bool:
     """On the active workspace, in its active tab, and not hidden by another pane's zoom."""
     tab = pane.tab
     ws = tab.workspace
@@ -140,14 +148,14 @@ def pane_visible(call: Call, pane: Pane) -> bool:
 
 
 @methods.method("pane.graphics.info", PaneParams)
-async def graphics_info(call: Call, p: PaneParams) -> Result:
+async def graphics_info(call: Call[GraphicsServices], p: PaneParams) -> Result:
     """The cell size in pixels of a client attached to the pane that draws graphics
     (``cell_size_unavailable`` when none is), whether the pane is visible, and the
     limits. While a client drawing the pane reads image files itself, the file-frame
     fields name the directory frames are leased from (``direct-kitty`` delivery); else
     they say there is none. No damage rectangles are taken, so ``file_frame_damage`` is
     false."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     pane = call.ctx.mux.pane(p.pane_id)
     cell = book.cell_size(pane.key)
     if cell is None:
@@ -177,11 +185,11 @@ def layer_row(layer: Layer) -> dict[str, object]:
 
 
 @methods.method("pane.graphics.layers", PaneParams)
-async def graphics_layers(call: Call, p: PaneParams) -> Result:
+async def graphics_layers(call: Call[GraphicsServices], p: PaneParams) -> Result:
     """The pane's layers: id, image format and size, bytes held, the file of a leased
     frame, placement, owner (a stream's owner or ``source:<plugin>/<name>``), frames shown
     and revision."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     pane = call.ctx.mux.pane(p.pane_id)
     layers = sorted(book.layers(pane.key), key=lambda layer: layer.layer_id)
     return {"type": "pane_graphics_layers", "pane_id": pane.id,
@@ -259,7 +267,7 @@ async def _stream_frames(book: GraphicsBook, peer: Peer, reader: asyncio.StreamR
 
 
 @methods.method("pane.graphics.stream", LayerParams)
-async def graphics_stream(call: Call, p: LayerParams) -> Result:
+async def graphics_stream(call: Call[GraphicsServices], p: LayerParams) -> Result:
     """Turn this connection into a frame stream for a layer (default ``primary``): after
     the ``ok`` reply the client sends frames, each a JSON header line (``format``,
     ``image_width``, ``image_height``, ``data_length``, ``placement?``) and then
@@ -267,7 +275,7 @@ async def graphics_stream(call: Call, p: LayerParams) -> Result:
     answered with one error line and ends the stream. When the stream ends the layer is
     cleared and the connection closed. Called from inside the server:
     ``stream_transport_required``."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     if call.connection is None:
         raise CmuxError("stream_transport_required", "pane.graphics.stream needs its own "
                         "client connection")
@@ -291,7 +299,7 @@ class OwnerParams(LayerParams):
     owner: str | None = Field(None, max_length=256)
 
 
-def _owner(call: Call, given: str | None) -> str:
+def _owner(call: Call[GraphicsServices], given: str | None) -> str:
     """The stream's owner name: ``given``, else the calling connection's id."""
     owner = given if given is not None else (
         call.connection.client_id if call.connection else "")
@@ -304,11 +312,11 @@ def _owner(call: Call, given: str | None) -> str:
 
 
 @methods.method("pane.graphics.stream.open", OwnerParams)
-async def stream_open(call: Call, p: OwnerParams) -> Result:
+async def stream_open(call: Call[GraphicsServices], p: OwnerParams) -> Result:
     """Claim a layer for a stream owned by ``owner`` (default: this connection's id). The
     stream lives while this connection does; after it leaves, the next call on the layer
     reclaims it."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     owner = _owner(call, p.owner)
     client = call.connection.client_id if call.connection else None
@@ -321,9 +329,9 @@ class StreamSetParams(SetParams):
 
 
 @methods.method("pane.graphics.stream.set", StreamSetParams)
-async def stream_set(call: Call, p: StreamSetParams) -> Result:
+async def stream_set(call: Call[GraphicsServices], p: StreamSetParams) -> Result:
     """One frame of an open stream, as ``pane.graphics.set`` takes it (up to 16 MiB)."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     owner = _owner(call, p.owner)
     book.set(pane, layer_id, _decode(p, STREAM_MAX_BYTES), _placement(p.placement),
@@ -360,7 +368,7 @@ def _read_frame_file(path: str, expected: int) -> bytes:
 
 
 @methods.method("pane.graphics.stream.direct", DirectParams)
-async def stream_direct(call: Call, p: DirectParams) -> Result:
+async def stream_direct(call: Call[GraphicsServices], p: DirectParams) -> Result:
     """One frame of an open stream read from a file of raw rgba or bgra pixels (exactly
     width x height x 4 bytes, at most 16 MiB); the reply echoes ``sequence`` and
     ``revision``. On the ``primary`` layer while direct delivery is available (see
@@ -368,7 +376,7 @@ async def stream_direct(call: Call, p: DirectParams) -> Result:
     file must be a regular file there, and the layer keeps its path, not its bytes,
     outside the 64 MiB budget. Otherwise the bytes are copied into the layer and count
     against the budget. ``path`` is absolute."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     owner = _owner(call, p.owner)
     layer = book.layer(pane, layer_id)
@@ -393,9 +401,9 @@ async def stream_direct(call: Call, p: DirectParams) -> Result:
 
 
 @methods.method("pane.graphics.stream.close", OwnerParams)
-async def stream_close(call: Call, p: OwnerParams) -> Result:
+async def stream_close(call: Call[GraphicsServices], p: OwnerParams) -> Result:
     """Release the stream's layer and remove it; from another owner, nothing happens."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     book.release(pane, layer_id, _owner(call, p.owner))
     return {"type": "ok"}
@@ -408,12 +416,12 @@ class AttachSourceParams(LayerParams):
 
 
 @methods.method("pane.graphics.attach_source", AttachSourceParams)
-async def attach_source(call: Call, p: AttachSourceParams) -> Result:
+async def attach_source(call: Call[GraphicsServices], p: AttachSourceParams) -> Result:
     """Feed a layer (default ``primary``) from a plugin graphics source: the server calls
     its ``open(pane_id, options)`` and pulls frames into the layer until the source ends,
     fails, or is detached, or the layer, pane or plugin goes. The layer is the source's
     meanwhile (``stream_conflict`` for others)."""
-    _enabled(call)
+    graphics_book(call.ctx.settings, call.ctx.graphics)
     runner = call.ctx.graphics_sources
     if runner is None:
         raise CmuxError("graphics_source_not_found", "this server has no plugin sources")
@@ -424,10 +432,10 @@ async def attach_source(call: Call, p: AttachSourceParams) -> Result:
 
 
 @methods.method("pane.graphics.detach_source", LayerParams)
-async def detach_source(call: Call, p: LayerParams) -> Result:
+async def detach_source(call: Call[GraphicsServices], p: LayerParams) -> Result:
     """Stop the layer's plugin source (its iterator is closed) and remove the layer;
     ``graphics_source_not_attached`` when no source feeds it."""
-    _enabled(call)
+    graphics_book(call.ctx.settings, call.ctx.graphics)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     runner = call.ctx.graphics_sources
     if runner is None or not runner.detach(pane, layer_id):

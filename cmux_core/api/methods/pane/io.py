@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from cmux_core.api.context import Call
+from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.shared.reading import (
     MAX_READ_LINES,
@@ -23,9 +24,19 @@ from cmux_core.api.methods.shared.reading import (
 )
 from cmux_core.errors import CmuxError, NotFound, WaitTimeout
 from cmux_core.hookspecs import Params
+from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Surface
 from cmux_core.terminal import procfs
 from cmux_core.terminal.keys import encode_keys
+
+
+@dataclass(frozen=True, slots=True)
+class PaneIoServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    info: ServerInfo
+
 
 methods = MethodTable()
 
@@ -42,7 +53,7 @@ def write(surface: Surface, data: bytes) -> None:
 
 
 @methods.method("pane.send_text", SendTextParams)
-async def pane_send_text(call: Call, p: SendTextParams) -> Result:
+async def pane_send_text(call: Call[PaneIoServices], p: SendTextParams) -> Result:
     """Write ``text`` as raw UTF-8: no bracketed paste, no Enter."""
     pane = call.ctx.mux.pane(p.pane_id)
     write(pane.terminal_surface, p.text.encode())
@@ -55,7 +66,7 @@ class SendKeysParams(Params):
 
 
 @methods.method("pane.send_keys", SendKeysParams)
-async def pane_send_keys(call: Call, p: SendKeysParams) -> Result:
+async def pane_send_keys(call: Call[PaneIoServices], p: SendKeysParams) -> Result:
     """Send key combos in order; one invalid key rejects the request before any byte."""
     pane = call.ctx.mux.pane(p.pane_id)
     encoded = encode_keys(p.keys, pane.terminal.emulator.modes)
@@ -79,7 +90,7 @@ def paste_bytes(surface: Surface, text: str) -> bytes:
 
 
 @methods.method("pane.send_input", SendInputParams)
-async def pane_send_input(call: Call, p: SendInputParams) -> Result:
+async def pane_send_input(call: Call[PaneIoServices], p: SendInputParams) -> Result:
     """Paste ``text`` (bracketed when enabled) then send ``keys``, in one write."""
     pane = call.ctx.mux.pane(p.pane_id)
     encoded = encode_keys(p.keys, pane.terminal.emulator.modes)
@@ -102,7 +113,7 @@ class ReadParams(Params):
 
 
 @methods.method("pane.read", ReadParams)
-async def pane_read(call: Call, p: ReadParams) -> Result:
+async def pane_read(call: Call[PaneIoServices], p: ReadParams) -> Result:
     """Read the screen, scrollback or detection snapshot as text or ANSI."""
     pane = call.ctx.mux.pane(p.pane_id)
     return {"type": "pane_read", "read": read_result(pane, p.source, p.lines, p.format)}
@@ -123,7 +134,7 @@ class WaitForOutputParams(Params):
 
 
 @methods.method("pane.wait_for_output", WaitForOutputParams)
-async def pane_wait_for_output(call: Call, p: WaitForOutputParams) -> Result:
+async def pane_wait_for_output(call: Call[PaneIoServices], p: WaitForOutputParams) -> Result:
     """Hold the request until a line of the pane's output matches, woken by new output."""
     mux = call.ctx.mux
     pane = mux.pane(p.pane_id)
@@ -187,7 +198,7 @@ def process_entry(pid: int) -> dict[str, Any] | None:
 
 
 @methods.method("pane.process_info", ProcessInfoParams)
-async def pane_process_info(call: Call, p: ProcessInfoParams) -> Result:
+async def pane_process_info(call: Call[PaneIoServices], p: ProcessInfoParams) -> Result:
     """The pane's shell pid and the processes of its terminal's foreground group."""
     pane = call.ctx.mux.pane(p.pane_id)
     term = pane.terminal

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field
 
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
@@ -31,12 +33,23 @@ from cmux_core.api.methods.shared.routing import (
 )
 from cmux_core.api.methods.shared.routing import pane_keys as cmux_pane_keys
 from cmux_core.api.methods.shared.rows import pane_row, surface_title
+from cmux_core.config import Settings
 from cmux_core.errors import CmuxError, InvalidParams, NotFound
 from cmux_core.hookspecs import Params
 from cmux_core.model import surfaces
-from cmux_core.model.mux import spawn_error
+from cmux_core.model.mux import Mux, spawn_error
 from cmux_core.model.tree import Pane
 from cmux_core.terminal.process import validate_env
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    agents: AgentTracker
+    settings: Settings
+
 
 methods = MethodTable()
 
@@ -59,7 +72,7 @@ class PaneSplitParams(Params):
 
 
 @methods.method("pane.split", PaneSplitParams)
-async def pane_split(call: Call, p: PaneSplitParams) -> Result:
+async def pane_split(call: Call[LifecycleServices], p: PaneSplitParams) -> Result:
     """Split a pane; the new pane is the second child (right of or below the target)."""
     mux = call.ctx.mux
     if p.cwd is not None and p.location is not None:
@@ -91,7 +104,7 @@ class PaneListParams(Params):
 
 
 @methods.method("pane.list", PaneListParams)
-async def pane_list(call: Call, p: PaneListParams) -> Result:
+async def pane_list(call: Call[LifecycleServices], p: PaneListParams) -> Result:
     """Panes in workspace, tab and layout order (all workspaces unless one is named)."""
     mux = call.ctx.mux
     if p.workspace_id is not None:
@@ -117,7 +130,7 @@ class OptionalPaneTarget(Params):
 
 
 @methods.method("pane.get", PaneTarget)
-async def pane_get(call: Call, p: PaneTarget) -> Result:
+async def pane_get(call: Call[LifecycleServices], p: PaneTarget) -> Result:
     mux = call.ctx.mux
     return {"type": "pane_info", "pane": wire.pane_info(mux, call.ctx.agents, mux.pane(p.pane_id))}
 
@@ -127,7 +140,7 @@ class PaneCurrentParams(Params):
 
 
 @methods.method("pane.current", PaneCurrentParams)
-async def pane_current(call: Call, p: PaneCurrentParams) -> Result:
+async def pane_current(call: Call[LifecycleServices], p: PaneCurrentParams) -> Result:
     """The caller's pane when ``caller_pane_id`` is given, else the focused pane."""
     mux = call.ctx.mux
     pane = mux.find_pane(p.caller_pane_id) if p.caller_pane_id else mux.focused_pane()
@@ -137,7 +150,7 @@ async def pane_current(call: Call, p: PaneCurrentParams) -> Result:
 
 
 @methods.method("pane.focus", PaneTarget)
-async def pane_focus(call: Call, p: PaneTarget) -> Result:
+async def pane_focus(call: Call[LifecycleServices], p: PaneTarget) -> Result:
     """Focus the pane, switching the active workspace and tab to it."""
     mux = call.ctx.mux
     pane = mux.pane(p.pane_id)
@@ -152,7 +165,7 @@ class PaneRenameParams(Params):
 
 
 @methods.method("pane.rename", PaneRenameParams)
-async def pane_rename(call: Call, p: PaneRenameParams) -> Result:
+async def pane_rename(call: Call[LifecycleServices], p: PaneRenameParams) -> Result:
     """Set the manual label (trimmed); empty or null clears it."""
     mux = call.ctx.mux
     pane = mux.pane(p.pane_id)
@@ -161,7 +174,7 @@ async def pane_rename(call: Call, p: PaneRenameParams) -> Result:
 
 
 @methods.method("pane.close", PaneTarget)
-async def pane_close(call: Call, p: PaneTarget) -> Result:
+async def pane_close(call: Call[LifecycleServices], p: PaneTarget) -> Result:
     """Close the pane and end its process group; the tab closes with its last pane."""
     mux = call.ctx.mux
     mux.close_pane(mux.pane(p.pane_id))
@@ -174,14 +187,15 @@ class PaneCreateParams(NewTerminalParams):
 
 
 @methods.method("pane.create", PaneCreateParams)
-async def pane_create(call: Call, p: PaneCreateParams) -> Result:
+async def pane_create(call: Call[LifecycleServices], p: PaneCreateParams) -> Result:
     """cmux's form of a split: a new pane with a new terminal beside the source surface
     (``surface_id``, default the focused one) on the ``direction`` side."""
-    return await split_here(call, SurfaceSplitParams.model_validate(p.model_dump()))
+    return await split_here(call.ctx.mux, call.ctx.settings,
+                            SurfaceSplitParams.model_validate(p.model_dump()))
 
 
 @methods.method("pane.surfaces", Routing)
-async def pane_surfaces(call: Call, p: Routing) -> Result:
+async def pane_surfaces(call: Call[LifecycleServices], p: Routing) -> Result:
     """The surfaces of a pane (default: the focused pane) in tab order."""
     mux = call.ctx.mux
     pane = pane_of(mux, Routing(pane_id=p.pane_id, workspace_id=p.workspace_id,
@@ -195,7 +209,7 @@ async def pane_surfaces(call: Call, p: Routing) -> Result:
 
 
 @methods.method("pane.last", Routing)
-async def pane_last(call: Call, p: Routing) -> Result:
+async def pane_last(call: Call[LifecycleServices], p: Routing) -> Result:
     """Focus the pane that had focus before the current one, in the workspace the call
     means; ``not_found`` when there is none."""
     mux = call.ctx.mux
@@ -214,14 +228,14 @@ class PaneBreakParams(Routing):
 
 
 @methods.method("pane.break", PaneBreakParams)
-async def pane_break(call: Call, p: PaneBreakParams) -> Result:
+async def pane_break(call: Call[LifecycleServices], p: PaneBreakParams) -> Result:
     """Move a surface (``surface_id``, else ``pane_id``'s selected one, else the focused
     one) into a new workspace at the end of its window; selected only with ``focus`` (or
     ``[cmux] focus_on_create``)."""
     mux = call.ctx.mux
     surface = surface_of(mux, p)
     pane = surfaces.break_out(mux, surface, title=trimmed(p.title),
-                              focus=creation_focus(call, p.focus))
+                              focus=creation_focus(call.ctx.settings, p.focus))
     return {"type": "pane", **surface_keys(pane.surface)}
 
 
@@ -231,7 +245,7 @@ class PaneJoinParams(Routing):
 
 
 @methods.method("pane.join", PaneJoinParams)
-async def pane_join(call: Call, p: PaneJoinParams) -> Result:
+async def pane_join(call: Call[LifecycleServices], p: PaneJoinParams) -> Result:
     """Move a surface (``surface_id``, else ``pane_id``'s selected one) into
     ``target_pane_id`` as its last tab, selected there; an emptied pane closes."""
     mux = call.ctx.mux

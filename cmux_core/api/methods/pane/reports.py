@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
@@ -41,11 +42,22 @@ from cmux_core.api.methods.shared.reports import (
     check_ttl,
     clean_text,
 )
-from cmux_core.api.methods.shared.waiting import tracker_of
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
+from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Surface
+from cmux_core.plugin_host.host import PluginHost
 from cmux_core.terminal import procfs
+
+
+@dataclass(frozen=True, slots=True)
+class ReportServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    agents: AgentTracker
+    plugins: PluginHost
+
 
 methods = MethodTable()
 
@@ -70,7 +82,8 @@ def session_ref(source: str, agent: str, session_id: str | None,
     return None
 
 
-def report_target(call: Call, pane_id: str | None, surface_id: str | None) -> Surface:
+def report_target(call: Call[ReportServices], pane_id: str | None,
+                  surface_id: str | None) -> Surface:
     """The terminal surface a hook report is about (module doc).
 
     ``surface_id`` wins over ``pane_id``: a surface moved to another pane keeps the
@@ -124,9 +137,9 @@ class ReportAgentParams(Params):
 
 
 @methods.method("pane.report_agent", ReportAgentParams)
-async def pane_report_agent(call: Call, p: ReportAgentParams) -> Result:
+async def pane_report_agent(call: Call[ReportServices], p: ReportAgentParams) -> Result:
     """Report an agent state from a hook; ``ok`` even when the report is ignored."""
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     surface = report_target(call, p.pane_id, p.surface_id)
     agent = tracker.normalise_label(p.agent)
     custom = clean_text(p.custom_status, MAX_CUSTOM_STATUS_CHARS) if p.custom_status else None
@@ -155,9 +168,9 @@ class ReportSessionParams(Params):
 
 
 @methods.method("pane.report_agent_session", ReportSessionParams)
-async def pane_report_agent_session(call: Call, p: ReportSessionParams) -> Result:
+async def pane_report_agent_session(call: Call[ReportServices], p: ReportSessionParams) -> Result:
     """Record an agent's native session reference (declared sources only); never a state."""
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     surface = report_target(call, p.pane_id, p.surface_id)
     agent = tracker.normalise_label(p.agent)
     start = (p.session_start_source or "").strip()
@@ -176,9 +189,9 @@ class ReleaseAgentParams(Params):
 
 
 @methods.method("pane.release_agent", ReleaseAgentParams)
-async def pane_release_agent(call: Call, p: ReleaseAgentParams) -> Result:
+async def pane_release_agent(call: Call[ReportServices], p: ReleaseAgentParams) -> Result:
     """The agent gives the pane back: its authority, name and label go (custom sources)."""
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     surface = report_target(call, p.pane_id, p.surface_id)
     agent = tracker.normalise_label(p.agent)
     tracker.release_agent(surface, source=p.source, agent=agent, seq=p.seq)
@@ -193,9 +206,9 @@ class ClearAuthorityParams(Params):
 
 
 @methods.method("pane.clear_agent_authority", ClearAuthorityParams)
-async def pane_clear_agent_authority(call: Call, p: ClearAuthorityParams) -> Result:
+async def pane_clear_agent_authority(call: Call[ReportServices], p: ClearAuthorityParams) -> Result:
     """Drop the hook authority (of ``source`` when given); the screen decides again."""
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     surface = report_target(call, p.pane_id, p.surface_id)
     tracker.clear_authority(surface, source=p.source, seq=p.seq)
     return {"type": "ok"}
@@ -249,9 +262,9 @@ def metadata_patch(tracker: AgentTracker, p: ReportMetadataParams) -> MetadataPa
 
 
 @methods.method("pane.report_metadata", ReportMetadataParams)
-async def pane_report_metadata(call: Call, p: ReportMetadataParams) -> Result:
+async def pane_report_metadata(call: Call[ReportServices], p: ReportMetadataParams) -> Result:
     """Set or clear a pane's tokens and presentation (title, display agent, labels)."""
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     surface = report_target(call, p.pane_id, p.surface_id)
     patch = metadata_patch(tracker, p)
     if tracker.report_metadata(surface, patch):

@@ -12,9 +12,9 @@ from pydantic import AfterValidator, Field
 
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
-from cmux_core.api.context import Call
 from cmux_core.api.dispatch import Result
 from cmux_core.api.methods.shared.routing import Routing, surface_keys, surface_of, workspace_keys
+from cmux_core.config import Settings
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.model import cmux_layout, surfaces
 from cmux_core.model.mux import Mux, spawn_error
@@ -77,10 +77,10 @@ def requested_command(*values: object) -> str | None:
     return next((v.strip() for v in values if isinstance(v, str) and v.strip()), None)
 
 
-def creation_focus(call: Call, focus: bool | None) -> bool:
+def creation_focus(settings: Settings, focus: bool | None) -> bool:
     """Whether a cmux-family creating call takes focus: what the request says, else the
     server's ``[cmux] focus_on_create`` setting (off: cmux's current policy)."""
-    return call.ctx.settings.focus_on_create if focus is None else focus
+    return settings.focus_on_create if focus is None else focus
 
 
 def create_from_layout(mux: Mux, tree: object, *, window: Window | None, cwd: str | None,
@@ -173,15 +173,14 @@ class SurfaceSplitParams(NewTerminalParams):
     initial_divider_position: float | None = Field(default=None, ge=0.1, le=0.9)
 
 
-async def split_here(call: Call, p: SurfaceSplitParams) -> Result:
-    mux = call.ctx.mux
+async def split_here(mux: Mux, settings: Settings, p: SurfaceSplitParams) -> Result:
     direction = split_direction(p.direction)
     source = surface_of(mux, p)
     cwd, command, env = terminal_spec(mux, p, source.pane)
     try:
         pane = surfaces.split(mux, source.pane, direction,
                               ratio=p.initial_divider_position, cwd=cwd, command=command,
-                              env=env, focus=creation_focus(call, p.focus))
+                              env=env, focus=creation_focus(settings, p.focus))
     except CmuxError as exc:
         raise spawn_error(exc, "surface_create_failed") from None
     pane.surface.requested_command = requested_command(p.initial_command, p.command)

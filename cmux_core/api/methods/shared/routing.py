@@ -102,7 +102,7 @@ def surface_keys(surface: Surface) -> dict[str, Any]:
             "surface_ref": surface.ref}
 
 
-def tab_keys(surface: Surface) -> dict[str, Any]:
+def surface_tab_keys(surface: Surface) -> dict[str, Any]:
     """A surface named as cmux's tab actions name it (``tab:<n>`` twin of its ref)."""
     return {"tab_id": surface.uuid, "tab_ref": "tab:" + surface.ref.split(":", 1)[1]}
 

@@ -10,8 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from cmux_core.agents.tracker import AgentTracker
-from cmux_core.api.context import Call
+from cmux_core.api.context import Peer, ServerInfo
 from cmux_core.events import EventHub, Published, Subscriber
 
 STATUS_NAMES = ("idle", "working", "blocked", "done", "unknown")
@@ -19,11 +18,6 @@ STATUS_NAMES = ("idle", "working", "blocked", "done", "unknown")
 
 WATCH_KINDS = frozenset({"surface_agent_status_changed", "surface_agent_detected",
                          "pane_closed", "pane_exited", "pane_moved", "pane_updated"})
-
-
-def tracker_of(call: Call) -> AgentTracker:
-    """The server's tracker (it reads source declarations from the loaded integrations)."""
-    return call.ctx.agents
 
 
 @contextmanager
@@ -50,13 +44,13 @@ def deadline_of(timeout_ms: int | None) -> float | None:
     return None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
 
 
-async def served(call: Call, coro: Any) -> Any:
-    """Run a wait, counted in ``server.stats`` ``pending_waits`` and cancelled (leaving
-    nothing behind) if the client goes away."""
-    call.ctx.info.pending_waits += 1
+async def served(info: ServerInfo, peer: Peer | None, coro: Any) -> Any:
+    """Run a wait for ``peer``, counted in ``server.stats`` ``pending_waits`` and cancelled
+    (leaving nothing behind) if the client goes away."""
+    info.pending_waits += 1
     try:
-        if call.connection is None:
+        if peer is None:
             return await coro
-        return await call.connection.until_gone(coro)
+        return await peer.until_gone(coro)
     finally:
-        call.ctx.info.pending_waits -= 1
+        info.pending_waits -= 1
