@@ -50,10 +50,9 @@ from cmux_core.events import EventHub, Published
 from cmux_core.hookspecs import Params
 from cmux_core.model.events import PaneUpdated
 from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.pane_io import check_keys, keys_for, launch_env, paste_bytes
 from cmux_core.model.tree import Pane, Surface
 from cmux_core.plugin_host.host import PluginHost
-from cmux_core.terminal.keys import encode_key, encode_keys, parse_key
-from cmux_core.terminal.process import validate_env
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,10 +244,10 @@ class AgentSendKeysParams(Params):
 async def agent_send_keys(call: Call[AgentServices], p: AgentSendKeysParams) -> Result:
     """Send key combos to the agent in one write; an invalid key rejects them all. A
     pending launch is waited for first (``timeout_ms`` bounds that wait)."""
-    combos = [parse_key(k) for k in p.keys]
+    check_keys(p.keys)
     surface = await ready_agent(call, p.target, p.timeout_ms)
     # Encoded only now: a program that just started may have changed its key modes.
-    data = b"".join(encode_key(ev, surface.terminal.emulator.modes) for ev in combos)
+    data = b"".join(keys_for(surface, p.keys))
     try:
         surface.terminal.write(data)
     except CmuxError as exc:
@@ -312,7 +311,7 @@ async def agent_start(call: Call[AgentServices], p: AgentStartParams) -> Result:
         argv = check_argv([tracker.canonical(p.kind), *p.args])
     else:
         raise CmuxError("invalid_agent_argv", "give argv (or kind and args)")
-    env = validate_env(p.env)
+    env = launch_env(p.env)
     cwd = start_location(p)
     low, high = START_TIMEOUT_MS
     if p.timeout_ms is not None and not low < p.timeout_ms <= high:
@@ -525,10 +524,8 @@ async def agent_prompt(call: Call[AgentServices], p: AgentPromptParams) -> Resul
     term = surface.terminal
     pin = Pinned.of(tracker, surface, p.target)
     before_seq = tracker.record(surface).state_change_seq
-    data = p.text.encode()
-    if term.emulator.modes.bracketed_paste:
-        data = b"\x1b[200~" + data + b"\x1b[201~"
-    enter = b"".join(encode_keys(["enter"], term.emulator.modes))
+    data = paste_bytes(surface, p.text)
+    enter = b"".join(keys_for(surface, ["enter"]))
     try:
         term.write(data)
     except CmuxError as exc:

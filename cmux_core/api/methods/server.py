@@ -21,8 +21,8 @@ from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.events import EventHub
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
+from cmux_core.model.pane_io import server_rss_bytes
 from cmux_core.model.tree import LIVE_PANES
-from cmux_core.terminal import procfs
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +96,7 @@ async def server_stats(call: Call[ServerServices], p: Empty) -> Result:
             "live_panes": len(LIVE_PANES),
             "closing_terminals": ctx.mux.closing_count(),
             "emulators": backends, "event_loop": info.event_loop,
-            "rss_bytes": procfs.rss_bytes(),
+            "rss_bytes": server_rss_bytes(),
             "loop_lag": info.loop_lag(), "event_seq": ctx.events.seq}
 
 

@@ -52,8 +52,8 @@ from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.model import surfaces
 from cmux_core.model.events import PaneCwdChanged
 from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.pane_io import surface_text
 from cmux_core.model.tree import Surface, Workspace
-from cmux_core.terminal.emulator import READ_LINES_MAX, read_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,15 +145,11 @@ async def surface_read_text(call: Call[SurfaceServices], p: SurfaceReadParams) -
         raise InvalidParams("lines", "must be greater than 0")
     if surface.term is None:
         return await document_text(surface, p)
-    emulator = surface.terminal.emulator
     fmt: Literal["text", "ansi"] = "ansi" if p.format == "vt" else "text"
-    if p.scrollback or p.lines is not None:
-        text, _ = read_text(emulator, "recent", READ_LINES_MAX, fmt)
-        if p.lines is not None:
-            kept = text.split("\n")[:-1][-p.lines:]
-            text = "\n".join(kept) + "\n" if kept else ""
-    else:
-        text, _ = read_text(emulator, "visible", None, fmt)
+    text = surface_text(surface, recent=p.scrollback or p.lines is not None, fmt=fmt)
+    if p.lines is not None:
+        kept = text.split("\n")[:-1][-p.lines:]
+        text = "\n".join(kept) + "\n" if kept else ""
     return {"type": "surface_text", "text": text, "format": p.format,
             "base64": base64.b64encode(text.encode()).decode(), **surface_keys(surface)}
 

@@ -7,7 +7,6 @@ Results carry UUIDs in ``*_id`` and short refs in ``*_ref``; absent values are
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import os
 import time
@@ -34,9 +33,15 @@ from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
 from cmux_core.model.notifications import NotificationBook
+from cmux_core.model.pane_io import (
+    ProcessStat,
+    process_command,
+    sample_processes,
+    server_rss_bytes,
+    surface_text,
+    terminal_processes,
+)
 from cmux_core.model.tree import Pane, Surface, Workspace
-from cmux_core.terminal import procfs
-from cmux_core.terminal.emulator import read_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,34 +179,8 @@ async def system_tree(call: Call[SystemServices], p: TreeParams) -> Result:
     return {"type": "tree", "active": active, "caller": None, "windows": nodes}
 
 
-async def process_sample(interval_ms: int) -> tuple[list[procfs.ProcessStat],
-                                                   dict[int, float]]:
-    """Every process now, and each one's CPU use over ``interval_ms`` in percent of one
-    core (0 when the interval is 0). The scans run off the event loop."""
-    first = await asyncio.to_thread(procfs.process_table)
-    if interval_ms <= 0:
-        return first, {}
-    started = time.monotonic()
-    await asyncio.sleep(interval_ms / 1000)
-    second = await asyncio.to_thread(procfs.process_table)
-    elapsed = max(time.monotonic() - started, 1e-6)
-    before = {p.pid: p.cpu_seconds for p in first}
-    return second, {p.pid: round(100 * (p.cpu_seconds - before[p.pid]) / elapsed, 1)
-                    for p in second if p.pid in before}
-
-
-def terminal_processes(table: list[procfs.ProcessStat], surface: Surface
-                       ) -> list[procfs.ProcessStat]:
-    """The processes of the surface's terminal: its session (the shell is its leader)."""
-    term = surface.term
-    if term is None or term.exited or not term.pid:
-        return []
-    return [p for p in table if p.session == term.pid]
-
-
-def process_row(p: procfs.ProcessStat, cpu: dict[int, float]) -> dict[str, Any]:
-    info = procfs.read_process(p.pid)
-    argv = [a for a in info.argv if a] if info else []
+def process_row(p: ProcessStat, cpu: dict[int, float]) -> dict[str, Any]:
+    argv = process_command(p.pid)
     return {"pid": p.pid, "ppid": p.ppid, "pgid": p.pgid, "name": p.comm,
             "command": " ".join(argv) or p.comm, "state": p.state,
             "cpu_seconds": round(p.cpu_seconds, 2), "cpu_percent": cpu.get(p.pid, 0.0),
@@ -219,9 +198,9 @@ class TopParams(TreeParams):
     sample_ms: int = Field(default=200, ge=0, le=2000)
 
 
-def server_row(table: list[procfs.ProcessStat], cpu: dict[int, float]) -> dict[str, Any]:
+def server_row(table: list[ProcessStat], cpu: dict[int, float]) -> dict[str, Any]:
     me = next((p for p in table if p.pid == os.getpid()), None)
-    return {"pid": os.getpid(), "rss_bytes": me.rss_bytes if me else procfs.rss_bytes(),
+    return {"pid": os.getpid(), "rss_bytes": me.rss_bytes if me else server_rss_bytes(),
             "cpu_percent": cpu.get(os.getpid(), 0.0)}
 
 
@@ -231,7 +210,7 @@ async def system_top(call: Call[SystemServices], p: TopParams) -> Result:
     ``sample_ms`` window (default 200 ms) and resident memory, with totals per surface
     and for the whole server."""
     tree = await system_tree(call, p)
-    table, cpu = await process_sample(p.sample_ms)
+    table, cpu = await sample_processes(p.sample_ms)
     mux = call.ctx.mux
     everything: list[dict[str, Any]] = []
     for window in tree["windows"]:
@@ -260,7 +239,7 @@ async def system_memory(call: Call[SystemServices], p: MemoryParams) -> Result:
     unless one is named): per surface, and per program name largest first
     (``group_limit`` groups, 1-100)."""
     mux = call.ctx.mux
-    table, _ = await process_sample(0)
+    table, _ = await sample_processes(0)
     if p.window_id:
         wanted = list(mux.window(p.window_id).workspaces)
     elif p.workspace_id:
@@ -268,7 +247,7 @@ async def system_memory(call: Call[SystemServices], p: MemoryParams) -> Result:
     else:
         wanted = list(mux.workspaces())
     per_surface: list[dict[str, Any]] = []
-    programs: dict[str, list[procfs.ProcessStat]] = {}
+    programs: dict[str, list[ProcessStat]] = {}
     for ws in wanted:
         for pane in mux.workspace_panes(ws):
             for surface in pane.surfaces:
@@ -294,7 +273,7 @@ async def debug_terminals(call: Call[SystemServices], p: Empty) -> Result:
     """Every terminal the server runs: where it sits, its process, PTY, size, state,
     and the CPU time and memory of its processes."""
     mux = call.ctx.mux
-    table, _ = await process_sample(0)
+    table, _ = await sample_processes(0)
     rows = []
     for pane in mux.all_panes():
         for surface in pane.surfaces:
@@ -366,7 +345,7 @@ async def debug_terminal_is_focused(call: Call[SystemServices], p: Routing) -> R
 async def debug_terminal_read_text(call: Call[SystemServices], p: Routing) -> Result:
     """The surface's visible screen as text and base64."""
     surface = surface_of(call.ctx.mux, p)
-    text, _ = read_text(surface.terminal.emulator, "visible", None, "text")
+    text = surface_text(surface)
     return {"type": "ok", **surface_keys(surface), "text": text,
             "base64": base64.b64encode(text.encode()).decode()}
 

@@ -18,7 +18,7 @@ from cmux_core.errors import CmuxError
 from cmux_core.hookspecs import Params
 from cmux_core.model import arrange
 from cmux_core.model.mux import Mux, spawn_error
-from cmux_core.terminal.process import validate_env
+from cmux_core.model.pane_io import launch_env
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +53,7 @@ async def tab_create(call: Call[TabServices], p: TabCreateParams) -> Result:
         if active is None:
             raise CmuxError("workspace_not_found", "no active workspace")
         ws = active
-    env = validate_env(p.env)
+    env = launch_env(p.env)
     cwd = resolve_cwd(p.cwd, "cwd")
     command = command_argv(p.command, "command")
     try:

@@ -40,8 +40,8 @@ from cmux_core.hookspecs import Params
 from cmux_core.model import arrange, cmux_layout, windows
 from cmux_core.model.events import WorkspaceRenamed
 from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.pane_io import launch_env
 from cmux_core.model.tree import Workspace
-from cmux_core.terminal.process import validate_env
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +96,7 @@ async def workspace_create(call: Call[WorkspaceServices], p: WorkspaceCreatePara
     wd = resolve_cwd(p.working_directory, "working_directory")
     if cwd and wd and cwd != wd:
         raise InvalidParams("working_directory", "conflicts with cwd")
-    env = validate_env(p.env if p.env is not None else p.workspace_env)
+    env = launch_env(p.env if p.env is not None else p.workspace_env)
     if p.layout is not None:
         window = mux.window(p.window_id) if p.window_id else None
         ws = create_from_layout(mux, p.layout, window=window, cwd=cwd or wd,
@@ -106,7 +106,7 @@ async def workspace_create(call: Call[WorkspaceServices], p: WorkspaceCreatePara
         if p.initial_input and focused is not None:
             focused.terminal.write(p.initial_input.encode())
         return created_result(mux, call.ctx.agents, ws)
-    pane_env = validate_env(p.initial_env, "initial_env")
+    pane_env = launch_env(p.initial_env, "initial_env")
     command = command_argv(p.command, "command") or command_argv(p.initial_command,
                                                                  "initial_command")
     window = mux.window(p.window_id) if p.window_id else None

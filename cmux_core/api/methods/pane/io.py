@@ -25,9 +25,8 @@ from cmux_core.api.methods.shared.reading import (
 from cmux_core.errors import CmuxError, NotFound, WaitTimeout
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
+from cmux_core.model.pane_io import foreground_processes, keys_for, paste_bytes
 from cmux_core.model.tree import Surface
-from cmux_core.terminal import procfs
-from cmux_core.terminal.keys import encode_keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +68,7 @@ class SendKeysParams(Params):
 async def pane_send_keys(call: Call[PaneIoServices], p: SendKeysParams) -> Result:
     """Send key combos in order; one invalid key rejects the request before any byte."""
     pane = call.ctx.mux.pane(p.pane_id)
-    encoded = encode_keys(p.keys, pane.terminal.emulator.modes)
-    for data in encoded:
+    for data in keys_for(pane.terminal_surface, p.keys):
         write(pane.terminal_surface, data)
     return {"type": "ok"}
 
@@ -81,20 +79,12 @@ class SendInputParams(Params):
     keys: list[str] = []
 
 
-def paste_bytes(surface: Surface, text: str) -> bytes:
-    """``text`` wrapped in bracketed paste when the program enabled it."""
-    data = text.encode()
-    if data and surface.terminal.emulator.modes.bracketed_paste:
-        return b"\x1b[200~" + data + b"\x1b[201~"
-    return data
-
-
 @methods.method("pane.send_input", SendInputParams)
 async def pane_send_input(call: Call[PaneIoServices], p: SendInputParams) -> Result:
     """Paste ``text`` (bracketed when enabled) then send ``keys``, in one write."""
     pane = call.ctx.mux.pane(p.pane_id)
-    encoded = encode_keys(p.keys, pane.terminal.emulator.modes)
     surface = pane.terminal_surface
+    encoded = keys_for(surface, p.keys)
     write(surface, paste_bytes(surface, p.text) + b"".join(encoded))
     return {"type": "ok"}
 
@@ -181,22 +171,6 @@ class ProcessInfoParams(Params):
     pane_id: str | None = None
 
 
-def process_entry(pid: int) -> dict[str, Any] | None:
-    """One row of ``foreground_processes``; None when the process is gone."""
-    process = procfs.read_process(pid)
-    if process is None:
-        return None
-    entry: dict[str, Any] = {"pid": pid, "name": process.comm.strip()}
-    # Empty arguments (the padding left by a program that rewrote its title) are not shown.
-    argv = [a for a in process.argv if a]
-    if argv:
-        entry.update({"argv0": argv[0], "argv": argv, "cmdline": " ".join(argv)})
-    cwd = procfs.cwd(pid)
-    if cwd is not None:
-        entry["cwd"] = cwd
-    return entry
-
-
 @methods.method("pane.process_info", ProcessInfoParams)
 async def pane_process_info(call: Call[PaneIoServices], p: ProcessInfoParams) -> Result:
     """The pane's shell pid and the processes of its terminal's foreground group."""
@@ -208,6 +182,5 @@ async def pane_process_info(call: Call[PaneIoServices], p: ProcessInfoParams) ->
         pgid = term.foreground_pgid()
         if pgid is not None:
             info["foreground_process_group_id"] = pgid
-            procs = [e for pid in procfs.group_members(pgid) if (e := process_entry(pid))]
-            info["foreground_processes"] = procs
+            info["foreground_processes"] = foreground_processes(pgid)
     return {"type": "pane_process_info", "process_info": info}

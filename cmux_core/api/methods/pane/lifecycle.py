@@ -38,8 +38,8 @@ from cmux_core.errors import CmuxError, InvalidParams, NotFound
 from cmux_core.hookspecs import Params
 from cmux_core.model import surfaces
 from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.pane_io import launch_env
 from cmux_core.model.tree import Pane
-from cmux_core.terminal.process import validate_env
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +88,7 @@ async def pane_split(call: Call[LifecycleServices], p: PaneSplitParams) -> Resul
         target = focused
     else:
         target = mux.pane(None)
-    env = validate_env(p.env)
+    env = launch_env(p.env)
     cwd = resolve_cwd(p.cwd if p.cwd is not None else p.location, "cwd")
     command = command_argv(p.command, "command")
     try:

@@ -45,9 +45,9 @@ from cmux_core.api.methods.shared.reports import (
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
+from cmux_core.model.pane_io import ancestry
 from cmux_core.model.tree import Surface
 from cmux_core.plugin_host.host import PluginHost
-from cmux_core.terminal import procfs
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +112,7 @@ def report_target(call: Call[ReportServices], pane_id: str | None,
         if found is not None:
             return found
         # A process that left its terminal's session (setsid, a multiplexer inside).
-        for ancestor in procfs.ancestry(pid, MAX_ANCESTRY):
+        for ancestor in ancestry(pid, MAX_ANCESTRY):
             if ancestor in terminals:
                 return terminals[ancestor]
     return pane.terminal_surface

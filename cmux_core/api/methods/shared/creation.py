@@ -18,8 +18,8 @@ from cmux_core.config import Settings
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.model import cmux_layout, surfaces
 from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.pane_io import launch_env
 from cmux_core.model.tree import Pane, Surface, Window, Workspace
-from cmux_core.terminal.process import validate_env
 
 
 def resolve_cwd(value: str | None, field: str) -> str | None:
@@ -156,7 +156,7 @@ def terminal_spec(mux: Mux, p: NewTerminalParams, near: Pane
     command = (command_argv(p.initial_command, "initial_command")
                or command_argv(p.command, "command"))
     env_field = "startup_environment" if p.startup_environment is not None else "initial_env"
-    env = validate_env(p.startup_environment if p.startup_environment is not None
+    env = launch_env(p.startup_environment if p.startup_environment is not None
                        else p.initial_env, env_field)
     return cwd, command, env or None
 

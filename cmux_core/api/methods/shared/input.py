@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from cmux_core.errors import CmuxError
+from cmux_core.model.pane_io import keys_for
 from cmux_core.model.tree import Surface
-from cmux_core.terminal.keys import encode_keys
 
 
 def write(surface: Surface, data: bytes) -> None:
@@ -26,9 +26,8 @@ def key_bytes(surface: Surface, key: str) -> bytes:
     name = _CMUX_KEY_ALIASES.get(name.lower(), name)
     if name.lower().startswith("ctrl-") and len(name) > 5:
         name = "ctrl+" + name[5:]
-    modes = surface.terminal.emulator.modes
     try:
-        encoded = encode_keys([name], modes)
+        encoded = keys_for(surface, [name])
     except CmuxError:
         raise CmuxError("invalid_params", "Unknown key", {"key": key}) from None
     return b"".join(encoded)
