@@ -22,7 +22,8 @@ from cmux_core.agents.events import (
     SurfaceAgentStatusChanged,
     WorkspaceMetadataUpdated,
 )
-from cmux_core.agents.tracker import AgentRecord, AgentTracker
+from cmux_core.agents.record import AgentRecord
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.agents.views import VIEW_CHANGED, AgentViewChanged, inactive
 from cmux_core.events import Event
 from cmux_core.model import arrange, layout

@@ -24,9 +24,11 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from cmux_core.agents.launch import LAUNCH_TIMEOUT_S
+from cmux_core.agents.record import AgentStatus
 from cmux_core.agents.scheduler import DetectionScheduler
 from cmux_core.agents.targets import resolve_agent_target
-from cmux_core.agents.tracker import LAUNCH_TIMEOUT_S, AgentStatus, AgentTracker
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.agents.views import (
     ViewBook,
     check_plugins,

@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError
 
-from cmux_core.agents.tracker import AgentStatus, AgentTracker
+from cmux_core.agents.record import AgentStatus
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result, validation_error

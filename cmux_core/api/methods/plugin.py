@@ -8,7 +8,7 @@ Result shapes follow the herdr Local API (``plugin_list {plugins}``, ``plugin_en
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field, field_validator
 
@@ -17,8 +17,6 @@ from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.hookspecs import Params
 from cmux_core.plugin_host.host import PluginHost
 
-if TYPE_CHECKING:
-    from cmux_core.plugin_host.host import PluginHost
 
 @dataclass(frozen=True, slots=True)
 class PluginServices:

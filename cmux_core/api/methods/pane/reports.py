@@ -25,7 +25,10 @@ from typing import Any
 
 from pydantic import Field
 
-from cmux_core.agents.tracker import AgentState, AgentTracker, MetadataPatch, SessionRef
+from cmux_core.agents.authority import SessionRef
+from cmux_core.agents.metadata import MetadataPatch
+from cmux_core.agents.record import AgentState
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.shared.reports import (
