@@ -40,7 +40,7 @@ from cmux_core.agents.views import (
 from cmux_core.api import wire
 from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.shared.reading import STRIP_ANSI, ReadSource, read_result
+from cmux_core.api.methods.shared.reading import STRIP_ANSI, ReadLines, ReadSource, read_result
 from cmux_core.api.methods.shared.waiting import (
     deadline_of,
     next_batch,
@@ -152,7 +152,7 @@ async def agent_focus(call: Call[AgentServices], p: AgentTarget) -> Result:
 class AgentReadParams(Params):
     target: str
     source: ReadSource = "visible"
-    lines: int | None = Field(default=None, ge=0)
+    lines: ReadLines = None
     format: Literal["text", "ansi"] = "text"
     strip_ansi: bool = STRIP_ANSI
 
@@ -161,9 +161,8 @@ class AgentReadParams(Params):
 async def agent_read(call: Call[AgentServices], p: AgentReadParams) -> Result:
     """``pane.read`` on the agent's terminal; reading never marks anything seen."""
     surface = resolve_agent_target(call.ctx.agents, p.target)
-    lines = None if p.lines is None else min(p.lines, 1000)
     return {"type": "pane_read",
-            "read": read_result(surface.pane, p.source, lines, p.format, surface)}
+            "read": read_result(surface.pane, p.source, p.lines, p.format, surface)}
 
 
 class AgentRenameParams(Params):
@@ -492,8 +491,8 @@ async def agent_wait(call: Call[AgentServices], p: AgentWaitParams) -> Result:
     surface = resolve_agent_target(tracker, p.target)
     pin = Pinned.of(tracker, surface, p.target)
     until: set[str] = set(p.until or DEFAULT_UNTIL)
-    info = await served(call.ctx.info, call.connection, wait_for_status(call, pin, until,
-                                                                        deadline_of(p.timeout_ms)))
+    waited = wait_for_status(call, pin, until, deadline_of(p.timeout_ms))
+    info = await served(call.ctx.info, call.connection, waited)
     return {"type": "agent_info", "agent": info}
 
 
@@ -536,12 +535,12 @@ async def agent_prompt(call: Call[AgentServices], p: AgentPromptParams) -> Resul
     entered: asyncio.Future[int | None] = loop.create_future()
     loop.call_later(PROMPT_ENTER_DELAY_S, submit, term, enter, entered)
     if p.wait is None:
-        info = await served(call.ctx.info, call.connection, prompt_taken(call, pin, before_seq,
-                                                                         entered))
+        taken = prompt_taken(call, pin, before_seq, entered)
+        info = await served(call.ctx.info, call.connection, taken)
         return {"type": "agent_prompted", "agent": info}
     until: set[str] = set(p.wait.until or DEFAULT_UNTIL)
-    info = await served(call.ctx.info, call.connection, prompt_wait(call, pin, before_seq, until,
-                                                                    p.wait.timeout_ms))
+    waited = prompt_wait(call, pin, before_seq, until, p.wait.timeout_ms)
+    info = await served(call.ctx.info, call.connection, waited)
     return {"type": "agent_prompted", "agent": info}
 
 

@@ -82,8 +82,8 @@ def _describe(integration: Integration) -> dict[str, Any]:
     }
 
 
-async def _status_or_error(call: Call[IntegrationServices], integration: Integration) -> dict[str,
-                                                                                              Any]:
+async def _status_or_error(call: Call[IntegrationServices], integration: Integration
+                           ) -> dict[str, Any]:
     try:
         return await read_status(call.ctx.plugins, integration)
     except CmuxError as exc:

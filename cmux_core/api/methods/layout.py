@@ -22,11 +22,9 @@ import json
 import os
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.shared.creation import (
@@ -36,9 +34,11 @@ from cmux_core.api.methods.shared.creation import (
     resolve_cwd,
     trimmed,
 )
+from cmux_core.api.methods.shared.routing import herdr_workspace
+from cmux_core.api.methods.shared.services import ModelServices
 from cmux_core.api.methods.shared.workspace_routing import Routing as WorkspaceRouting
 from cmux_core.api.methods.shared.workspace_routing import route_workspace
-from cmux_core.config import Settings, config_dir
+from cmux_core.config import config_dir
 from cmux_core.errors import CmuxError, InvalidParams, NotFound
 from cmux_core.hookspecs import Params
 from cmux_core.model import arrange, cmux_layout
@@ -46,13 +46,8 @@ from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Tab
 
 
-@dataclass(frozen=True, slots=True)
-class LayoutServices:
-    """The services these handlers use, built by the composition root."""
-
-    mux: Mux
-    agents: AgentTracker
-    settings: Settings
+class LayoutServices(ModelServices):
+    """What these ``layout.*`` handlers use."""
 
 
 methods = MethodTable()
@@ -104,15 +99,7 @@ async def layout_apply(call: Call[LayoutServices], p: ApplyParams) -> Result:
     if p.tab_id is not None and p.workspace_id is not None:
         raise CmuxError("invalid_target", "give either workspace_id or tab_id, not both")
     replace = mux.tab(p.tab_id) if p.tab_id is not None else None
-    if replace is not None:
-        ws = replace.workspace
-    elif p.workspace_id is not None:
-        ws = mux.workspace(p.workspace_id)
-    else:
-        active = mux.active_workspace()
-        if active is None:
-            raise CmuxError("workspace_not_found", "no active workspace")
-        ws = active
+    ws = replace.workspace if replace is not None else herdr_workspace(mux, p.workspace_id)
     label = (p.tab_label or "").strip() or None
     return {"type": "layout_apply",
             "layout": arrange.apply(mux, ws, p.root, replace=replace, tab_label=label,

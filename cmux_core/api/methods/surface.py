@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from dataclasses import dataclass
 from typing import Literal
 
-from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.shared.creation import (
@@ -46,8 +44,8 @@ from cmux_core.api.methods.shared.routing import (
     workspace_of,
 )
 from cmux_core.api.methods.shared.rows import surface_row, workspace_surfaces
+from cmux_core.api.methods.shared.services import ModelServices
 from cmux_core.api.methods.shared.surface_actions import SurfaceActionParams, run_action
-from cmux_core.config import Settings
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.model import surfaces
 from cmux_core.model.events import PaneCwdChanged
@@ -56,13 +54,8 @@ from cmux_core.model.pane_io import surface_text
 from cmux_core.model.tree import Surface, Workspace
 
 
-@dataclass(frozen=True, slots=True)
-class SurfaceServices:
-    """The services these handlers use, built by the composition root."""
-
-    mux: Mux
-    agents: AgentTracker
-    settings: Settings
+class SurfaceServices(ModelServices):
+    """What these ``surface.*`` handlers use."""
 
 
 methods = MethodTable()

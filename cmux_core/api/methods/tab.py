@@ -3,34 +3,32 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pydantic import Field
 
-from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.shared.creation import ExecString, command_argv, resolve_cwd, trimmed
+from cmux_core.api.methods.shared.routing import herdr_workspace
+from cmux_core.api.methods.shared.services import ModelServices
 from cmux_core.api.methods.shared.surface_actions import SurfaceActionParams, run_action
-from cmux_core.config import Settings
 from cmux_core.errors import CmuxError
 from cmux_core.hookspecs import Params
 from cmux_core.model import arrange
-from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.mux import spawn_error
 from cmux_core.model.pane_io import launch_env
+from cmux_core.model.tree import Tab
 
 
-@dataclass(frozen=True, slots=True)
-class TabServices:
-    """The services these handlers use, built by the composition root."""
-
-    mux: Mux
-    agents: AgentTracker
-    settings: Settings
+class TabServices(ModelServices):
+    """What these ``tab.*`` handlers use."""
 
 
 methods = MethodTable()
+
+
+def tab_result(ctx: TabServices, tab: Tab) -> Result:
+    return {"type": "tab_info", "tab": wire.tab_info(ctx.mux, ctx.agents, tab)}
 
 
 class TabCreateParams(Params):
@@ -46,13 +44,7 @@ class TabCreateParams(Params):
 async def tab_create(call: Call[TabServices], p: TabCreateParams) -> Result:
     """Append a tab with one pane to a workspace (default: the active one)."""
     mux = call.ctx.mux
-    if p.workspace_id is not None:
-        ws = mux.workspace(p.workspace_id)
-    else:
-        active = mux.active_workspace()
-        if active is None:
-            raise CmuxError("workspace_not_found", "no active workspace")
-        ws = active
+    ws = herdr_workspace(mux, p.workspace_id)
     env = launch_env(p.env)
     cwd = resolve_cwd(p.cwd, "cwd")
     command = command_argv(p.command, "command")
@@ -86,7 +78,7 @@ class TabTarget(Params):
 @methods.method("tab.get", TabTarget)
 async def tab_get(call: Call[TabServices], p: TabTarget) -> Result:
     mux = call.ctx.mux
-    return {"type": "tab_info", "tab": wire.tab_info(mux, call.ctx.agents, mux.tab(p.tab_id))}
+    return tab_result(call.ctx, mux.tab(p.tab_id))
 
 
 @methods.method("tab.focus", TabTarget)
@@ -94,7 +86,7 @@ async def tab_focus(call: Call[TabServices], p: TabTarget) -> Result:
     mux = call.ctx.mux
     tab = mux.tab(p.tab_id)
     mux.focus_tab(tab)
-    return {"type": "tab_info", "tab": wire.tab_info(mux, call.ctx.agents, tab)}
+    return tab_result(call.ctx, tab)
 
 
 class TabRenameParams(Params):
@@ -108,7 +100,7 @@ async def tab_rename(call: Call[TabServices], p: TabRenameParams) -> Result:
     mux = call.ctx.mux
     tab = mux.tab(p.tab_id)
     mux.rename_tab(tab, p.label.strip())
-    return {"type": "tab_info", "tab": wire.tab_info(mux, call.ctx.agents, tab)}
+    return tab_result(call.ctx, tab)
 
 
 @methods.method("tab.close", TabTarget)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -32,9 +31,9 @@ from cmux_core.api.methods.shared.creation import (
 from cmux_core.api.methods.shared.reports import check_source, check_tokens, check_ttl
 from cmux_core.api.methods.shared.routing import workspace_keys
 from cmux_core.api.methods.shared.rows import workspace_row
+from cmux_core.api.methods.shared.services import ModelServices
 from cmux_core.api.methods.shared.workspace_routing import Routing as WorkspaceRouting
 from cmux_core.api.methods.shared.workspace_routing import route_window, route_workspace
-from cmux_core.config import Settings
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model import arrange, cmux_layout, windows
@@ -44,13 +43,8 @@ from cmux_core.model.pane_io import launch_env
 from cmux_core.model.tree import Workspace
 
 
-@dataclass(frozen=True, slots=True)
-class WorkspaceServices:
-    """The services these handlers use, built by the composition root."""
-
-    mux: Mux
-    agents: AgentTracker
-    settings: Settings
+class WorkspaceServices(ModelServices):
+    """What these ``workspace.*`` handlers use."""
 
 
 methods = MethodTable()

@@ -9,19 +9,20 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.shared.reading import (
-    MAX_READ_LINES,
     STRIP_ANSI,
     OutputMatch,
+    ReadLines,
     ReadSource,
     line_matcher,
     next_output,
     read_result,
 )
+from cmux_core.api.methods.shared.waiting import deadline_of, served
 from cmux_core.errors import CmuxError, NotFound, WaitTimeout
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
@@ -92,14 +93,9 @@ async def pane_send_input(call: Call[PaneIoServices], p: SendInputParams) -> Res
 class ReadParams(Params):
     pane_id: str
     source: ReadSource = "visible"
-    lines: int | None = Field(default=None, ge=0)
+    lines: ReadLines = None
     format: Literal["text", "ansi"] = "text"
     strip_ansi: bool = STRIP_ANSI
-
-    @field_validator("lines")
-    @classmethod
-    def _clamp(cls, v: int | None) -> int | None:
-        return None if v is None else min(v, MAX_READ_LINES)
 
 
 @methods.method("pane.read", ReadParams)
@@ -112,15 +108,10 @@ async def pane_read(call: Call[PaneIoServices], p: ReadParams) -> Result:
 class WaitForOutputParams(Params):
     pane_id: str
     source: ReadSource = "recent"
-    lines: int | None = Field(default=None, ge=0)
+    lines: ReadLines = None
     match: OutputMatch
     timeout_ms: int | None = Field(default=None, ge=0)
     strip_ansi: bool = STRIP_ANSI
-
-    @field_validator("lines")
-    @classmethod
-    def _clamp(cls, v: int | None) -> int | None:
-        return None if v is None else min(v, MAX_READ_LINES)
 
 
 @methods.method("pane.wait_for_output", WaitForOutputParams)
@@ -130,7 +121,7 @@ async def pane_wait_for_output(call: Call[PaneIoServices], p: WaitForOutputParam
     pane = mux.pane(p.pane_id)
     find_line = line_matcher(p.match)
     source: ReadSource = "recent_unwrapped" if p.source == "recent" else p.source
-    deadline = None if p.timeout_ms is None else time.monotonic() + p.timeout_ms / 1000
+    deadline = deadline_of(p.timeout_ms)
 
     async def wait() -> Result:
         burst = 0
@@ -158,13 +149,8 @@ async def pane_wait_for_output(call: Call[PaneIoServices], p: WaitForOutputParam
             except TimeoutError:
                 raise WaitTimeout(message="timed out waiting for output match") from None
 
-    call.ctx.info.pending_waits += 1
-    try:
-        if call.connection is None:
-            return await wait()
-        return await call.connection.until_gone(wait())
-    finally:
-        call.ctx.info.pending_waits -= 1
+    result: Result = await served(call.ctx.info, call.connection, wait())
+    return result
 
 
 class ProcessInfoParams(Params):

@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field
 
-from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
@@ -33,25 +31,24 @@ from cmux_core.api.methods.shared.routing import (
 )
 from cmux_core.api.methods.shared.routing import pane_keys as cmux_pane_keys
 from cmux_core.api.methods.shared.rows import pane_row, surface_title
-from cmux_core.config import Settings
+from cmux_core.api.methods.shared.services import ModelServices
 from cmux_core.errors import CmuxError, InvalidParams, NotFound
 from cmux_core.hookspecs import Params
 from cmux_core.model import surfaces
-from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.mux import spawn_error
 from cmux_core.model.pane_io import launch_env
 from cmux_core.model.tree import Pane
 
 
-@dataclass(frozen=True, slots=True)
-class LifecycleServices:
-    """The services these handlers use, built by the composition root."""
-
-    mux: Mux
-    agents: AgentTracker
-    settings: Settings
+class LifecycleServices(ModelServices):
+    """What these ``pane.*`` handlers use."""
 
 
 methods = MethodTable()
+
+
+def pane_result(ctx: LifecycleServices, pane: Pane) -> Result:
+    return {"type": "pane_info", "pane": wire.pane_info(ctx.mux, ctx.agents, pane)}
 
 
 def pane_keys(pane: Pane) -> dict[str, Any]:
@@ -96,7 +93,7 @@ async def pane_split(call: Call[LifecycleServices], p: PaneSplitParams) -> Resul
                               command=command, focus=p.focus)
     except CmuxError as exc:
         raise spawn_error(exc, "pane_split_failed") from None
-    return {"type": "pane_info", "pane": wire.pane_info(mux, call.ctx.agents, pane)}
+    return pane_result(call.ctx, pane)
 
 
 class PaneListParams(Params):
@@ -132,7 +129,7 @@ class OptionalPaneTarget(Params):
 @methods.method("pane.get", PaneTarget)
 async def pane_get(call: Call[LifecycleServices], p: PaneTarget) -> Result:
     mux = call.ctx.mux
-    return {"type": "pane_info", "pane": wire.pane_info(mux, call.ctx.agents, mux.pane(p.pane_id))}
+    return pane_result(call.ctx, mux.pane(p.pane_id))
 
 
 class PaneCurrentParams(Params):
@@ -170,7 +167,7 @@ async def pane_rename(call: Call[LifecycleServices], p: PaneRenameParams) -> Res
     mux = call.ctx.mux
     pane = mux.pane(p.pane_id)
     pane.label = (p.label or "").strip() or None
-    return {"type": "pane_info", "pane": wire.pane_info(mux, call.ctx.agents, pane)}
+    return pane_result(call.ctx, pane)
 
 
 @methods.method("pane.close", PaneTarget)

@@ -9,9 +9,9 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from cmux_core.detect.pattern import Pattern, compile_pattern
 from cmux_core.errors import CmuxError
@@ -38,6 +38,14 @@ WAIT_BURST = 8
 
 
 ReadSource = Literal["visible", "recent", "recent_unwrapped", "detection"]
+
+
+def _at_most_max(lines: int | None) -> int | None:
+    return None if lines is None else min(lines, MAX_READ_LINES)
+
+
+ReadLines = Annotated[int | None, Field(ge=0), AfterValidator(_at_most_max)]
+"""How many lines a read returns; more than :data:`MAX_READ_LINES` reads that many."""
 
 
 def read_result(pane: Pane, source: ReadSource, lines: int | None,

@@ -91,6 +91,17 @@ def surface_of(mux: Mux, p: Routing) -> Surface:
     return pane.surface
 
 
+def herdr_workspace(mux: Mux, workspace_id: str | None) -> Workspace:
+    """The workspace ``workspace_id`` names, else the active one (``workspace_not_found``
+    when there is none): where the herdr family puts a new tab."""
+    if workspace_id is not None:
+        return mux.workspace(workspace_id)
+    active = mux.active_workspace()
+    if active is None:
+        raise CmuxError("workspace_not_found", "no active workspace")
+    return active
+
+
 def pane_keys(pane: Pane) -> dict[str, Any]:
     """Window, workspace and pane twins of a cmux result (``pane_id`` is the UUID)."""
     return {**workspace_keys(pane.tab.workspace), "pane_id": pane.key, "pane_ref": pane.ref}
