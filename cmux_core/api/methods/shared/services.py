@@ -1,6 +1,6 @@
-"""The services most families that make and show things use, as one base for their
-contexts; each module still declares its own context type, which the composition root
-builds and binds."""
+"""The context most families that make and show things need, as one base: each of those
+modules subclasses it as its own context type, so the composition root still binds one
+context per module."""
 
 from __future__ import annotations
 
