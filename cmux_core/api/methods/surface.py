@@ -18,7 +18,6 @@ from typing import Literal
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.shared.creation import (
-    _EDGES,
     ExecString,
     NewTerminalParams,
     SurfaceSplitParams,
@@ -52,6 +51,10 @@ from cmux_core.model.events import PaneCwdChanged
 from cmux_core.model.mux import Mux, spawn_error
 from cmux_core.model.pane_io import surface_text
 from cmux_core.model.tree import Surface, Workspace
+
+_EDGES: dict[str, surfaces.SplitDirection] = {
+    "left": "left", "right": "right", "top": "up", "bottom": "down", "up": "up",
+    "down": "down"}
 
 
 class SurfaceServices(ModelServices):

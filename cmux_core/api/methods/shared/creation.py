@@ -111,11 +111,6 @@ _SHORT_DIRECTIONS: dict[str, surfaces.SplitDirection] = {
     "left": "left", "right": "right", "up": "up", "down": "down"}
 
 
-_EDGES: dict[str, surfaces.SplitDirection] = {
-    "left": "left", "right": "right", "top": "up", "bottom": "down", "up": "up",
-    "down": "down"}
-
-
 def only_terminal(kind: str | None) -> None:
     if kind == "markdown":
         raise CmuxError("not_supported", "a markdown surface is a tab beside a terminal, "
