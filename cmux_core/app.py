@@ -23,9 +23,10 @@ from cmux_core.agents.events import SurfaceAgentDetected
 from cmux_core.agents.scheduler import DetectionScheduler
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.agents.views import AgentViewChanged, ViewBook
+from cmux_core.api import methods as core_methods
 from cmux_core.api import wire
 from cmux_core.api.attach import AttachBook
-from cmux_core.api.context import Call, ServerInfo, Services
+from cmux_core.api.context import ServerInfo
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.loop_monitor import LoopMonitor
 from cmux_core.api.methods import register_core_methods
@@ -94,7 +95,6 @@ class App:
         self.events = EventHub(project=self._project)
         self.mux = Mux(settings, self.events, str(socket_path), on_output=self._output)
         self.methods = MethodTable()
-        register_core_methods(self.methods)
         self.plugins = PluginHost(settings, methods=self.methods, publish=self.events.publish,
                                   api=self.request, socket_path=socket_path)
         self.registry = ManifestRegistry(settings, self.plugins,
@@ -122,12 +122,8 @@ class App:
         self.graphics_sources = SourceRunner(self.graphics, self.plugins)
         self.program_graphics = ProgramGraphics(self.graphics)
         self.attach = AttachBook()
-        self.services = Services(settings, self.info, self.events, self.mux, self.agents,
-                                 self.detection, self.plugins, self.views,
-                                 self.notifications, attach=self.attach,
-                                 graphics=self.graphics,
-                                 graphics_sources=self.graphics_sources)
-        self.server = Server(self.services, self.methods, socket_path,
+        register_core_methods(self.methods, self._method_contexts())
+        self.server = Server(self.events, self.methods, socket_path,
                              on_request=self._request_seen, on_close=self._connection_closed)
         self._observe()
 
@@ -156,6 +152,33 @@ class App:
         on(PaneClosed, self.keeper.pane_closed)
         on(Event, self.keeper.event_seen)
         on(LayoutUpdated, self.attach.layout_updated)
+
+    def _method_contexts(self) -> list[object]:
+        """What each core methods module's handlers may use."""
+        m = core_methods
+        mux, agents, settings, info = self.mux, self.agents, self.settings, self.info
+        return [
+            m.agent.AgentServices(mux, agents, self.events, info, self.detection, self.views,
+                                  self.plugins),
+            m.events.EventServices(mux, agents, self.events, info),
+            m.integration.IntegrationServices(self.plugins),
+            m.layout.LayoutServices(mux, agents, settings),
+            m.notification.NotificationServices(mux, self.notifications),
+            m.pane.arrangement.ArrangementServices(mux, agents),
+            m.pane.attach.AttachServices(mux, settings, self.attach, self.graphics),
+            m.pane.graphics.GraphicsServices(mux, settings, self.graphics,
+                                             self.graphics_sources),
+            m.pane.io.PaneIoServices(mux, info),
+            m.pane.lifecycle.LifecycleServices(mux, agents, settings),
+            m.pane.reports.ReportServices(mux, agents, self.plugins),
+            m.plugin.PluginServices(self.plugins),
+            m.server.ServerServices(info, self.events, mux, agents, self.detection),
+            m.surface.SurfaceServices(mux, agents, settings),
+            m.system.SystemServices(info, mux, agents, self.attach, self.notifications),
+            m.tab.TabServices(mux, agents, settings),
+            m.window.WindowServices(mux, settings),
+            m.workspace.WorkspaceServices(mux, agents, settings),
+        ]
 
     # -- what parts hand the app, for the parts built after them ---------------------------
 
@@ -207,8 +230,7 @@ class App:
                       connection: Any = None) -> dict[str, Any]:
         """Answer one socket API call in-process, as ``connection``'s client (None: the
         server itself); raises CmuxError exactly as the client would see it."""
-        call = Call(self.services, connection, None, method)
-        return await self.methods.call(call, dict(params))
+        return await self.methods.call(method, dict(params), connection=connection)
 
     async def start(self) -> None:
         """Bind the socket, load plugins, restore the saved session (or create the default

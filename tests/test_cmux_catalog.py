@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cmux_v2 import V2
 
-from cmux_core.api.methods.cmux_catalog import CMUX_METHODS, NOT_SUPPORTED
+from cmux_core.api.methods.cmux_v2_catalog import CMUX_METHODS, NOT_SUPPORTED
 from cmux_core.testing import ServerProcess
 
 DOC = Path(__file__).parent.parent / "docs" / "socket-api.md"

@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import Api, regex_literal
 
-from cmux_core.api.methods.pane import OutputMatch, line_matcher
+from cmux_core.api.methods.shared.reading import OutputMatch, line_matcher
 from cmux_core.testing import ServerProcess, wait_until
 
 PY = sys.executable

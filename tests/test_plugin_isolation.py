@@ -144,9 +144,10 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 def make_host(tmp_path: Path, *dirs: Path, **kw: Any) -> PluginHost:
     kw.setdefault("watch", False)
     methods = MethodTable()
-    methods.merge(plugin_methods.methods)
     settings = Settings(plugins_dirs=list(dirs), state_dir=tmp_path / "state")
-    return PluginHost(settings, methods=methods, entry_points=False, **kw)
+    host = PluginHost(settings, methods=methods, entry_points=False, **kw)
+    methods.merge(plugin_methods.methods, context=plugin_methods.PluginServices(host))
+    return host
 
 
 

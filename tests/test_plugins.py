@@ -15,7 +15,6 @@ import textwrap
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, TypeVar
 
 import pytest
@@ -74,9 +73,7 @@ def make_host(tmp_path: Path, *dirs: Path, events: list[tuple[str, dict[str, Any
     """A host whose events (wire form) and registration changes go to those lists."""
     kw.setdefault("watch", False)
     settings = Settings(plugins_dirs=list(dirs), state_dir=tmp_path / "state")
-    if methods is None:
-        methods = MethodTable()
-        methods.merge(plugin_methods.methods)
+    table = methods if methods is not None else MethodTable()
 
     def publish(event: PluginEvent | PluginRegistrationsChanged) -> None:
         if isinstance(event, PluginRegistrationsChanged):
@@ -84,7 +81,10 @@ def make_host(tmp_path: Path, *dirs: Path, events: list[tuple[str, dict[str, Any
                 changes.append((event.plugin_id, set(event.kinds)))
         elif events is not None:
             events.append((event.kind, wire.plugin_event(event)))
-    return PluginHost(settings, methods=methods, publish=publish, entry_points=False, **kw)
+    host = PluginHost(settings, methods=table, publish=publish, entry_points=False, **kw)
+    if methods is None:
+        table.merge(plugin_methods.methods, context=plugin_methods.PluginServices(host))
+    return host
 
 
 def examples(tmp_path: Path, *names: str) -> Path:
@@ -101,10 +101,9 @@ def module_of(host: PluginHost, plugin_id: str) -> Any:
 
 
 async def call(host: PluginHost, method: str, params: dict[str, Any] | None = None) -> Any:
-    # The plugin.* handlers only read ``call.ctx.plugins``; a namespace stands in for the
-    # services so these tests need no socket (the end-to-end tests use a real one).
-    ctx = SimpleNamespace(plugins=host)
-    return await host.methods.call(Call(ctx, None, 1, method), params or {})  # type: ignore[arg-type]
+    # The plugin.* handlers are bound to this host, so these tests need no socket (the
+    # end-to-end tests use a real one).
+    return await host.methods.call(method, params or {}, request_id=1)
 
 
 GOOD = '''

@@ -1,9 +1,9 @@
-"""What a method handler may reach: the services the composition root built.
+"""What a method handler may reach: one request as a :class:`Call`.
 
-:class:`~cmux_core.app.App` builds one :class:`Services` and hands it to the socket server,
-which passes it to every handler as ``call.ctx``. Handlers never see the server object; the
-transport's own facts (version, socket path, connection count, the stop switch) are in
-:class:`ServerInfo`.
+Each methods module declares the few services its handlers use (a small frozen dataclass);
+:class:`~cmux_core.app.App` builds one of each and binds it to that module's methods, so a
+handler sees it as ``call.ctx``. Handlers never see the server object; the transport's own
+facts (version, socket path, connection count, the stop switch) are in :class:`ServerInfo`.
 """
 
 from __future__ import annotations
@@ -13,21 +13,12 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-from cmux_core.agents.scheduler import DetectionScheduler
-from cmux_core.agents.tracker import AgentTracker
-from cmux_core.agents.views import ViewBook
-from cmux_core.api.attach import AttachBook
-from cmux_core.config import Settings
-from cmux_core.events import EventHub, Subscriber
-from cmux_core.graphics.layers import GraphicsBook
-from cmux_core.graphics.sources import SourceRunner
-from cmux_core.model.mux import Mux
-from cmux_core.model.notifications import NotificationBook
-from cmux_core.plugin_host.host import PluginHost
+from cmux_core.events import Subscriber
 
 T = TypeVar("T")
+C = TypeVar("C", covariant=True)
 
 
 @dataclass(slots=True)
@@ -46,25 +37,6 @@ class ServerInfo:
     connection_count: Callable[[], int] = lambda: 0
     loop_lag: Callable[[], dict[str, float]] = dict
     method_names: Callable[[], list[str]] = list
-
-
-@dataclass(slots=True)
-class Services:
-    """Everything a core handler may use; built once by the composition root."""
-
-    settings: Settings
-    info: ServerInfo
-    events: EventHub
-    mux: Mux
-    agents: AgentTracker
-    detection: DetectionScheduler
-    plugins: PluginHost
-    views: ViewBook
-    notifications: NotificationBook
-    attach: AttachBook = field(default_factory=AttachBook)
-    graphics: GraphicsBook = field(default_factory=GraphicsBook)
-    graphics_sources: SourceRunner | None = None
-    """Plugin graphics sources feeding layers (None: a server built without plugins)."""
 
 
 class Peer(Protocol):
@@ -105,11 +77,12 @@ class Peer(Protocol):
         """End a connection taken with :meth:`take_raw`."""
 
 
-@dataclass(slots=True)
-class Call:
-    """One request being served. ``connection`` is None for calls made inside the server."""
+@dataclass(frozen=True, slots=True)
+class Call(Generic[C]):
+    """One request being served: ``ctx`` is what its method module declared it uses (bound
+    by the composition root). ``connection`` is None for calls made inside the server."""
 
-    ctx: Services
+    ctx: C
     connection: Peer | None
     request_id: Any
     method: str

@@ -1,11 +1,13 @@
 """The method table: dotted method name → params model + async handler.
 
 Handlers receive a validated pydantic params object and a
-:class:`~cmux_core.api.context.Call` (the services, the connection, the request id) and
-return the ``result`` object, whose
-``type`` names its kind. They raise :class:`~cmux_core.errors.CmuxError` to
-answer with an error; :class:`~cmux_core.errors.Disconnected` (the client left
-mid-wait) passes through with a debug line only; anything else becomes
+:class:`~cmux_core.api.context.Call` (their module's context, the connection, the request
+id) and return the ``result`` object, whose ``type`` names its kind. Each method carries
+the context it was bound to when its table was merged (:meth:`MethodTable.merge`); a table
+merged without one (the schema) has methods that describe but cannot serve. Handlers
+raise :class:`~cmux_core.errors.CmuxError` to answer with an error;
+:class:`~cmux_core.errors.Disconnected` (the client left mid-wait) passes through with a
+debug line only; anything else becomes
 ``internal_error`` and is logged, and the server keeps serving.
 
 Plugins add methods through the same table under ``plugin.<plugin_id>.<name>``
@@ -22,7 +24,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from cmux_core.api.context import Call
+from cmux_core.api.context import Call, Peer
 from cmux_core.errors import CmuxError, Disconnected, InternalError, InvalidParams, MethodNotFound
 from cmux_core.hookspecs import Params
 
@@ -32,7 +34,8 @@ Result = dict[str, Any]
 
 
 P = TypeVar("P", bound=Params)
-Handler = Callable[["Call", Any], Awaitable[Result]]
+C = TypeVar("C")
+Handler = Callable[[Call[Any], Any], Awaitable[Result]]
 
 
 @dataclass(slots=True)
@@ -42,6 +45,8 @@ class Method:
     handler: Handler
     owner: str = "core"
     doc: str = ""
+    context: object = None
+    """What the handler gets as ``call.ctx``."""
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:
@@ -122,25 +127,25 @@ class MethodTable:
         self._families: dict[str, Method] = {}
 
     def add_family(self, prefix: str, params: type[Params], handler: Handler, *,
-                   owner: str = "core", doc: str = "") -> None:
+                   owner: str = "core", doc: str = "", context: object = None) -> None:
         """Answer every method under ``prefix`` (e.g. ``"browser."``) that has no handler of
         its own with ``handler``; such names are not listed by :meth:`names`."""
         if prefix in self._families:
             raise ValueError(f"method family {prefix}* is already registered")
-        self._families[prefix] = Method(prefix, params, handler, owner, doc)
+        self._families[prefix] = Method(prefix, params, handler, owner, doc, context)
 
     def add(self, name: str, params: type[Params], handler: Handler, *, owner: str = "core",
-            doc: str = "") -> None:
+            doc: str = "", context: object = None) -> None:
         """Register ``name``; raises ValueError when it is already taken."""
         if name in self._methods:
             raise ValueError(f"method {name} is already registered")
-        self._methods[name] = Method(name, params, handler, owner, doc)
+        self._methods[name] = Method(name, params, handler, owner, doc, context)
 
     def method(self, name: str, params: type[P]) -> Callable[
-            [Callable[[Call, P], Awaitable[Result]]], Callable[[Call, P], Awaitable[Result]]]:
-        """Decorator form of :meth:`add` for core handlers."""
-        def register(fn: Callable[[Call, P], Awaitable[Result]]
-                     ) -> Callable[[Call, P], Awaitable[Result]]:
+            [Callable[[Call[C], P], Awaitable[Result]]], Callable[[Call[C], P], Awaitable[Result]]]:
+        """Decorator form of :meth:`add` for core handlers (bound by :meth:`merge`)."""
+        def register(fn: Callable[[Call[C], P], Awaitable[Result]]
+                     ) -> Callable[[Call[C], P], Awaitable[Result]]:
             self.add(name, params, fn, doc=(fn.__doc__ or "").strip())
             return fn
         return register
@@ -174,19 +179,23 @@ class MethodTable:
                              "owner": m.owner, "params": m.params.model_json_schema()}
         return {"methods": methods}
 
-    def merge(self, other: MethodTable) -> None:
+    def merge(self, other: MethodTable, *, context: object = None) -> None:
+        """Add ``other``'s methods, each answering with ``context`` as its ``call.ctx``."""
         for m in other._methods.values():
-            self.add(m.name, m.params, m.handler, owner=m.owner, doc=m.doc)
+            self.add(m.name, m.params, m.handler, owner=m.owner, doc=m.doc, context=context)
         for m in other._families.values():
-            self.add_family(m.name, m.params, m.handler, owner=m.owner, doc=m.doc)
+            self.add_family(m.name, m.params, m.handler, owner=m.owner, doc=m.doc,
+                            context=context)
 
-    async def call(self, call: Call, raw_params: dict[str, Any]) -> Result:
-        """Validate ``raw_params`` and run the handler; every failure is a CmuxError."""
-        method = self._methods.get(call.method) or next(
-            (m for prefix, m in self._families.items() if call.method.startswith(prefix)),
-            None)
+    async def call(self, name: str, raw_params: dict[str, Any], *,
+                   connection: Peer | None = None, request_id: Any = None) -> Result:
+        """Validate ``raw_params`` and run the handler of ``name`` for ``connection`` (None:
+        the server itself); every failure is a CmuxError."""
+        method = self._methods.get(name) or next(
+            (m for prefix, m in self._families.items() if name.startswith(prefix)), None)
         if method is None:
-            raise MethodNotFound(call.method)
+            raise MethodNotFound(name)
+        call = Call(method.context, connection, request_id, name)
         try:
             params = method.params.model_validate(raw_params)
         except ValidationError as exc:

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cmux_core.api import v1_text
-from cmux_core.api.context import Call, Services
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.framing import (
     MAX_LINE_BYTES,
@@ -321,19 +320,19 @@ class Connection:
 
 
 class Server:
-    """Serves ``methods`` on a Unix socket; every call gets ``services`` as its context.
+    """Serves ``methods`` on a Unix socket; each method answers with the context it was
+    bound to; ``events`` feeds the connections' subscriptions.
 
     ``on_request`` is called as each request starts (the loop monitor measures while
     clients ask); ``on_close`` with each connection as it closes (what is kept for it is
     dropped).
     """
 
-    def __init__(self, services: Services, methods: MethodTable, socket_path: Path, *,
+    def __init__(self, events: EventHub, methods: MethodTable, socket_path: Path, *,
                  on_request: Callable[[], None] | None = None,
                  on_close: Callable[[Connection], None] | None = None) -> None:
-        self.services = services
         self.methods = methods
-        self.events: EventHub = services.events
+        self.events = events
         self.socket_path = socket_path
         self._on_request = on_request
         self._on_close = on_close
@@ -347,8 +346,8 @@ class Server:
     async def call(self, request: Request, connection: Connection | None) -> dict[str, Any]:
         if self._on_request is not None:
             self._on_request()
-        call = Call(self.services, connection, request.id, request.method)
-        return await self.methods.call(call, request.params)
+        return await self.methods.call(request.method, request.params, connection=connection,
+                                       request_id=request.id)
 
     def connection_closed(self, conn: Connection) -> None:
         if self._on_close is None:

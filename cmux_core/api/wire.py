@@ -22,7 +22,8 @@ from cmux_core.agents.events import (
     SurfaceAgentStatusChanged,
     WorkspaceMetadataUpdated,
 )
-from cmux_core.agents.tracker import AgentRecord, AgentTracker
+from cmux_core.agents.record import AgentRecord
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.agents.views import VIEW_CHANGED, AgentViewChanged, inactive
 from cmux_core.events import Event
 from cmux_core.model import arrange, layout
@@ -415,6 +416,33 @@ def _on(surface: Surface) -> Wire:
     return data
 
 
+def _detected(event: PaneAgentDetected | SurfaceAgentDetected) -> Wire:
+    data = (_at(event.pane, event.surface) if isinstance(event, PaneAgentDetected)
+            else _on(event.surface))
+    if event.released:
+        data.update(released=True, final_status=event.final_status)
+    if event.agent is not None:
+        data["agent"] = event.agent
+    return data
+
+
+def _notification(event: PaneNotification) -> Wire:
+    data = {**_at(event.pane), "body": event.body}
+    if event.title:
+        data["title"] = event.title
+    if event.dropped:
+        data["dropped"] = event.dropped
+    return data
+
+
+def _reordered(mux: Mux, agents: AgentTracker, event: WorkspaceReordered) -> Wire:
+    data: Wire = {"workspace_ids": [ws.id for ws in event.block],
+                  "workspaces": [workspace_info(mux, agents, w) for w in mux.workspaces()]}
+    if event.before is not None:
+        data["before_workspace_id"] = event.before.id
+    return data
+
+
 def project(mux: Mux, agents: AgentTracker, event: Event) -> Wire:
     """``event``'s wire data (the hub adds ``type``), read from the state now.
 
@@ -430,13 +458,7 @@ def project(mux: Mux, agents: AgentTracker, event: Event) -> Wire:
         case PaneAgentStatusChanged() | SurfaceAgentStatusChanged():
             return agent_status(event)
         case PaneAgentDetected() | SurfaceAgentDetected():
-            data = (_at(event.pane, event.surface) if isinstance(event, PaneAgentDetected)
-                    else _on(event.surface))
-            if event.released:
-                data.update(released=True, final_status=event.final_status)
-            if event.agent is not None:
-                data["agent"] = event.agent
-            return data
+            return _detected(event)
         case PaneExited():
             return {**_at(event.pane), "exit_code": event.exit_code}
         case PaneCwdChanged():
@@ -444,12 +466,7 @@ def project(mux: Mux, agents: AgentTracker, event: Event) -> Wire:
         case PaneProgressChanged():
             return {**_at(event.pane), "progress": event.progress}
         case PaneNotification():
-            data = {**_at(event.pane), "body": event.body}
-            if event.title:
-                data["title"] = event.title
-            if event.dropped:
-                data["dropped"] = event.dropped
-            return data
+            return _notification(event)
         case PaneMoved():
             moved = _moved(mux, agents, event)
             return {k: v for k, v in moved.items() if v is not None}
@@ -482,11 +499,7 @@ def project(mux: Mux, agents: AgentTracker, event: Event) -> Wire:
             return {"workspace_id": event.workspace.id, "insert_index": event.insert_index,
                     "workspaces": [workspace_info(mux, agents, w) for w in mux.workspaces()]}
         case WorkspaceReordered():
-            data = {"workspace_ids": [ws.id for ws in event.block],
-                    "workspaces": [workspace_info(mux, agents, w) for w in mux.workspaces()]}
-            if event.before is not None:
-                data["before_workspace_id"] = event.before.id
-            return data
+            return _reordered(mux, agents, event)
         case AgentViewChanged():
             data = event.view.to_wire() if event.view is not None else inactive()
             data.update(type=VIEW_CHANGED, client_id=event.client_id)

@@ -2,13 +2,13 @@
 portable layouts, and the order of tabs and workspaces.
 
 Every function here works on a :class:`~cmux_core.model.mux.Mux` already holding resolved
-objects: the method handlers in ``cmux_core.api.methods.layout`` resolve ids and raise
-the not-found errors first. A function either raises before changing anything or
-finishes the whole change; it then sizes every terminal of the tabs it touched to
-its rect (``Mux.apply_sizes``), publishes its events in the documented order and
-returns its result: a typed record that ``cmux_core.api.wire`` projects, or the portable
-LayoutDescription (:func:`describe`). No-ops return a ``reason`` (``changed: False`` on
-the wire) and publish nothing.
+objects: the method handlers (``cmux_core.api.methods``: ``pane.arrangement``, ``layout``,
+``tab``, ``workspace``) resolve ids and raise the not-found errors first. A function
+either raises before changing anything or finishes the whole change; it then sizes every
+terminal of the tabs it touched to its rect (``Mux.apply_sizes``), publishes its events in
+the documented order and returns its result: a typed record that ``cmux_core.api.wire``
+projects, or the portable LayoutDescription (:func:`describe`). No-ops return a
+``reason`` (``changed: False`` on the wire) and publish nothing.
 
 Focus events (``workspace_focused``, ``tab_focused``, ``pane_focused``) always come
 last, after the layout and structure events of the same change, except for

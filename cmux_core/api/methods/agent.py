@@ -1,13 +1,15 @@
-"""Agent methods: agent targets, start, prompt, waits.
+"""The ``agent.*`` methods: agent targets, start, prompt, waits, ``agent.explain`` and the
+per-client views (``agent.view.*``).
 
 An agent target is one terminal surface (a pane's background tabs included; see
 :func:`~cmux_core.agents.targets.resolve_agent_target`). ``events.wait`` and
-the pane-scoped subscriptions live in ``methods.pane_events``, hook reports and metadata
-in ``methods.report``.
+the pane-scoped subscriptions live in ``methods.events``, hook reports and metadata in
+``methods.pane.reports``.
 
 Waits are woken by hub events, never by a poll, and end cleanly when their client
 disconnects. ``agent.prompt`` and ``agent.send_keys`` to a managed launch that is still
 ``launch_pending`` first wait for it to settle (see :mod:`cmux_core.agents.tracker`).
+
 """
 
 from __future__ import annotations
@@ -17,61 +19,89 @@ import os
 import re
 import shlex
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from cmux_core.agents.launch import LAUNCH_TIMEOUT_S
+from cmux_core.agents.record import AgentStatus
+from cmux_core.agents.scheduler import DetectionScheduler
 from cmux_core.agents.targets import resolve_agent_target
-from cmux_core.agents.tracker import LAUNCH_TIMEOUT_S, AgentStatus, AgentTracker
-from cmux_core.agents.views import project_for
+from cmux_core.agents.tracker import AgentTracker
+from cmux_core.agents.views import (
+    ViewBook,
+    check_plugins,
+    inactive,
+    parse_source,
+    parse_view,
+    project_for,
+)
 from cmux_core.api import wire
-from cmux_core.api.context import Call
+from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.pane import (
-    STRIP_ANSI,
-    ReadSource,
-    read_result,
+from cmux_core.api.methods.shared.reading import STRIP_ANSI, ReadLines, ReadSource, read_result
+from cmux_core.api.methods.shared.waiting import (
+    deadline_of,
+    next_batch,
+    served,
+    watching,
 )
 from cmux_core.errors import CmuxError, WaitTimeout
-from cmux_core.events import EventHub, Published, Subscriber
+from cmux_core.events import EventHub, Published
 from cmux_core.hookspecs import Params
 from cmux_core.model.events import PaneUpdated
 from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.pane_io import check_keys, keys_for, launch_env, paste_bytes
 from cmux_core.model.tree import Pane, Surface
-from cmux_core.terminal.keys import encode_key, encode_keys, parse_key
-from cmux_core.terminal.process import validate_env
+from cmux_core.plugin_host.host import PluginHost
+
+
+@dataclass(frozen=True, slots=True)
+class AgentServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    agents: AgentTracker
+    events: EventHub
+    info: ServerInfo
+    detection: DetectionScheduler
+    views: ViewBook
+    plugins: PluginHost
+
 
 methods = MethodTable()
 
+
 AGENT_NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
-STATUS_NAMES = ("idle", "working", "blocked", "done", "unknown")
+
+
 DEFAULT_UNTIL: tuple[AgentStatus, ...] = ("idle", "done", "blocked")
+
+
 PROMPT_ENTER_DELAY_S = 0.3
 """Pause between a prompt's text and its Enter, so the program sees them as two inputs."""
+
+
 PROMPT_EFFECT_LIMIT_MS = 5000
 """Longest a prompt may go without an observed state change before it counts as stalled."""
+
+
 PROMPT_TAKEN_LIMIT_S = 2.0
 """Without ``wait``: longest ``agent.prompt`` looks for the prompt to be taken after Enter."""
+
+
 PROMPT_SETTLE_S = 0.5
 """Without ``wait``: once the screen changed after Enter, how long detection is given to
 see it (its debounce and the ``working`` -> ``idle`` hold are shorter)."""
+
+
 READY_TIMEOUT_MS = 30000
 """Default bound of the wait for a pending launch in ``agent.prompt``/``agent.send_keys``."""
+
+
 START_TIMEOUT_MS = (3000, 300000)
 """``agent.start`` ``timeout_ms`` must lie in (low, high]."""
-WATCH_KINDS = frozenset({"surface_agent_status_changed", "surface_agent_detected",
-                         "pane_closed", "pane_exited", "pane_moved", "pane_updated"})
-
-
-def tracker_of(call: Call) -> AgentTracker:
-    """The server's tracker (it reads source declarations from the loaded integrations)."""
-    return call.ctx.agents
-
-
-# -- agent targets and plain agent methods ----------------------------------------------
 
 
 class Empty(Params):
@@ -87,29 +117,29 @@ class AgentListParams(Params):
 
 
 @methods.method("agent.list", AgentListParams)
-async def agent_list(call: Call, p: AgentListParams) -> Result:
+async def agent_list(call: Call[AgentServices], p: AgentListParams) -> Result:
     """Every agent terminal, in workspace, tab and layout order, those in a pane's
     background tabs included (``shown: false``, after the pane's shown one in tab order);
     with ``view``, projected through the caller's agent view (true) or that
     ``client_id``'s (a string)."""
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     rows = [wire.agent_info(call.ctx.mux, tracker, x) for x in tracker.agent_surfaces()]
     return {"type": "agent_list", "agents": await project_for(
         call.ctx.views, call.connection, rows, p.view, call.ctx.mux, call.ctx.plugins)}
 
 
 @methods.method("agent.get", AgentTarget)
-async def agent_get(call: Call, p: AgentTarget) -> Result:
-    tracker = tracker_of(call)
+async def agent_get(call: Call[AgentServices], p: AgentTarget) -> Result:
+    tracker = call.ctx.agents
     surface = resolve_agent_target(tracker, p.target)
     return {"type": "agent_info", "agent": wire.agent_info(call.ctx.mux, tracker, surface)}
 
 
 @methods.method("agent.focus", AgentTarget)
-async def agent_focus(call: Call, p: AgentTarget) -> Result:
+async def agent_focus(call: Call[AgentServices], p: AgentTarget) -> Result:
     """Show the agent's terminal in its pane (selecting its tab there) and focus that pane
     (switching workspace and tab), which marks it seen."""
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     surface = resolve_agent_target(tracker, p.target)
     pane = surface.pane
     if pane.selected is not surface:
@@ -122,18 +152,17 @@ async def agent_focus(call: Call, p: AgentTarget) -> Result:
 class AgentReadParams(Params):
     target: str
     source: ReadSource = "visible"
-    lines: int | None = Field(default=None, ge=0)
+    lines: ReadLines = None
     format: Literal["text", "ansi"] = "text"
     strip_ansi: bool = STRIP_ANSI
 
 
 @methods.method("agent.read", AgentReadParams)
-async def agent_read(call: Call, p: AgentReadParams) -> Result:
+async def agent_read(call: Call[AgentServices], p: AgentReadParams) -> Result:
     """``pane.read`` on the agent's terminal; reading never marks anything seen."""
-    surface = resolve_agent_target(tracker_of(call), p.target)
-    lines = None if p.lines is None else min(p.lines, 1000)
+    surface = resolve_agent_target(call.ctx.agents, p.target)
     return {"type": "pane_read",
-            "read": read_result(surface.pane, p.source, lines, p.format, surface)}
+            "read": read_result(surface.pane, p.source, p.lines, p.format, surface)}
 
 
 class AgentRenameParams(Params):
@@ -149,10 +178,10 @@ def check_agent_name(name: str) -> str:
 
 
 @methods.method("agent.rename", AgentRenameParams)
-async def agent_rename(call: Call, p: AgentRenameParams) -> Result:
+async def agent_rename(call: Call[AgentServices], p: AgentRenameParams) -> Result:
     """Set (or with an empty/null name clear) the agent name, and the pane's manual label
     when the pane shows the agent's terminal (a background tab's name is its own)."""
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     surface = resolve_agent_target(tracker, p.target)
     name = (p.name or "").strip() or None
     if name is not None:
@@ -165,7 +194,7 @@ async def agent_rename(call: Call, p: AgentRenameParams) -> Result:
     return {"type": "agent_info", "agent": wire.agent_info(call.ctx.mux, tracker, surface)}
 
 
-async def ready_agent(call: Call, target: str, timeout_ms: int | None) -> Surface:
+async def ready_agent(call: Call[AgentServices], target: str, timeout_ms: int | None) -> Surface:
     """Resolve ``target`` to an agent whose terminal can take input now.
 
     A pending launch is waited for first (woken by its events, at most ``timeout_ms``,
@@ -173,21 +202,21 @@ async def ready_agent(call: Call, target: str, timeout_ms: int | None) -> Surfac
     ``agent_not_running`` when the agent exits or leaves meanwhile, ``agent_not_ready``
     when the bound passes or the process has exited.
     """
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     surface = resolve_agent_target(tracker, target)
     if tracker.launch_pending(surface):
         bound = READY_TIMEOUT_MS if timeout_ms is None else timeout_ms
         pin = Pinned.of(tracker, surface, target)
-        await served(call, until_launched(call, pin, bound))
+        await served(call.ctx.info, call.connection, until_launched(call, pin, bound))
     if surface.terminal.exited:
         raise CmuxError("agent_not_ready", "the agent's process has exited")
     return surface
 
 
-async def until_launched(call: Call, pin: Pinned, bound_ms: int) -> None:
+async def until_launched(call: Call[AgentServices], pin: Pinned, bound_ms: int) -> None:
     """Return once ``pin``'s launch is no longer pending (see ``ready_agent``)."""
     mux = call.ctx.mux
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     deadline = time.monotonic() + bound_ms / 1000
     with watching(call.ctx.events) as sub:
         while True:
@@ -213,21 +242,18 @@ class AgentSendKeysParams(Params):
 
 
 @methods.method("agent.send_keys", AgentSendKeysParams)
-async def agent_send_keys(call: Call, p: AgentSendKeysParams) -> Result:
+async def agent_send_keys(call: Call[AgentServices], p: AgentSendKeysParams) -> Result:
     """Send key combos to the agent in one write; an invalid key rejects them all. A
     pending launch is waited for first (``timeout_ms`` bounds that wait)."""
-    combos = [parse_key(k) for k in p.keys]
+    check_keys(p.keys)
     surface = await ready_agent(call, p.target, p.timeout_ms)
     # Encoded only now: a program that just started may have changed its key modes.
-    data = b"".join(encode_key(ev, surface.terminal.emulator.modes) for ev in combos)
+    data = b"".join(keys_for(surface, p.keys))
     try:
         surface.terminal.write(data)
     except CmuxError as exc:
         raise CmuxError("agent_send_keys_failed", exc.message) from None
     return {"type": "ok"}
-
-
-# -- agent.start ---------------------------------------------------------------------------
 
 
 class AgentStartParams(Params):
@@ -268,14 +294,14 @@ def start_location(p: AgentStartParams) -> str | None:
 
 
 @methods.method("agent.start", AgentStartParams)
-async def agent_start(call: Call, p: AgentStartParams) -> Result:
+async def agent_start(call: Call[AgentServices], p: AgentStartParams) -> Result:
     """Start a named agent: split the focused pane of the target tab (or create the first
     workspace), or with ``pane_id`` type the command into that pane's idle shell.
 
     Returns at once with ``launch_pending``; the launch may stay pending ``timeout_ms``
     (``invalid_agent_timeout`` outside 3000 < t <= 300000; default 30 s).
     """
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     mux = call.ctx.mux
     name = check_agent_name(p.name.strip())
     if tracker.name_taken(name):
@@ -286,7 +312,7 @@ async def agent_start(call: Call, p: AgentStartParams) -> Result:
         argv = check_argv([tracker.canonical(p.kind), *p.args])
     else:
         raise CmuxError("invalid_agent_argv", "give argv (or kind and args)")
-    env = validate_env(p.env)
+    env = launch_env(p.env)
     cwd = start_location(p)
     low, high = START_TIMEOUT_MS
     if p.timeout_ms is not None and not low < p.timeout_ms <= high:
@@ -352,45 +378,6 @@ def type_into_shell(mux: Mux, tracker: AgentTracker, pane_id: str, argv: list[st
     return pane
 
 
-# -- waits ------------------------------------------------------------------------------
-
-
-@contextmanager
-def watching(events: EventHub, kinds: frozenset[str] = WATCH_KINDS) -> Iterator[Subscriber]:
-    """A hub subscription to ``kinds`` (default: the events of agent terminals), always
-    released (also on cancel)."""
-    sub = events.subscribe(set(kinds))
-    try:
-        yield sub
-    finally:
-        events.unsubscribe(sub)
-
-
-async def next_batch(sub: Subscriber, deadline: float | None) -> list[Published]:
-    """The next queued events; TimeoutError at ``deadline`` (monotonic seconds)."""
-    remaining = None if deadline is None else deadline - time.monotonic()
-    if remaining is not None and remaining <= 0:
-        raise TimeoutError
-    async with asyncio.timeout(remaining):
-        return await sub.next_batch()
-
-
-def deadline_of(timeout_ms: int | None) -> float | None:
-    return None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
-
-
-async def served(call: Call, coro: Any) -> Any:
-    """Run a wait, counted in ``server.stats`` ``pending_waits`` and cancelled (leaving
-    nothing behind) if the client goes away."""
-    call.ctx.info.pending_waits += 1
-    try:
-        if call.connection is None:
-            return await coro
-        return await call.connection.until_gone(coro)
-    finally:
-        call.ctx.info.pending_waits -= 1
-
-
 @dataclass(slots=True)
 class Pinned:
     """The identity a wait follows: the same terminal surface, terminal, name and agent."""
@@ -447,7 +434,8 @@ class Pinned:
             data.get("pane_id") == self.pane.id
 
 
-async def wait_for_status(call: Call, pin: Pinned, until: set[str], deadline: float | None,
+async def wait_for_status(call: Call[AgentServices], pin: Pinned, until: set[str],
+                          deadline: float | None,
                           *, transient: bool = True) -> dict[str, Any]:
     """Follow ``pin``'s events until its status is in ``until``; returns its AgentInfo.
 
@@ -455,7 +443,7 @@ async def wait_for_status(call: Call, pin: Pinned, until: set[str], deadline: fl
     agent, and ``timeout`` at the deadline (after a last look).
     """
     mux = call.ctx.mux
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     with watching(call.ctx.events) as sub:
         while True:
             pin.check(mux, tracker)
@@ -496,14 +484,15 @@ class AgentWaitParams(Params):
 
 
 @methods.method("agent.wait", AgentWaitParams)
-async def agent_wait(call: Call, p: AgentWaitParams) -> Result:
+async def agent_wait(call: Call[AgentServices], p: AgentWaitParams) -> Result:
     """Hold the request until the agent's status is in ``until`` (default idle, done,
     blocked); returns at once when it already is."""
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     surface = resolve_agent_target(tracker, p.target)
     pin = Pinned.of(tracker, surface, p.target)
     until: set[str] = set(p.until or DEFAULT_UNTIL)
-    info = await served(call, wait_for_status(call, pin, until, deadline_of(p.timeout_ms)))
+    waited = wait_for_status(call, pin, until, deadline_of(p.timeout_ms))
+    info = await served(call.ctx.info, call.connection, waited)
     return {"type": "agent_info", "agent": info}
 
 
@@ -520,7 +509,7 @@ class AgentPromptParams(Params):
 
 
 @methods.method("agent.prompt", AgentPromptParams)
-async def agent_prompt(call: Call, p: AgentPromptParams) -> Result:
+async def agent_prompt(call: Call[AgentServices], p: AgentPromptParams) -> Result:
     """Paste the prompt (bracketed when enabled), then Enter 300 ms later.
 
     A pending launch is waited for first (``timeout_ms`` bounds that wait). Without
@@ -531,15 +520,13 @@ async def agent_prompt(call: Call, p: AgentPromptParams) -> Result:
     """
     if not p.text.strip():
         raise CmuxError("empty_agent_prompt", "prompt text must not be empty")
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     surface = await ready_agent(call, p.target, p.timeout_ms)
     term = surface.terminal
     pin = Pinned.of(tracker, surface, p.target)
     before_seq = tracker.record(surface).state_change_seq
-    data = p.text.encode()
-    if term.emulator.modes.bracketed_paste:
-        data = b"\x1b[200~" + data + b"\x1b[201~"
-    enter = b"".join(encode_keys(["enter"], term.emulator.modes))
+    data = paste_bytes(surface, p.text)
+    enter = b"".join(keys_for(surface, ["enter"]))
     try:
         term.write(data)
     except CmuxError as exc:
@@ -548,10 +535,12 @@ async def agent_prompt(call: Call, p: AgentPromptParams) -> Result:
     entered: asyncio.Future[int | None] = loop.create_future()
     loop.call_later(PROMPT_ENTER_DELAY_S, submit, term, enter, entered)
     if p.wait is None:
-        info = await served(call, prompt_taken(call, pin, before_seq, entered))
+        taken = prompt_taken(call, pin, before_seq, entered)
+        info = await served(call.ctx.info, call.connection, taken)
         return {"type": "agent_prompted", "agent": info}
     until: set[str] = set(p.wait.until or DEFAULT_UNTIL)
-    info = await served(call, prompt_wait(call, pin, before_seq, until, p.wait.timeout_ms))
+    waited = prompt_wait(call, pin, before_seq, until, p.wait.timeout_ms)
+    info = await served(call.ctx.info, call.connection, waited)
     return {"type": "agent_prompted", "agent": info}
 
 
@@ -569,7 +558,7 @@ def submit(term: Any, enter: bytes, entered: asyncio.Future[int | None]) -> None
         entered.set_result(seq)
 
 
-async def prompt_taken(call: Call, pin: Pinned, before_seq: int,
+async def prompt_taken(call: Call[AgentServices], pin: Pinned, before_seq: int,
                        entered: asyncio.Future[int | None]) -> dict[str, Any]:
     """The agent's info once its prompt was taken, for ``agent.prompt`` without ``wait``.
 
@@ -580,7 +569,7 @@ async def prompt_taken(call: Call, pin: Pinned, before_seq: int,
     prompt without ``wait`` never fails for want of an effect.
     """
     mux = call.ctx.mux
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     surface = pin.surface
     seq_at_enter = await asyncio.shield(entered)
     deadline = time.monotonic() + PROMPT_TAKEN_LIMIT_S
@@ -608,10 +597,10 @@ async def prompt_taken(call: Call, pin: Pinned, before_seq: int,
     return wire.agent_info(mux, tracker, surface)
 
 
-async def prompt_wait(call: Call, pin: Pinned, before_seq: int, until: set[str],
+async def prompt_wait(call: Call[AgentServices], pin: Pinned, before_seq: int, until: set[str],
                       timeout_ms: int | None) -> dict[str, Any]:
     mux = call.ctx.mux
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     deadline = deadline_of(timeout_ms)
     pin.check(mux, tracker)
     rec = tracker.record(pin.surface)
@@ -639,3 +628,88 @@ async def prompt_wait(call: Call, pin: Pinned, before_seq: int, until: set[str],
         if tracker.status(pin.surface) in until:
             return wire.agent_info(mux, tracker, pin.surface)
     return await wait_for_status(call, pin, until, deadline, transient=False)
+
+
+async def _runtime(call: Call[AgentServices]) -> DetectionScheduler:
+    """The server's detection runtime once its manifests are loaded."""
+    runtime = call.ctx.detection
+    await runtime.registry.loaded.wait()
+    return runtime
+
+
+class AgentTargetParams(Params):
+    target: str = Field(min_length=1)
+
+
+@methods.method("agent.explain", AgentTargetParams)
+async def agent_explain(call: Call[AgentServices], p: AgentTargetParams) -> Result:
+    """Why the agent's screen reads as its state: the manifest in force and every rule's
+    evidence. ``agent_explain_unavailable`` when the pane has no agent with a manifest."""
+    runtime = await _runtime(call)
+    surface = resolve_agent_target(call.ctx.agents, p.target)
+    return {"type": "agent_explain", "explain": await runtime.explain(surface)}
+
+
+_CLIENT_ID_RE = re.compile(r"^[A-Za-z0-9:._-]{1,120}$")
+
+
+class _ClientParams(Params):
+    client_id: str | None = None
+
+    @field_validator("client_id")
+    @classmethod
+    def _client_id(cls, value: str | None) -> str | None:
+        if value is not None and not _CLIENT_ID_RE.match(value):
+            raise ValueError("must be 1-120 ASCII letters, digits or : . _ -")
+        return value
+
+
+class AgentViewSetParams(_ClientParams):
+    source: str
+    label: str | None = None
+    filter: Any = None
+    sort: Any = None
+
+
+class AgentViewClearParams(_ClientParams):
+    source: str | None = None
+
+
+class AgentViewGetParams(_ClientParams):
+    pass
+
+
+@methods.method("agent.view.set", AgentViewSetParams)
+async def agent_view_set(call: Call[AgentServices], p: AgentViewSetParams) -> Result:
+    """Replace the calling client's agent view (filter and sort of the agent list).
+
+    Invalid input leaves the previous view in place. A ``plugin:<id>`` source needs that
+    plugin installed and enabled, and so does every ``{"plugin": ...}`` reference.
+    """
+    view = parse_view(p.source, p.label, p.filter, p.sort)
+    check_plugins(view, call.ctx.plugins)
+    book = call.ctx.views
+    book.set(book.client(call.connection, p.client_id), view)
+    return view.to_wire()
+
+
+@methods.method("agent.view.clear", AgentViewClearParams)
+async def agent_view_clear(call: Call[AgentServices], p: AgentViewClearParams) -> Result:
+    """Clear the calling client's view; with ``source``, only a view with that source.
+
+    Returns the view active afterwards (a non-matching source leaves it active).
+    """
+    source = parse_source(p.source) if p.source is not None else None
+    book = call.ctx.views
+    remaining = book.clear(book.client(call.connection, p.client_id), source)
+    return remaining.to_wire() if remaining is not None else inactive()
+
+
+@methods.method("agent.view.get", AgentViewGetParams)
+async def agent_view_get(call: Call[AgentServices], p: AgentViewGetParams) -> Result:
+    """The calling client's view: ``agent_view`` plus its ``filter`` and ``sort`` as set."""
+    book = call.ctx.views
+    view = book.get(book.client(call.connection, p.client_id))
+    if view is None:
+        return inactive()
+    return {**view.to_wire(), **view.spec}

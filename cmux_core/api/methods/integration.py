@@ -10,6 +10,7 @@ Results follow the herdr Local API where it has the method (``integration_instal
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
@@ -18,6 +19,7 @@ from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.errors import CmuxError, NotFound
 from cmux_core.hookspecs import Params
+from cmux_core.plugin_host.host import PluginHost
 from cmux_core.plugin_host.integrations import (
     Action,
     IntegrationOutcome,
@@ -26,6 +28,14 @@ from cmux_core.plugin_host.integrations import (
 )
 from cmux_core.plugin_host.registry import Integration
 from cmux_core.plugin_host.settings_files import FileChange
+
+
+@dataclass(frozen=True, slots=True)
+class IntegrationServices:
+    """The services these handlers use, built by the composition root."""
+
+    plugins: PluginHost
+
 
 methods = MethodTable()
 
@@ -48,7 +58,7 @@ class IntegrationUninstallParams(IntegrationTargetParams):
     dry_run: bool = False
 
 
-def _find(call: Call, target: str) -> Integration:
+def _find(call: Call[IntegrationServices], target: str) -> Integration:
     integration = call.ctx.plugins.integrations().get(target)
     if integration is None:
         known = sorted(call.ctx.plugins.integrations())
@@ -72,7 +82,8 @@ def _describe(integration: Integration) -> dict[str, Any]:
     }
 
 
-async def _status_or_error(call: Call, integration: Integration) -> dict[str, Any]:
+async def _status_or_error(call: Call[IntegrationServices], integration: Integration
+                           ) -> dict[str, Any]:
     try:
         return await read_status(call.ctx.plugins, integration)
     except CmuxError as exc:
@@ -80,7 +91,7 @@ async def _status_or_error(call: Call, integration: Integration) -> dict[str, An
 
 
 @methods.method("integration.list", IntegrationListParams)
-async def integration_list(call: Call, p: IntegrationListParams) -> Result:
+async def integration_list(call: Call[IntegrationServices], p: IntegrationListParams) -> Result:
     """Every registered integration, with its declaration and (by default) its status."""
     found = sorted(call.ctx.plugins.integrations().values(), key=lambda i: i.name)
     rows = [_describe(integration) for integration in found]
@@ -92,7 +103,7 @@ async def integration_list(call: Call, p: IntegrationListParams) -> Result:
 
 
 @methods.method("integration.status", IntegrationTargetParams)
-async def integration_status(call: Call, p: IntegrationTargetParams) -> Result:
+async def integration_status(call: Call[IntegrationServices], p: IntegrationTargetParams) -> Result:
     """One integration's declaration and what its ``status()`` says."""
     integration = _find(call, p.target)
     status = await read_status(call.ctx.plugins, integration)
@@ -101,18 +112,20 @@ async def integration_status(call: Call, p: IntegrationTargetParams) -> Result:
 
 
 @methods.method("integration.install", IntegrationInstallParams)
-async def integration_install(call: Call, p: IntegrationInstallParams) -> Result:
+async def integration_install(call: Call[IntegrationServices],
+                              p: IntegrationInstallParams) -> Result:
     """Install an integration (``dry_run``: say what would change, write nothing)."""
     return await _run(call, "install", p.target, dry_run=p.dry_run, options=p.options)
 
 
 @methods.method("integration.uninstall", IntegrationUninstallParams)
-async def integration_uninstall(call: Call, p: IntegrationUninstallParams) -> Result:
+async def integration_uninstall(call: Call[IntegrationServices],
+                                p: IntegrationUninstallParams) -> Result:
     """Remove what an integration installed (``dry_run``: say what would change)."""
     return await _run(call, "uninstall", p.target, dry_run=p.dry_run, options=None)
 
 
-async def _run(call: Call, action: Action, target: str, *, dry_run: bool,
+async def _run(call: Call[IntegrationServices], action: Action, target: str, *, dry_run: bool,
                options: dict[str, Any] | None) -> Result:
     integration = _find(call, target)
     outcome = await run_action(call.ctx.plugins, integration, action, dry_run=dry_run,

@@ -7,17 +7,32 @@ when the "app" counts as active). Each created notification is also published as
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.routing import Routing, given, surface_keys, workspace_of
-from cmux_core.api.methods.workspace import workspace_keys
+from cmux_core.api.methods.shared.routing import (
+    Routing,
+    given,
+    surface_keys,
+    workspace_keys,
+    workspace_of,
+)
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
 from cmux_core.model.notifications import Notification, NotificationBook
 from cmux_core.model.tree import Surface, Workspace
+
+
+@dataclass(frozen=True, slots=True)
+class NotificationServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    notifications: NotificationBook
+
 
 methods = MethodTable()
 
@@ -66,7 +81,7 @@ def created(book: NotificationBook, ws: Workspace, surface: Surface | None,
 
 
 @methods.method("notification.create", CreateParams)
-async def notification_create(call: Call, p: CreateParams) -> Result:
+async def notification_create(call: Call[NotificationServices], p: CreateParams) -> Result:
     """Notify about a surface (default: the focused one of the workspace the call
     means); ``suppressed`` when the app is active and that surface is in view."""
     ws, surface = target_of(call.ctx.mux, p)
@@ -78,7 +93,8 @@ class ForSurfaceParams(CreateParams):
 
 
 @methods.method("notification.create_for_surface", ForSurfaceParams)
-async def notification_create_for_surface(call: Call, p: ForSurfaceParams) -> Result:
+async def notification_create_for_surface(call: Call[NotificationServices],
+                                          p: ForSurfaceParams) -> Result:
     """``notification.create`` for ``surface_id``."""
     surface = call.ctx.mux.surface(p.surface_id)
     return created(call.ctx.notifications, surface.pane.tab.workspace, surface, p)
@@ -90,7 +106,8 @@ class ForTargetParams(CreateParams):
 
 
 @methods.method("notification.create_for_target", ForTargetParams)
-async def notification_create_for_target(call: Call, p: ForTargetParams) -> Result:
+async def notification_create_for_target(call: Call[NotificationServices],
+                                         p: ForTargetParams) -> Result:
     """``notification.create`` for ``surface_id``, which must be in ``workspace_id``."""
     mux = call.ctx.mux
     ws, surface = mux.workspace(p.workspace_id), mux.surface(p.surface_id)
@@ -101,7 +118,8 @@ async def notification_create_for_target(call: Call, p: ForTargetParams) -> Resu
 
 
 @methods.method("notification.create_for_caller", CreateParams)
-async def notification_create_for_caller(call: Call, p: CreateParams) -> Result:
+async def notification_create_for_caller(call: Call[NotificationServices],
+                                         p: CreateParams) -> Result:
     """``notification.create`` for the surface a caller names as its own with
     ``workspace_id`` and ``surface_id`` (a pane's ``CMUX_WORKSPACE_ID`` and
     ``CMUX_SURFACE_ID``); answers where it landed."""
@@ -109,7 +127,7 @@ async def notification_create_for_caller(call: Call, p: CreateParams) -> Result:
 
 
 @methods.method("notification.list", Routing)
-async def notification_list(call: Call, p: Routing) -> Result:
+async def notification_list(call: Call[NotificationServices], p: Routing) -> Result:
     """Every kept notification, newest last (of ``workspace_id`` when given)."""
     book = call.ctx.notifications
     notes = book.live()
@@ -120,7 +138,7 @@ async def notification_list(call: Call, p: Routing) -> Result:
 
 
 @methods.method("notification.clear", Routing)
-async def notification_clear(call: Call, p: Routing) -> Result:
+async def notification_clear(call: Call[NotificationServices], p: Routing) -> Result:
     """Drop every notification, or those of ``workspace_id``."""
     mux = call.ctx.mux
     text = given(p.workspace_id)
@@ -146,7 +164,7 @@ def one(book: NotificationBook, p: NoteTarget) -> Notification:
 
 
 @methods.method("notification.dismiss", NoteTarget)
-async def notification_dismiss(call: Call, p: NoteTarget) -> Result:
+async def notification_dismiss(call: Call[NotificationServices], p: NoteTarget) -> Result:
     """Drop one notification (``id``), or every read one (``all_read``)."""
     book = call.ctx.notifications
     if p.all_read:
@@ -160,7 +178,7 @@ async def notification_dismiss(call: Call, p: NoteTarget) -> Result:
 
 
 @methods.method("notification.mark_read", NoteTarget)
-async def notification_mark_read(call: Call, p: NoteTarget) -> Result:
+async def notification_mark_read(call: Call[NotificationServices], p: NoteTarget) -> Result:
     """Mark one notification (``id``) read, or every one (``all_read``)."""
     book = call.ctx.notifications
     notes = book.live() if p.all_read else [one(book, p)]
@@ -183,7 +201,7 @@ def show(mux: Mux, note: Notification) -> Result:
 
 
 @methods.method("notification.open", NoteTarget)
-async def notification_open(call: Call, p: NoteTarget) -> Result:
+async def notification_open(call: Call[NotificationServices], p: NoteTarget) -> Result:
     """Go to a notification's surface, as clicking it does (focus intent)."""
     return show(call.ctx.mux, one(call.ctx.notifications, p))
 
@@ -193,7 +211,7 @@ class Empty(Params):
 
 
 @methods.method("notification.jump_to_unread", Empty)
-async def notification_jump_to_unread(call: Call, p: Empty) -> Result:
+async def notification_jump_to_unread(call: Call[NotificationServices], p: Empty) -> Result:
     """Go to the newest unread notification's surface; ``not_found`` when all are read."""
     unread = [n for n in call.ctx.notifications.live() if not n.is_read]
     if not unread:
@@ -207,7 +225,8 @@ class FocusOverrideParams(Params):
 
 
 @methods.method("app.focus_override.set", FocusOverrideParams)
-async def app_focus_override_set(call: Call, p: FocusOverrideParams) -> Result:
+async def app_focus_override_set(call: Call[NotificationServices],
+                                 p: FocusOverrideParams) -> Result:
     """Say whether the app counts as active (``state``: active, inactive, clear; or
     ``focused``: true, false, null); while active, notifications for the surface in view
     are not kept."""
@@ -220,7 +239,7 @@ async def app_focus_override_set(call: Call, p: FocusOverrideParams) -> Result:
 
 
 @methods.method("app.simulate_active", Empty)
-async def app_simulate_active(call: Call, p: Empty) -> Result:
+async def app_simulate_active(call: Call[NotificationServices], p: Empty) -> Result:
     """The app becomes active, as when the user comes back to it; notifications stay
     unread."""
     call.ctx.notifications.app_became_active = True

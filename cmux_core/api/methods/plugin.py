@@ -7,21 +7,28 @@ Result shapes follow the herdr Local API (``plugin_list {plugins}``, ``plugin_en
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import Field, field_validator
 
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.hookspecs import Params
+from cmux_core.plugin_host.host import PluginHost
 
-if TYPE_CHECKING:
-    from cmux_core.plugin_host.host import PluginHost
+
+@dataclass(frozen=True, slots=True)
+class PluginServices:
+    """The services these handlers use, built by the composition root."""
+
+    plugins: PluginHost
+
 
 methods = MethodTable()
 
 
-def _host(call: Call) -> PluginHost:
+def _host(call: Call[PluginServices]) -> PluginHost:
     return call.ctx.plugins
 
 
@@ -47,7 +54,7 @@ class PluginLinkParams(Params):
 
 
 @methods.method("plugin.list", PluginListParams)
-async def plugin_list(call: Call, p: PluginListParams) -> Result:
+async def plugin_list(call: Call[PluginServices], p: PluginListParams) -> Result:
     """Every known plugin (or just ``plugin_id``) with source, hooks, registrations, errors."""
     host = _host(call)
     plugins = [host.get(p.plugin_id)] if p.plugin_id else host.plugins()
@@ -55,21 +62,21 @@ async def plugin_list(call: Call, p: PluginListParams) -> Result:
 
 
 @methods.method("plugin.enable", PluginIdParams)
-async def plugin_enable(call: Call, p: PluginIdParams) -> Result:
+async def plugin_enable(call: Call[PluginServices], p: PluginIdParams) -> Result:
     """Enable and load a plugin (a blocked one is retried); remembered across restarts."""
     plugin = await _host(call).enable(p.plugin_id)
     return {"type": "plugin_enabled", "plugin": plugin.to_wire()}
 
 
 @methods.method("plugin.disable", PluginIdParams)
-async def plugin_disable(call: Call, p: PluginIdParams) -> Result:
+async def plugin_disable(call: Call[PluginServices], p: PluginIdParams) -> Result:
     """Unload a plugin and withdraw its registrations; remembered across restarts."""
     plugin = await _host(call).disable(p.plugin_id)
     return {"type": "plugin_disabled", "plugin": plugin.to_wire()}
 
 
 @methods.method("plugin.link", PluginLinkParams)
-async def plugin_link(call: Call, p: PluginLinkParams) -> Result:
+async def plugin_link(call: Call[PluginServices], p: PluginLinkParams) -> Result:
     """Load the plugin(s) at an absolute ``path`` now and on every start."""
     plugins = await _host(call).link(p.path, enabled=p.enabled)
     wire = [plugin.to_wire() for plugin in plugins]
@@ -77,7 +84,7 @@ async def plugin_link(call: Call, p: PluginLinkParams) -> Result:
 
 
 @methods.method("plugin.unlink", PluginIdParams)
-async def plugin_unlink(call: Call, p: PluginIdParams) -> Result:
+async def plugin_unlink(call: Call[PluginServices], p: PluginIdParams) -> Result:
     """Forget the link that provides ``plugin_id``; ``removed`` is False when not linked."""
     removed = await _host(call).unlink(p.plugin_id)
     return {"type": "plugin_unlinked", "plugin_id": p.plugin_id, "removed": bool(removed),

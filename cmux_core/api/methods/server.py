@@ -1,4 +1,6 @@
-"""Server-level methods: ping, stop, snapshot, area, event subscriptions."""
+"""Server-level methods: ping, stop, stats, area, the session snapshot, and the agent
+manifests' status and reload.
+"""
 
 from __future__ import annotations
 
@@ -6,27 +8,44 @@ import gc
 import math
 import os
 import time
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
+from cmux_core.agents.scheduler import DetectionScheduler
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
-from cmux_core.api.context import Call
+from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.pane_events import is_parameterised, prepare_subscription
-from cmux_core.errors import CmuxError, InvalidParams
-from cmux_core.events import SUBSCRIBABLE
+from cmux_core.events import EventHub
 from cmux_core.hookspecs import Params
+from cmux_core.model.mux import Mux
+from cmux_core.model.pane_io import server_rss_bytes
 from cmux_core.model.tree import LIVE_PANES
-from cmux_core.terminal import procfs
+
+
+@dataclass(frozen=True, slots=True)
+class ServerServices:
+    """The services these handlers use, built by the composition root."""
+
+    info: ServerInfo
+    events: EventHub
+    mux: Mux
+    agents: AgentTracker
+    detection: DetectionScheduler
+
 
 methods = MethodTable()
 
+
 PROTOCOL_VERSION = 20
+
 
 COLLECT_INTERVAL_S = 1.0
 """``server.stats`` runs the cycle collector at most this often, in seconds."""
+
+
 _collected_at = -math.inf
 
 
@@ -35,21 +54,21 @@ class Empty(Params):
 
 
 @methods.method("ping", Empty)
-async def ping(call: Call, p: Empty) -> Result:
+async def ping(call: Call[ServerServices], p: Empty) -> Result:
     """Liveness check; never touches the model."""
     return {"type": "pong", "version": call.ctx.info.version, "protocol": PROTOCOL_VERSION,
             "capabilities": {"live_handoff": False, "detached_server_daemon": True}}
 
 
 @methods.method("server.stop", Empty)
-async def server_stop(call: Call, p: Empty) -> Result:
+async def server_stop(call: Call[ServerServices], p: Empty) -> Result:
     """Stop the server after this reply: every pane's process group gets SIGHUP."""
     call.ctx.info.stopping.set()
     return {"type": "ok"}
 
 
 @methods.method("server.stats", Empty)
-async def server_stats(call: Call, p: Empty) -> Result:
+async def server_stats(call: Call[ServerServices], p: Empty) -> Result:
     """Health figures: uptime, counts, memory, and how long the loop was ever stalled.
 
     ``live_panes`` counts pane objects still in memory, open or closed. Closed panes are
@@ -77,7 +96,7 @@ async def server_stats(call: Call, p: Empty) -> Result:
             "live_panes": len(LIVE_PANES),
             "closing_terminals": ctx.mux.closing_count(),
             "emulators": backends, "event_loop": info.event_loop,
-            "rss_bytes": procfs.rss_bytes(),
+            "rss_bytes": server_rss_bytes(),
             "loop_lag": info.loop_lag(), "event_seq": ctx.events.seq}
 
 
@@ -87,7 +106,7 @@ class SetAreaParams(Params):
 
 
 @methods.method("server.set_area", SetAreaParams)
-async def server_set_area(call: Call, p: SetAreaParams) -> Result:
+async def server_set_area(call: Call[ServerServices], p: SetAreaParams) -> Result:
     """Resize the virtual area every tab is laid out in; every PTY follows."""
     call.ctx.mux.set_area(p.width, p.height)
     area = call.ctx.mux.area
@@ -95,7 +114,7 @@ async def server_set_area(call: Call, p: SetAreaParams) -> Result:
 
 
 @methods.method("session.snapshot", Empty)
-async def session_snapshot(call: Call, p: Empty) -> Result:
+async def session_snapshot(call: Call[ServerServices], p: Empty) -> Result:
     """Everything a client needs to bootstrap, in workspace, tab and layout order."""
     mux = call.ctx.mux
     agents = call.ctx.agents
@@ -119,37 +138,23 @@ async def session_snapshot(call: Call, p: Empty) -> Result:
     return {"type": "session_snapshot", "snapshot": snapshot}
 
 
-class Subscription(Params):
-    """``type`` names the kind; pane-scoped kinds carry more fields (kept as extras)."""
-
-    model_config = ConfigDict(extra="allow")
-    type: str
-
-
-class SubscribeParams(Params):
-    subscriptions: list[Subscription] = Field(min_length=1)
+async def _runtime(call: Call[ServerServices]) -> DetectionScheduler:
+    """The server's detection runtime once its manifests are loaded."""
+    runtime = call.ctx.detection
+    await runtime.registry.loaded.wait()
+    return runtime
 
 
-@methods.method("events.subscribe", SubscribeParams)
-async def events_subscribe(call: Call, p: SubscribeParams) -> Result:
-    """Turn the connection into an event stream (after this reply) of the named kinds."""
-    if call.connection is None:
-        raise CmuxError("invalid_request", "events.subscribe needs a connection")
-    kinds: set[str] = set()
-    pane_streams: list[Callable[[], None]] = []
-    for i, sub in enumerate(p.subscriptions):
-        raw = sub.model_dump()
-        if is_parameterised(raw):
-            pane_streams.append(prepare_subscription(call, raw, f"subscriptions[{i}]"))
-            continue
-        kind = SUBSCRIBABLE.get(sub.type)
-        if kind is None:
-            raise InvalidParams(f"subscriptions[{i}].type",
-                                f"unknown event type {sub.type!r}; known: "
-                                + ", ".join(sorted(SUBSCRIBABLE)))
-        kinds.add(kind)
-    if kinds or not pane_streams:
-        call.connection.start_stream(call.ctx.events.subscribe(kinds))
-    for start in pane_streams:
-        start()
-    return {"type": "subscription_started"}
+@methods.method("server.agent_manifests", Empty)
+async def server_agent_manifests(call: Call[ServerServices], p: Empty) -> Result:
+    """The manifest in force per agent, its source and any warning; reloads nothing."""
+    return (await _runtime(call)).registry.status()
+
+
+@methods.method("server.reload_agent_manifests", Empty)
+async def server_reload_agent_manifests(call: Call[ServerServices], p: Empty) -> Result:
+    """Re-read and re-validate every manifest source now, then re-detect every pane."""
+    registry = (await _runtime(call)).registry
+    report = await registry.reload("request", force=True)
+    return {"type": "agent_manifest_reload", "manifests": registry.infos(),
+            "files": [r.to_wire() for r in report.files]}

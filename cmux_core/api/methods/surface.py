@@ -1,125 +1,71 @@
-"""The cmux v2 ``surface.*`` methods and ``tab.action``: the terminals of a pane.
+"""The cmux v2 ``surface.*`` methods and ``markdown.open``: the terminals of a pane.
 
-Calls are routed as :mod:`cmux_core.api.methods.routing` describes; results carry the
+Calls are routed as :mod:`cmux_core.api.methods.shared.routing` describes; results carry the
 window, workspace, pane and surface UUIDs in ``*_id`` with short refs in ``*_ref``.
 Creating, splitting and moving never move focus unless the request says
 ``"focus": true`` (``surface.focus`` always does). Surfaces are terminals or markdown
 surfaces (a tab showing a file, read back by ``surface.read_text``; ``markdown.open``
 adds one); asking for a browser or other GUI surface is ``not_supported``.
+
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field
-
-from cmux_core.agents.tracker import AgentTracker
-from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.routing import (
+from cmux_core.api.methods.shared.creation import (
+    ExecString,
+    NewTerminalParams,
+    SurfaceSplitParams,
+    command_argv,
+    created,
+    creation_focus,
+    requested_command,
+    resolve_cwd,
+    split_direction,
+    split_here,
+    terminal_spec,
+    trimmed,
+)
+from cmux_core.api.methods.shared.input import key_bytes, write
+from cmux_core.api.methods.shared.routing import (
     Routing,
     given,
     pane_keys,
     pane_of,
     surface_keys,
     surface_of,
-    tab_keys,
+    workspace_keys,
     workspace_of,
 )
-from cmux_core.api.methods.workspace import (
-    ExecString,
-    command_argv,
-    creation_focus,
-    requested_command,
-    resolve_cwd,
-    trimmed,
-    workspace_keys,
-)
+from cmux_core.api.methods.shared.rows import surface_row, workspace_surfaces
+from cmux_core.api.methods.shared.services import ModelServices
+from cmux_core.api.methods.shared.surface_actions import SurfaceActionParams, run_action
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.model import surfaces
 from cmux_core.model.events import PaneCwdChanged
 from cmux_core.model.mux import Mux, spawn_error
-from cmux_core.model.tree import Pane, Surface, Workspace
-from cmux_core.terminal.emulator import READ_LINES_MAX, read_text
-from cmux_core.terminal.keys import encode_keys
-from cmux_core.terminal.process import validate_env
+from cmux_core.model.pane_io import surface_text
+from cmux_core.model.tree import Surface, Workspace
 
-methods = MethodTable()
-
-_SHORT_DIRECTIONS: dict[str, surfaces.SplitDirection] = {
-    "l": "left", "r": "right", "u": "up", "d": "down",
-    "left": "left", "right": "right", "up": "up", "down": "down"}
 _EDGES: dict[str, surfaces.SplitDirection] = {
     "left": "left", "right": "right", "top": "up", "bottom": "down", "up": "up",
     "down": "down"}
 
 
-def write(surface: Surface, data: bytes) -> None:
-    """Write input to the surface's terminal; ``process_exited`` once its process ended."""
-    if surface.terminal.exited:
-        raise CmuxError("process_exited", "the surface's process has exited",
-                        {"surface_id": surface.uuid})
-    surface.terminal.write(data)
+class SurfaceServices(ModelServices):
+    """What these ``surface.*`` handlers use."""
 
 
-def surface_title(surface: Surface) -> str:
-    return surface.title or surface.own_title
-
-
-def surface_row(mux: Mux, agents: AgentTracker, surface: Surface, index: int
-                ) -> dict[str, Any]:
-    """One surface as ``surface.list`` and ``system.tree`` show it, with its own
-    terminal's agent fields (:func:`~cmux_core.api.wire.surface_agent_fields`)."""
-    pane = surface.pane
-    focused = mux.is_focused(pane) and pane.selected is surface
-    return {"id": surface.uuid, "ref": surface.ref, "index": index, "type": surface.kind,
-            "title": surface_title(surface), "focused": focused,
-            "selected": pane.selected is surface, "selected_in_pane": pane.selected is surface,
-            "pane_id": pane.key, "pane_ref": pane.ref,
-            "index_in_pane": pane.surfaces.index(surface), "tty": surface.tty, "url": None,
-            "shell_state": surface.shell_state,
-            "pinned": surface.pinned, "unread": surface.unread,
-            "requested_working_directory": surface.launch_cwd,
-            "initial_command": surface.requested_command or (
-                " ".join(surface.command) if surface.command else None),
-            "terminal_id": surface.term.id if surface.term is not None else None,
-            "public_pane_id": pane.id,
-            **({"path": surface.path} if surface.path is not None else {}),
-            **wire.surface_agent_fields(agents, surface)}
-
-
-def workspace_surfaces(mux: Mux, ws: Workspace) -> list[Surface]:
-    """Every surface of ``ws``: panes in layout order, then each pane's tab order."""
-    return [s for pane in mux.workspace_panes(ws) for s in pane.surfaces]
-
-
-def only_terminal(kind: str | None) -> None:
-    if kind == "markdown":
-        raise CmuxError("not_supported", "a markdown surface is a tab beside a terminal, "
-                        "never a pane of its own: open it with surface.create or "
-                        "markdown.open", {"type": kind})
-    if kind is not None and kind != "terminal":
-        raise CmuxError("not_supported",
-                        f"surface type {kind!r} needs the cmux app's GUI; this server runs "
-                        "terminal surfaces only", {"type": kind})
-
-
-def split_direction(value: str, field: str = "direction") -> surfaces.SplitDirection:
-    direction = _SHORT_DIRECTIONS.get(value.strip().lower())
-    if direction is None:
-        raise InvalidParams(field, "Missing or invalid direction (left|right|up|down)")
-    return direction
-
-
-# -- reads and focus ---------------------------------------------------------------------
+methods = MethodTable()
 
 
 @methods.method("surface.list", Routing)
-async def surface_list(call: Call, p: Routing) -> Result:
+async def surface_list(call: Call[SurfaceServices], p: Routing) -> Result:
     """The workspace's surfaces in spatial order (panes left to right, top to bottom,
     then each pane's tab order)."""
     mux = call.ctx.mux
@@ -130,7 +76,7 @@ async def surface_list(call: Call, p: Routing) -> Result:
 
 
 @methods.method("surface.current", Routing)
-async def surface_current(call: Call, p: Routing) -> Result:
+async def surface_current(call: Call[SurfaceServices], p: Routing) -> Result:
     """The focused surface of the workspace the call means."""
     mux = call.ctx.mux
     ws = workspace_of(mux, Routing(workspace_id=p.workspace_id, window_id=p.window_id))
@@ -146,7 +92,7 @@ class SurfaceFocusParams(Routing):
 
 
 @methods.method("surface.focus", SurfaceFocusParams)
-async def surface_focus(call: Call, p: SurfaceFocusParams) -> Result:
+async def surface_focus(call: Call[SurfaceServices], p: SurfaceFocusParams) -> Result:
     """Select the surface in its pane and focus that pane, its workspace and window."""
     mux = call.ctx.mux
     surface = mux.surface(p.surface_id)
@@ -155,15 +101,12 @@ async def surface_focus(call: Call, p: SurfaceFocusParams) -> Result:
     return {"type": "surface", **surface_keys(surface)}
 
 
-# -- input and reads ----------------------------------------------------------------------
-
-
 class SurfaceTextParams(Routing):
     text: str
 
 
 @methods.method("surface.send_text", SurfaceTextParams)
-async def surface_send_text(call: Call, p: SurfaceTextParams) -> Result:
+async def surface_send_text(call: Call[SurfaceServices], p: SurfaceTextParams) -> Result:
     """Type ``text`` into the terminal as-is; a newline acts like Enter."""
     surface = surface_of(call.ctx.mux, p)
     write(surface, p.text.encode())
@@ -174,26 +117,8 @@ class SurfaceKeyParams(Routing):
     key: str
 
 
-_CMUX_KEY_ALIASES = {"sigint": "ctrl+c", "eof": "ctrl+d", "sigtstp": "ctrl+z",
-                     "sigquit": "ctrl+\\", "kill-line": "ctrl+u", "return": "enter"}
-
-
-def key_bytes(surface: Surface, key: str) -> bytes:
-    """The bytes of one cmux key name (``ctrl-c``, ``enter``, ``up``, ...)."""
-    name = key.strip()
-    name = _CMUX_KEY_ALIASES.get(name.lower(), name)
-    if name.lower().startswith("ctrl-") and len(name) > 5:
-        name = "ctrl+" + name[5:]
-    modes = surface.terminal.emulator.modes
-    try:
-        encoded = encode_keys([name], modes)
-    except CmuxError:
-        raise CmuxError("invalid_params", "Unknown key", {"key": key}) from None
-    return b"".join(encoded)
-
-
 @methods.method("surface.send_key", SurfaceKeyParams)
-async def surface_send_key(call: Call, p: SurfaceKeyParams) -> Result:
+async def surface_send_key(call: Call[SurfaceServices], p: SurfaceKeyParams) -> Result:
     surface = surface_of(call.ctx.mux, p)
     write(surface, key_bytes(surface, p.key))
     return {"type": "ok", **surface_keys(surface), "queued": False}
@@ -206,7 +131,7 @@ class SurfaceReadParams(Routing):
 
 
 @methods.method("surface.read_text", SurfaceReadParams)
-async def surface_read_text(call: Call, p: SurfaceReadParams) -> Result:
+async def surface_read_text(call: Call[SurfaceServices], p: SurfaceReadParams) -> Result:
     """The visible screen, or when asked the last 1000 rows of screen and scrollback;
     with ``lines``, their last ``lines`` lines of text (blank rows below the text do not
     count). Plain text, or with ``format: "vt"`` the colours and styles as escape
@@ -216,15 +141,11 @@ async def surface_read_text(call: Call, p: SurfaceReadParams) -> Result:
         raise InvalidParams("lines", "must be greater than 0")
     if surface.term is None:
         return await document_text(surface, p)
-    emulator = surface.terminal.emulator
     fmt: Literal["text", "ansi"] = "ansi" if p.format == "vt" else "text"
-    if p.scrollback or p.lines is not None:
-        text, _ = read_text(emulator, "recent", READ_LINES_MAX, fmt)
-        if p.lines is not None:
-            kept = text.split("\n")[:-1][-p.lines:]
-            text = "\n".join(kept) + "\n" if kept else ""
-    else:
-        text, _ = read_text(emulator, "visible", None, fmt)
+    text = surface_text(surface, recent=p.scrollback or p.lines is not None, fmt=fmt)
+    if p.lines is not None:
+        kept = text.split("\n")[:-1][-p.lines:]
+        text = "\n".join(kept) + "\n" if kept else ""
     return {"type": "surface_text", "text": text, "format": p.format,
             "base64": base64.b64encode(text.encode()).decode(), **surface_keys(surface)}
 
@@ -238,43 +159,6 @@ async def document_text(surface: Surface, p: SurfaceReadParams) -> Result:
         text = "".join(kept)
     return {"type": "surface_text", "text": text, "format": "text", "path": surface.path,
             "base64": base64.b64encode(text.encode()).decode(), **surface_keys(surface)}
-
-
-# -- creating ---------------------------------------------------------------------------
-
-
-class NewTerminalParams(Routing):
-    type: str | None = None
-    url: str | None = None
-    working_directory: str | None = None
-    cwd: str | None = None
-    initial_command: ExecString | None = None
-    command: ExecString | None = None
-    initial_input: str | None = None
-    startup_environment: dict[str, str] | None = None
-    initial_env: dict[str, str] | None = None
-    focus: bool | None = None
-
-
-def terminal_spec(mux: Mux, p: NewTerminalParams, near: Pane
-                  ) -> tuple[str, list[str] | None, dict[str, str] | None]:
-    """cwd (default: where ``near`` works now), argv and env of a new terminal."""
-    only_terminal(p.type)
-    cwd = (resolve_cwd(p.working_directory, "working_directory")
-           or resolve_cwd(p.cwd, "cwd") or mux.pane_cwd(near) or near.tab.workspace.cwd)
-    command = (command_argv(p.initial_command, "initial_command")
-               or command_argv(p.command, "command"))
-    env_field = "startup_environment" if p.startup_environment is not None else "initial_env"
-    env = validate_env(p.startup_environment if p.startup_environment is not None
-                       else p.initial_env, env_field)
-    return cwd, command, env or None
-
-
-def created(surface: Surface) -> dict[str, Any]:
-    out = {"type": surface.kind, **surface_keys(surface), "surface_type": surface.kind}
-    if surface.path is not None:
-        out["path"] = surface.path
-    return out
 
 
 def markdown_file(mux: Mux, raw: str | None, base: str | None, ws: Workspace) -> str:
@@ -293,42 +177,13 @@ def markdown_file(mux: Mux, raw: str | None, base: str | None, ws: Workspace) ->
     return path
 
 
-class SurfaceSplitParams(NewTerminalParams):
-    direction: str
-    initial_divider_position: float | None = Field(default=None, ge=0.1, le=0.9)
-
-
-async def split_here(call: Call, p: SurfaceSplitParams) -> Result:
-    mux = call.ctx.mux
-    direction = split_direction(p.direction)
-    source = surface_of(mux, p)
-    cwd, command, env = terminal_spec(mux, p, source.pane)
-    try:
-        pane = surfaces.split(mux, source.pane, direction,
-                              ratio=p.initial_divider_position, cwd=cwd, command=command,
-                              env=env, focus=creation_focus(call, p.focus))
-    except CmuxError as exc:
-        raise spawn_error(exc, "surface_create_failed") from None
-    pane.surface.requested_command = requested_command(p.initial_command, p.command)
-    if p.initial_input:
-        pane.terminal.write(p.initial_input.encode())
-    return created(pane.surface)
-
-
-@methods.method("surface.split", SurfaceSplitParams)
-async def surface_split(call: Call, p: SurfaceSplitParams) -> Result:
-    """A new pane with a new terminal beside the source surface's pane (default: the
-    focused surface), on the ``direction`` side."""
-    return await split_here(call, p)
-
-
 class SurfaceCreateParams(NewTerminalParams):
     path: str | None = None
     title: str | None = None
 
 
 @methods.method("surface.create", SurfaceCreateParams)
-async def surface_create(call: Call, p: SurfaceCreateParams) -> Result:
+async def surface_create(call: Call[SurfaceServices], p: SurfaceCreateParams) -> Result:
     """A new terminal surface (a new tab) in ``pane_id`` (default: the focused pane of
     the workspace the call means); selected and focused only with ``focus`` (or ``[cmux]
     focus_on_create``). With ``type: "markdown"`` the tab shows the file ``path``
@@ -341,18 +196,25 @@ async def surface_create(call: Call, p: SurfaceCreateParams) -> Result:
                 or resolve_cwd(p.cwd, "cwd"))
         path = markdown_file(mux, p.path, base, pane.tab.workspace)
         surface = surfaces.add_markdown(mux, pane, path, title=trimmed(p.title),
-                                        focus=creation_focus(call, p.focus))
+                                        focus=creation_focus(call.ctx.settings, p.focus))
         return created(surface)
     cwd, command, env = terminal_spec(mux, p, pane)
     try:
         surface = surfaces.add_surface(mux, pane, cwd=cwd, command=command, env=env,
-                                       focus=creation_focus(call, p.focus))
+                                       focus=creation_focus(call.ctx.settings, p.focus))
     except CmuxError as exc:
         raise spawn_error(exc, "surface_create_failed") from None
     surface.requested_command = requested_command(p.initial_command, p.command)
     if p.initial_input:
         surface.terminal.write(p.initial_input.encode())
     return created(surface)
+
+
+@methods.method("surface.split", SurfaceSplitParams)
+async def surface_split(call: Call[SurfaceServices], p: SurfaceSplitParams) -> Result:
+    """A new pane with a new terminal beside the source surface's pane (default: the
+    focused surface), on the ``direction`` side."""
+    return await split_here(call.ctx.mux, call.ctx.settings, p)
 
 
 class MarkdownOpenParams(Routing):
@@ -362,7 +224,7 @@ class MarkdownOpenParams(Routing):
 
 
 @methods.method("markdown.open", MarkdownOpenParams)
-async def markdown_open(call: Call, p: MarkdownOpenParams) -> Result:
+async def markdown_open(call: Call[SurfaceServices], p: MarkdownOpenParams) -> Result:
     """Show the file ``path`` (``~`` expanded; relative to ``working_directory``, else
     the workspace's directory) in a new markdown surface: a tab of the pane of
     ``surface_id`` (else ``pane_id``, else the focused pane), selected there. cmux's app
@@ -374,18 +236,15 @@ async def markdown_open(call: Call, p: MarkdownOpenParams) -> Result:
     base = resolve_cwd(p.working_directory, "working_directory")
     path = markdown_file(mux, p.path, base, pane.tab.workspace)
     surface = surfaces.add_markdown(mux, pane, path, index=pane.surfaces.index(source) + 1,
-                                    select=True, focus=creation_focus(call, p.focus))
+                                    select=True, focus=creation_focus(call.ctx.settings, p.focus))
     return {"type": "markdown", **surface_keys(surface), "surface_type": "markdown",
             "source_surface_id": source.uuid, "source_surface_ref": source.ref,
             "source_pane_id": pane.key, "source_pane_ref": pane.ref,
             "target_pane_id": pane.key, "target_pane_ref": pane.ref, "path": path}
 
 
-# -- closing, moving ------------------------------------------------------------------
-
-
 @methods.method("surface.close", Routing)
-async def surface_close(call: Call, p: Routing) -> Result:
+async def surface_close(call: Call[SurfaceServices], p: Routing) -> Result:
     """Close the surface (default: the focused one). The pane shows the surface now at
     its index, else the one before; a pane closes with its last surface; the last
     surface of a workspace is ``invalid_state``."""
@@ -405,7 +264,7 @@ class SurfaceMoveParams(Routing):
 
 
 @methods.method("surface.move", SurfaceMoveParams)
-async def surface_move(call: Call, p: SurfaceMoveParams) -> Result:
+async def surface_move(call: Call[SurfaceServices], p: SurfaceMoveParams) -> Result:
     """Move a surface before/after another surface, into ``pane_id``, into the focused
     pane of ``workspace_id``, or of ``window_id``'s selected workspace (at ``index``)."""
     mux = call.ctx.mux
@@ -447,7 +306,7 @@ class SurfaceReorderParams(Routing):
 
 
 @methods.method("surface.reorder", SurfaceReorderParams)
-async def surface_reorder(call: Call, p: SurfaceReorderParams) -> Result:
+async def surface_reorder(call: Call[SurfaceServices], p: SurfaceReorderParams) -> Result:
     """Move a surface within its pane: to ``index``, or before/after a surface of it."""
     mux = call.ctx.mux
     surface = mux.surface(p.surface_id)
@@ -483,7 +342,7 @@ class SplitOffParams(Routing):
     focus: bool = False
 
 
-async def split_off(call: Call, p: SplitOffParams) -> Result:
+async def split_off(call: Call[SurfaceServices], p: SplitOffParams) -> Result:
     mux = call.ctx.mux
     surface = mux.surface(p.surface_id)
     ws = surface.pane.tab.workspace
@@ -507,7 +366,7 @@ async def split_off(call: Call, p: SplitOffParams) -> Result:
 
 
 @methods.method("surface.split_off", SplitOffParams)
-async def surface_split_off(call: Call, p: SplitOffParams) -> Result:
+async def surface_split_off(call: Call[SurfaceServices], p: SplitOffParams) -> Result:
     """Move a surface out of its pane into a new pane on the ``direction`` side of its
     pane (or of ``target_surface_id``'s pane); ``invalid_state`` when that would empty
     its pane."""
@@ -515,17 +374,14 @@ async def surface_split_off(call: Call, p: SplitOffParams) -> Result:
 
 
 @methods.method("surface.drag_to_split", SplitOffParams)
-async def surface_drag_to_split(call: Call, p: SplitOffParams) -> Result:
+async def surface_drag_to_split(call: Call[SurfaceServices], p: SplitOffParams) -> Result:
     """``surface.split_off`` as a drop: ``direction``, or ``target_surface_id`` with the
     ``edge`` (left, right, top, bottom) of its pane."""
     return await split_off(call, p)
 
 
-# -- per-surface actions -------------------------------------------------------------------
-
-
 @methods.method("surface.clear_history", Routing)
-async def surface_clear_history(call: Call, p: Routing) -> Result:
+async def surface_clear_history(call: Call[SurfaceServices], p: Routing) -> Result:
     """Erase the screen and the scrollback of the surface's terminal (the program is
     not told; a shell redraws its prompt at the next key)."""
     surface = surface_of(call.ctx.mux, p)
@@ -534,7 +390,7 @@ async def surface_clear_history(call: Call, p: Routing) -> Result:
 
 
 @methods.method("surface.trigger_flash", Routing)
-async def surface_trigger_flash(call: Call, p: Routing) -> Result:
+async def surface_trigger_flash(call: Call[SurfaceServices], p: Routing) -> Result:
     """Flash the surface: headless there is nothing to light up, so the flash is
     counted (``debug.flash.count``) for clients that check it."""
     surface = surface_of(call.ctx.mux, p)
@@ -543,7 +399,7 @@ async def surface_trigger_flash(call: Call, p: Routing) -> Result:
 
 
 @methods.method("surface.health", Routing)
-async def surface_health(call: Call, p: Routing) -> Result:
+async def surface_health(call: Call[SurfaceServices], p: Routing) -> Result:
     """Each surface of the workspace: ``in_window`` is true while it belongs to a
     window (every live surface does), ``alive`` while its process runs (a markdown
     surface: while its file exists)."""
@@ -557,7 +413,7 @@ async def surface_health(call: Call, p: Routing) -> Result:
 
 
 @methods.method("surface.refresh", Routing)
-async def surface_refresh(call: Call, p: Routing) -> Result:
+async def surface_refresh(call: Call[SurfaceServices], p: Routing) -> Result:
     """Headless terminals have no view to redraw: answers how many terminal surfaces
     the workspace holds, as ``refreshed``."""
     mux = call.ctx.mux
@@ -574,7 +430,7 @@ class RespawnParams(Routing):
 
 
 @methods.method("surface.respawn", RespawnParams)
-async def surface_respawn(call: Call, p: RespawnParams) -> Result:
+async def surface_respawn(call: Call[SurfaceServices], p: RespawnParams) -> Result:
     """Restart the surface's terminal: a new process (``command``, default the shell)
     in ``working_directory`` (default where it was started); the old one is ended."""
     mux = call.ctx.mux
@@ -593,96 +449,10 @@ async def surface_respawn(call: Call, p: RespawnParams) -> Result:
     return {"type": "ok", **surface_keys(surface)}
 
 
-# -- tab actions ---------------------------------------------------------------------------
-
-
-ACTIONS = ("rename", "clear_name", "close_left", "close_right", "close_others",
-           "new_terminal_right", "duplicate", "pin", "unpin", "mark_unread", "mark_read",
-           "move_to_new_workspace")
-GUI_ACTIONS = ("new_browser_right", "reload")
-
-
-class TabActionParams(Routing):
-    action: str
-    title: str | None = None
-    focus: bool | None = None
-
-
-async def tab_action(call: Call, p: TabActionParams) -> Result:
-    mux = call.ctx.mux
-    action = p.action.strip().lower().replace("-", "_")
-    if action in GUI_ACTIONS:
-        raise CmuxError("not_supported", f"tab action {action} acts on a browser surface, "
-                        "which needs the cmux app's GUI", {"action": action})
-    if action not in ACTIONS:
-        raise InvalidParams("action", f"unknown action {p.action!r}; one of "
-                            + ", ".join(ACTIONS))
-    surface = surface_of(mux, p)
-    pane = surface.pane
-    out: dict[str, Any] = {"type": "ok", "action": action}
-    if action == "rename":
-        title = trimmed(p.title)
-        if title is None:
-            raise InvalidParams("title", "Missing title")
-        surface.title = title
-    elif action == "clear_name":
-        surface.title = None
-    elif action in ("pin", "unpin"):
-        surface.pinned = action == "pin"
-    elif action in ("mark_unread", "mark_read"):
-        surface.unread = action == "mark_unread"
-    elif action in ("close_left", "close_right", "close_others"):
-        at = pane.surfaces.index(surface)
-        doomed = [s for i, s in enumerate(pane.surfaces)
-                  if (action == "close_left" and i < at) or (action == "close_right" and i > at)
-                  or (action == "close_others" and i != at)]
-        if all(s.term is None or s in doomed for s in pane.surfaces):
-            raise CmuxError("invalid_state", "a pane keeps at least one terminal surface: "
-                            f"{action} would close all of them", {"action": action})
-        for other in doomed:
-            surfaces.close_surface(mux, other)
-        out["closed"] = len(doomed)
-    elif action == "duplicate" and surface.path is not None:
-        new = surfaces.add_markdown(mux, pane, surface.path, title=surface.title,
-                                    focus=creation_focus(call, p.focus),
-                                    index=pane.surfaces.index(surface) + 1)
-        out.update({"created_surface_id": new.uuid, "created_surface_ref": new.ref})
-    elif action in ("new_terminal_right", "duplicate"):
-        command = surface.command if action == "duplicate" else None
-        cwd = mux.pane_cwd(pane) or pane.tab.workspace.cwd
-        try:
-            new = surfaces.add_surface(mux, pane, cwd=cwd, command=command,
-                                       focus=creation_focus(call, p.focus),
-                                       index=pane.surfaces.index(surface) + 1)
-        except CmuxError as exc:
-            raise spawn_error(exc, "surface_create_failed") from None
-        out.update({"created_surface_id": new.uuid, "created_surface_ref": new.ref})
-    elif action == "move_to_new_workspace":
-        moved_to = surfaces.break_out(mux, surface, title=trimmed(p.title),
-                                      focus=creation_focus(call, p.focus))
-        ws = moved_to.tab.workspace
-        out.update({"created_workspace_id": ws.uuid, "created_workspace_ref": ws.ref})
-    out.update({**surface_keys(surface), **tab_keys(surface), "title": surface_title(surface),
-                "pinned": surface.pinned, "unread": surface.unread})
-    return out
-
-
-@methods.method("tab.action", TabActionParams)
-async def tab_action_method(call: Call, p: TabActionParams) -> Result:
-    """A tab context-menu action on a surface (``tab_id`` or ``surface_id``): rename,
-    clear_name, close_left/right/others, new_terminal_right, duplicate, pin, unpin,
-    mark_unread, mark_read, move_to_new_workspace."""
-    return await tab_action(call, p)
-
-
-@methods.method("surface.action", TabActionParams)
-async def surface_action(call: Call, p: TabActionParams) -> Result:
+@methods.method("surface.action", SurfaceActionParams)
+async def surface_action(call: Call[SurfaceServices], p: SurfaceActionParams) -> Result:
     """The same actions as ``tab.action``."""
-    return await tab_action(call, p)
-
-
-
-# -- shell-integration reports ---------------------------------------------------------------
+    return await run_action(call.ctx.mux, call.ctx.settings, p)
 
 
 class ReportPwdParams(Routing):
@@ -692,7 +462,7 @@ class ReportPwdParams(Routing):
 
 
 @methods.method("surface.report_pwd", ReportPwdParams)
-async def surface_report_pwd(call: Call, p: ReportPwdParams) -> Result:
+async def surface_report_pwd(call: Call[SurfaceServices], p: ReportPwdParams) -> Result:
     """A shell says where it works now (``path``, or ``directory``/``cwd``): the pane's
     cwd, as an OSC 7 report would set it; new splits and workspace names use it."""
     mux = call.ctx.mux
@@ -718,7 +488,7 @@ class ReportTtyParams(Routing):
 
 
 @methods.method("surface.report_tty", ReportTtyParams)
-async def surface_report_tty(call: Call, p: ReportTtyParams) -> Result:
+async def surface_report_tty(call: Call[SurfaceServices], p: ReportTtyParams) -> Result:
     """A shell says which terminal device it runs on; ``surface.list`` shows it as
     ``tty``."""
     tty = p.tty.strip()
@@ -734,7 +504,8 @@ class ReportShellStateParams(Routing):
 
 
 @methods.method("surface.report_shell_state", ReportShellStateParams)
-async def surface_report_shell_state(call: Call, p: ReportShellStateParams) -> Result:
+async def surface_report_shell_state(call: Call[SurfaceServices],
+                                     p: ReportShellStateParams) -> Result:
     """A shell says what it is doing (e.g. ``prompt``, ``running``); ``surface.list``
     shows it as ``shell_state``."""
     state = p.state.strip()

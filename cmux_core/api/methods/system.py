@@ -2,32 +2,58 @@
 
 Results carry UUIDs in ``*_id`` and short refs in ``*_ref``; absent values are
 ``null``. Every result also has a ``type`` so herdr-style clients can read it.
+
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
 
 from cmux_core.agents.tracker import AgentTracker
-from cmux_core.api.context import Call
+from cmux_core.api.attach import AttachBook
+from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.cmux_catalog import NOT_SUPPORTED
-from cmux_core.api.methods.pane import NOMINAL_CELL_PX
-from cmux_core.api.methods.routing import Routing, surface_keys, surface_of, workspace_of
-from cmux_core.api.methods.surface import key_bytes, surface_row, write
-from cmux_core.api.methods.workspace import workspace_keys
+from cmux_core.api.methods.cmux_v2_catalog import NOT_SUPPORTED
+from cmux_core.api.methods.shared.input import key_bytes, write
+from cmux_core.api.methods.shared.routing import (
+    Routing,
+    surface_keys,
+    surface_of,
+    workspace_keys,
+    workspace_of,
+)
+from cmux_core.api.methods.shared.rows import NOMINAL_CELL_PX, surface_row, window_row
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
-from cmux_core.model.tree import Pane, Surface, Window, Workspace
-from cmux_core.terminal import procfs
-from cmux_core.terminal.emulator import read_text
+from cmux_core.model.notifications import NotificationBook
+from cmux_core.model.pane_io import (
+    ProcessStat,
+    process_command,
+    sample_processes,
+    server_rss_bytes,
+    surface_text,
+    terminal_processes,
+)
+from cmux_core.model.tree import Pane, Surface, Workspace
+
+
+@dataclass(frozen=True, slots=True)
+class SystemServices:
+    """The services these handlers use, built by the composition root."""
+
+    info: ServerInfo
+    mux: Mux
+    agents: AgentTracker
+    attach: AttachBook
+    notifications: NotificationBook
+
 
 methods = MethodTable()
 
@@ -37,12 +63,12 @@ class Empty(Params):
 
 
 @methods.method("system.ping", Empty)
-async def system_ping(call: Call, p: Empty) -> Result:
+async def system_ping(call: Call[SystemServices], p: Empty) -> Result:
     return {"type": "pong", "pong": True}
 
 
 @methods.method("system.capabilities", Empty)
-async def system_capabilities(call: Call, p: Empty) -> Result:
+async def system_capabilities(call: Call[SystemServices], p: Empty) -> Result:
     """Every method this server answers, sorted; the cmux methods that only answer
     ``not_supported`` are left out."""
     return {"type": "capabilities", "protocol": "cmux-socket", "version": 2,
@@ -55,7 +81,7 @@ class AuthParams(Params):
 
 
 @methods.method("auth.login", AuthParams)
-async def auth_login(call: Call, p: AuthParams) -> Result:
+async def auth_login(call: Call[SystemServices], p: AuthParams) -> Result:
     """Password mode is not enabled: every same-user connection is already trusted."""
     return {"type": "auth", "authenticated": True, "required": False}
 
@@ -86,7 +112,7 @@ class IdentifyParams(Params):
 
 
 @methods.method("system.identify", IdentifyParams)
-async def system_identify(call: Call, p: IdentifyParams) -> Result:
+async def system_identify(call: Call[SystemServices], p: IdentifyParams) -> Result:
     """Where focus is, and where the caller (a pane's own ids) sits."""
     mux = call.ctx.mux
     pane = mux.focused_pane()
@@ -121,15 +147,6 @@ def workspace_node(mux: Mux, agents: AgentTracker, ws: Workspace, index: int
             "panes": [pane_node(mux, agents, x, i) for i, x in enumerate(panes)]}
 
 
-def window_row(mux: Mux, window: Window, index: int) -> dict[str, Any]:
-    sel = window.selected
-    return {"id": window.uuid, "ref": window.ref, "index": index,
-            "key": mux.active_window is window, "visible": True,
-            "workspace_count": len(window.workspaces),
-            "selected_workspace_id": sel.uuid if sel else None,
-            "selected_workspace_ref": sel.ref if sel else None}
-
-
 class TreeParams(Params):
     workspace_id: str | None = None
     window_id: str | None = None
@@ -137,7 +154,7 @@ class TreeParams(Params):
 
 
 @methods.method("system.tree", TreeParams)
-async def system_tree(call: Call, p: TreeParams) -> Result:
+async def system_tree(call: Call[SystemServices], p: TreeParams) -> Result:
     """Windows → workspaces → panes → surfaces (the active window unless asked)."""
     mux = call.ctx.mux
     if p.window_id and p.all_windows:
@@ -162,37 +179,8 @@ async def system_tree(call: Call, p: TreeParams) -> Result:
     return {"type": "tree", "active": active, "caller": None, "windows": nodes}
 
 
-# -- processes: system.top, system.memory, debug.terminals ------------------------------
-
-
-async def process_sample(interval_ms: int) -> tuple[list[procfs.ProcessStat],
-                                                   dict[int, float]]:
-    """Every process now, and each one's CPU use over ``interval_ms`` in percent of one
-    core (0 when the interval is 0). The scans run off the event loop."""
-    first = await asyncio.to_thread(procfs.process_table)
-    if interval_ms <= 0:
-        return first, {}
-    started = time.monotonic()
-    await asyncio.sleep(interval_ms / 1000)
-    second = await asyncio.to_thread(procfs.process_table)
-    elapsed = max(time.monotonic() - started, 1e-6)
-    before = {p.pid: p.cpu_seconds for p in first}
-    return second, {p.pid: round(100 * (p.cpu_seconds - before[p.pid]) / elapsed, 1)
-                    for p in second if p.pid in before}
-
-
-def terminal_processes(table: list[procfs.ProcessStat], surface: Surface
-                       ) -> list[procfs.ProcessStat]:
-    """The processes of the surface's terminal: its session (the shell is its leader)."""
-    term = surface.term
-    if term is None or term.exited or not term.pid:
-        return []
-    return [p for p in table if p.session == term.pid]
-
-
-def process_row(p: procfs.ProcessStat, cpu: dict[int, float]) -> dict[str, Any]:
-    info = procfs.read_process(p.pid)
-    argv = [a for a in info.argv if a] if info else []
+def process_row(p: ProcessStat, cpu: dict[int, float]) -> dict[str, Any]:
+    argv = process_command(p.pid)
     return {"pid": p.pid, "ppid": p.ppid, "pgid": p.pgid, "name": p.comm,
             "command": " ".join(argv) or p.comm, "state": p.state,
             "cpu_seconds": round(p.cpu_seconds, 2), "cpu_percent": cpu.get(p.pid, 0.0),
@@ -210,19 +198,19 @@ class TopParams(TreeParams):
     sample_ms: int = Field(default=200, ge=0, le=2000)
 
 
-def server_row(table: list[procfs.ProcessStat], cpu: dict[int, float]) -> dict[str, Any]:
+def server_row(table: list[ProcessStat], cpu: dict[int, float]) -> dict[str, Any]:
     me = next((p for p in table if p.pid == os.getpid()), None)
-    return {"pid": os.getpid(), "rss_bytes": me.rss_bytes if me else procfs.rss_bytes(),
+    return {"pid": os.getpid(), "rss_bytes": me.rss_bytes if me else server_rss_bytes(),
             "cpu_percent": cpu.get(os.getpid(), 0.0)}
 
 
 @methods.method("system.top", TopParams)
-async def system_top(call: Call, p: TopParams) -> Result:
+async def system_top(call: Call[SystemServices], p: TopParams) -> Result:
     """``system.tree`` with every terminal's processes (read from /proc): CPU over a
     ``sample_ms`` window (default 200 ms) and resident memory, with totals per surface
     and for the whole server."""
     tree = await system_tree(call, p)
-    table, cpu = await process_sample(p.sample_ms)
+    table, cpu = await sample_processes(p.sample_ms)
     mux = call.ctx.mux
     everything: list[dict[str, Any]] = []
     for window in tree["windows"]:
@@ -246,12 +234,12 @@ class MemoryParams(TreeParams):
 
 
 @methods.method("system.memory", MemoryParams)
-async def system_memory(call: Call, p: MemoryParams) -> Result:
+async def system_memory(call: Call[SystemServices], p: MemoryParams) -> Result:
     """Resident memory of the server and of every terminal's processes (all windows
     unless one is named): per surface, and per program name largest first
     (``group_limit`` groups, 1-100)."""
     mux = call.ctx.mux
-    table, _ = await process_sample(0)
+    table, _ = await sample_processes(0)
     if p.window_id:
         wanted = list(mux.window(p.window_id).workspaces)
     elif p.workspace_id:
@@ -259,7 +247,7 @@ async def system_memory(call: Call, p: MemoryParams) -> Result:
     else:
         wanted = list(mux.workspaces())
     per_surface: list[dict[str, Any]] = []
-    programs: dict[str, list[procfs.ProcessStat]] = {}
+    programs: dict[str, list[ProcessStat]] = {}
     for ws in wanted:
         for pane in mux.workspace_panes(ws):
             for surface in pane.surfaces:
@@ -281,11 +269,11 @@ async def system_memory(call: Call, p: MemoryParams) -> Result:
 
 
 @methods.method("debug.terminals", Empty)
-async def debug_terminals(call: Call, p: Empty) -> Result:
+async def debug_terminals(call: Call[SystemServices], p: Empty) -> Result:
     """Every terminal the server runs: where it sits, its process, PTY, size, state,
     and the CPU time and memory of its processes."""
     mux = call.ctx.mux
-    table, _ = await process_sample(0)
+    table, _ = await sample_processes(0)
     rows = []
     for pane in mux.all_panes():
         for surface in pane.surfaces:
@@ -308,15 +296,12 @@ async def debug_terminals(call: Call, p: Empty) -> Result:
     return {"type": "terminals", "count": len(rows), "terminals": rows}
 
 
-# -- debug.*: what a test harness asks of the app, answered for the terminals -------------
-
-
 class TypeParams(Params):
     text: str
 
 
 @methods.method("debug.type", TypeParams)
-async def debug_type(call: Call, p: TypeParams) -> Result:
+async def debug_type(call: Call[SystemServices], p: TypeParams) -> Result:
     """Type ``text`` into the focused surface, as keystrokes would reach it."""
     surface = surface_of(call.ctx.mux, Routing())
     write(surface, p.text.encode())
@@ -328,7 +313,7 @@ class ShortcutParams(Params):
 
 
 @methods.method("debug.shortcut.simulate", ShortcutParams)
-async def debug_shortcut_simulate(call: Call, p: ShortcutParams) -> Result:
+async def debug_shortcut_simulate(call: Call[SystemServices], p: ShortcutParams) -> Result:
     """Press a key combo in the focused surface (``enter``, ``ctrl-c``, ``up``, ...);
     a combo with ``cmd`` is a shortcut of the GUI app: ``not_supported``."""
     if "cmd" in p.combo.lower().replace("-", "+").split("+"):
@@ -340,14 +325,14 @@ async def debug_shortcut_simulate(call: Call, p: ShortcutParams) -> Result:
 
 
 @methods.method("debug.app.activate", Empty)
-async def debug_app_activate(call: Call, p: Empty) -> Result:
+async def debug_app_activate(call: Call[SystemServices], p: Empty) -> Result:
     """The app counts as active from now on (see ``app.focus_override.set``)."""
     call.ctx.notifications.app_became_active = True
     return {"type": "ok", "active": call.ctx.notifications.app_active}
 
 
 @methods.method("debug.terminal.is_focused", Routing)
-async def debug_terminal_is_focused(call: Call, p: Routing) -> Result:
+async def debug_terminal_is_focused(call: Call[SystemServices], p: Routing) -> Result:
     """Whether the surface is the one typed input goes to (the focused surface of the
     active workspace)."""
     mux = call.ctx.mux
@@ -357,16 +342,16 @@ async def debug_terminal_is_focused(call: Call, p: Routing) -> Result:
 
 
 @methods.method("debug.terminal.read_text", Routing)
-async def debug_terminal_read_text(call: Call, p: Routing) -> Result:
+async def debug_terminal_read_text(call: Call[SystemServices], p: Routing) -> Result:
     """The surface's visible screen as text and base64."""
     surface = surface_of(call.ctx.mux, p)
-    text, _ = read_text(surface.terminal.emulator, "visible", None, "text")
+    text = surface_text(surface)
     return {"type": "ok", **surface_keys(surface), "text": text,
             "base64": base64.b64encode(text.encode()).decode()}
 
 
 @methods.method("debug.terminal.render_stats", Routing)
-async def debug_terminal_render_stats(call: Call, p: Routing) -> Result:
+async def debug_terminal_render_stats(call: Call[SystemServices], p: Routing) -> Result:
     """The surface's terminal as it is drawn: its size, cursor and output count (headless,
     nothing is presented, so ``presentCount`` counts the output batches the screen took)."""
     surface = surface_of(call.ctx.mux, p)
@@ -379,14 +364,14 @@ async def debug_terminal_render_stats(call: Call, p: Routing) -> Result:
 
 
 @methods.method("debug.flash.count", Routing)
-async def debug_flash_count(call: Call, p: Routing) -> Result:
+async def debug_flash_count(call: Call[SystemServices], p: Routing) -> Result:
     """How many times the surface was flashed since the last ``debug.flash.reset``."""
     surface = surface_of(call.ctx.mux, p)
     return {"type": "ok", **surface_keys(surface), "count": surface.flash_count}
 
 
 @methods.method("debug.flash.reset", Empty)
-async def debug_flash_reset(call: Call, p: Empty) -> Result:
+async def debug_flash_reset(call: Call[SystemServices], p: Empty) -> Result:
     """Set every surface's flash count back to 0."""
     for pane in call.ctx.mux.all_panes():
         for surface in pane.surfaces:
@@ -395,7 +380,7 @@ async def debug_flash_reset(call: Call, p: Empty) -> Result:
 
 
 @methods.method("debug.notification.focus", Routing)
-async def debug_notification_focus(call: Call, p: Routing) -> Result:
+async def debug_notification_focus(call: Call[SystemServices], p: Routing) -> Result:
     """What clicking a notification does: focus its surface (``surface_id``, else the
     focused one of ``workspace_id``) and flash it; its notifications stay unread."""
     mux = call.ctx.mux
@@ -409,7 +394,7 @@ async def debug_notification_focus(call: Call, p: Routing) -> Result:
 
 
 @methods.method("debug.layout", Routing)
-async def debug_layout(call: Call, p: Routing) -> Result:
+async def debug_layout(call: Call[SystemServices], p: Routing) -> Result:
     """The panes of the workspace the call means (default: the active one) as laid out,
     at ``layout.layout.panes``: each pane's rectangle in the nominal pixels ``pane.list``
     uses (cell size times cells), with the area as ``container``."""

@@ -7,17 +7,28 @@ active one, where calls without a ``window_id`` go. Results carry the window's U
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.system import window_row
-from cmux_core.api.methods.workspace import creation_focus, resolve_cwd
+from cmux_core.api.methods.shared.creation import creation_focus, resolve_cwd
+from cmux_core.api.methods.shared.rows import window_row
+from cmux_core.config import Settings
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model import windows
 from cmux_core.model.mux import Mux, spawn_error
 from cmux_core.model.tree import Window
+
+
+@dataclass(frozen=True, slots=True)
+class WindowServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    settings: Settings
+
 
 methods = MethodTable()
 
@@ -38,7 +49,7 @@ class Empty(Params):
 
 
 @methods.method("window.list", Empty)
-async def window_list(call: Call, p: Empty) -> Result:
+async def window_list(call: Call[WindowServices], p: Empty) -> Result:
     """Every window in creation order; ``key`` marks the active one."""
     mux = call.ctx.mux
     return {"type": "window_list",
@@ -51,7 +62,7 @@ class CurrentParams(Params):
 
 
 @methods.method("window.current", CurrentParams)
-async def window_current(call: Call, p: CurrentParams) -> Result:
+async def window_current(call: Call[WindowServices], p: CurrentParams) -> Result:
     """The window a call would be routed to: ``window_id``, the window holding
     ``workspace_id``, else the active window."""
     mux = call.ctx.mux
@@ -73,13 +84,14 @@ class CreateParams(Params):
 
 
 @methods.method("window.create", CreateParams)
-async def window_create(call: Call, p: CreateParams) -> Result:
+async def window_create(call: Call[WindowServices], p: CreateParams) -> Result:
     """A new window with one workspace holding one terminal; active only with ``focus``
     (or ``[cmux] focus_on_create``)."""
     mux = call.ctx.mux
     cwd = resolve_cwd(p.cwd, "cwd") or resolve_cwd(p.working_directory, "working_directory")
     try:
-        window = windows.create_window(mux, cwd=cwd, focus=creation_focus(call, p.focus))
+        window = windows.create_window(mux, cwd=cwd, focus=creation_focus(call.ctx.settings,
+                                                                          p.focus))
     except CmuxError as exc:
         raise spawn_error(exc, "window_create_failed") from None
     ws = window.workspaces[0]
@@ -92,7 +104,7 @@ class WindowTarget(Params):
 
 
 @methods.method("window.focus", WindowTarget)
-async def window_focus(call: Call, p: WindowTarget) -> Result:
+async def window_focus(call: Call[WindowServices], p: WindowTarget) -> Result:
     """Make the window the active one."""
     mux = call.ctx.mux
     window = required_window(mux, p.window_id)
@@ -101,7 +113,7 @@ async def window_focus(call: Call, p: WindowTarget) -> Result:
 
 
 @methods.method("window.close", WindowTarget)
-async def window_close(call: Call, p: WindowTarget) -> Result:
+async def window_close(call: Call[WindowServices], p: WindowTarget) -> Result:
     """Close the window, its workspaces and their terminals."""
     mux = call.ctx.mux
     window = required_window(mux, p.window_id)

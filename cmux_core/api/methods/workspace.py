@@ -1,130 +1,60 @@
-"""Workspace and tab methods, answering both method families on one name.
+"""The ``workspace.*`` methods, answering both method families on one name.
 
 Where the herdr and cmux families share a name (``workspace.list``,
 ``workspace.create``, ...), params are the union of both and results carry both
 shapes: herdr clients read ``type`` and the ``workspace``/``workspaces`` objects,
 cmux clients read the ``*_id``/``*_ref`` twins.
+
 """
 
 from __future__ import annotations
 
 import logging
-import stat
 import time
-from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator
+from pydantic import Field, field_validator
 
 from cmux_core.agents.tracker import AgentTracker
-from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.methods.shared.creation import (
+    ExecString,
+    command_argv,
+    create_from_layout,
+    created_result,
+    creation_focus,
+    requested_command,
+    resolve_cwd,
+    trimmed,
+)
+from cmux_core.api.methods.shared.reports import check_source, check_tokens, check_ttl
+from cmux_core.api.methods.shared.routing import workspace_keys
+from cmux_core.api.methods.shared.rows import workspace_row
+from cmux_core.api.methods.shared.services import ModelServices
+from cmux_core.api.methods.shared.workspace_routing import Routing as WorkspaceRouting
+from cmux_core.api.methods.shared.workspace_routing import route_window, route_workspace
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
-from cmux_core.model import arrange, windows
-from cmux_core.model import cmux_v2_layout as cmux_layout
+from cmux_core.model import arrange, cmux_v2_layout, windows
 from cmux_core.model.events import WorkspaceRenamed
 from cmux_core.model.mux import Mux, spawn_error
-from cmux_core.model.tree import Window, Workspace
-from cmux_core.terminal.process import validate_env
+from cmux_core.model.pane_io import launch_env
+from cmux_core.model.tree import Workspace
+
+
+class WorkspaceServices(ModelServices):
+    """What these ``workspace.*`` handlers use."""
+
+
+methods = MethodTable()
+
 
 log = logging.getLogger(__name__)
 
-methods = MethodTable()
+
 PREVIEW_CHARS = 120
 """Characters of a submitted prompt echoed back in ``message_preview``."""
-
-
-def workspace_row(mux: Mux, agents: AgentTracker, ws: Workspace) -> dict[str, Any]:
-    """A workspace as both families list it."""
-    info = wire.workspace_info(mux, agents, ws)
-    info.update({
-        "id": ws.uuid,
-        "ref": ws.ref,
-        "index": ws.window.workspaces.index(ws),
-        "title": info["label"],
-        "description": ws.description,
-        "selected": ws.window.selected is ws,
-        "pinned": ws.pinned,
-        "custom_color": ws.color,
-        "current_directory": mux._workspace_cwd(ws),
-        "latest_submitted_message": ws.last_prompt,
-        "latest_submitted_at": ws.last_prompt_at,
-    })
-    return info
-
-
-def window_keys(ws: Workspace) -> dict[str, Any]:
-    return {"window_id": ws.window.uuid, "window_ref": ws.window.ref}
-
-
-def workspace_keys(ws: Workspace) -> dict[str, Any]:
-    return {"workspace_id": ws.uuid, "workspace_ref": ws.ref, **window_keys(ws)}
-
-
-def resolve_cwd(value: str | None, field: str) -> str | None:
-    """Expand ``~``; a path that is not a directory, or cannot be looked up (a NUL, a name
-    over the filesystem's limits, a parent that may not be searched), is invalid_params
-    naming ``field``."""
-    if value is None or not value.strip():
-        return None
-    if "\0" in value:
-        raise InvalidParams(field, "must not contain NUL")
-    path = Path(value.strip()).expanduser()
-    if not path.is_absolute():
-        path = Path.cwd() / path
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        raise InvalidParams(field, f"directory {value} does not exist") from None
-    except (OSError, ValueError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InvalidParams(field, f"cannot use directory {value}: {reason}") from None
-    if not stat.S_ISDIR(mode):
-        raise InvalidParams(field, f"{value} is not a directory")
-    return str(path)
-
-
-def _exec_string(value: str) -> str:
-    if "\0" in value:
-        raise ValueError("must not contain NUL")
-    return value
-
-
-ExecString = Annotated[str, AfterValidator(_exec_string)]
-"""A params string that reaches ``exec`` (a command or one of its arguments): no NUL."""
-
-
-def command_argv(value: list[str] | str | None, field: str) -> list[str] | None:
-    """An argv list, or a command string run by ``sh -c``."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        if not value.strip():
-            return None
-        return ["/bin/sh", "-c", value]
-    if not value or not value[0]:
-        raise InvalidParams(field, "must be a non-empty argv list")
-    return value
-
-
-def trimmed(value: str | None) -> str | None:
-    return value.strip() or None if value is not None else None
-
-
-def requested_command(*values: object) -> str | None:
-    """The first command given as text, as written (what ``layout.save`` keeps)."""
-    return next((v.strip() for v in values if isinstance(v, str) and v.strip()), None)
-
-
-def creation_focus(call: Call, focus: bool | None) -> bool:
-    """Whether a cmux-family creating call takes focus: what the request says, else the
-    server's ``[cmux] focus_on_create`` setting (off: cmux's current policy)."""
-    return call.ctx.settings.focus_on_create if focus is None else focus
-
-
-# -- workspaces --------------------------------------------------------------------
 
 
 class Empty(Params):
@@ -150,17 +80,17 @@ class WorkspaceCreateParams(Params):
 
 
 @methods.method("workspace.create", WorkspaceCreateParams)
-async def workspace_create(call: Call, p: WorkspaceCreateParams) -> Result:
+async def workspace_create(call: Call[WorkspaceServices], p: WorkspaceCreateParams) -> Result:
     """Create a workspace with one tab and one pane, or laid out as cmux's ``layout``
     tree (then ``command``, ``initial_command`` and ``initial_env`` are ignored); focus
     only with ``focus`` (or ``[cmux] focus_on_create``)."""
     mux = call.ctx.mux
-    focus = creation_focus(call, p.focus)
+    focus = creation_focus(call.ctx.settings, p.focus)
     cwd = resolve_cwd(p.cwd, "cwd")
     wd = resolve_cwd(p.working_directory, "working_directory")
     if cwd and wd and cwd != wd:
         raise InvalidParams("working_directory", "conflicts with cwd")
-    env = validate_env(p.env if p.env is not None else p.workspace_env)
+    env = launch_env(p.env if p.env is not None else p.workspace_env)
     if p.layout is not None:
         window = mux.window(p.window_id) if p.window_id else None
         ws = create_from_layout(mux, p.layout, window=window, cwd=cwd or wd,
@@ -170,7 +100,7 @@ async def workspace_create(call: Call, p: WorkspaceCreateParams) -> Result:
         if p.initial_input and focused is not None:
             focused.terminal.write(p.initial_input.encode())
         return created_result(mux, call.ctx.agents, ws)
-    pane_env = validate_env(p.initial_env, "initial_env")
+    pane_env = launch_env(p.initial_env, "initial_env")
     command = command_argv(p.command, "command") or command_argv(p.initial_command,
                                                                  "initial_command")
     window = mux.window(p.window_id) if p.window_id else None
@@ -188,35 +118,12 @@ async def workspace_create(call: Call, p: WorkspaceCreateParams) -> Result:
     return created_result(mux, call.ctx.agents, ws)
 
 
-def create_from_layout(mux: Mux, tree: object, *, window: Window | None, cwd: str | None,
-                       label: str | None = None, env: dict[str, str] | None = None,
-                       description: str = "", focus: bool = False) -> Workspace:
-    """A workspace built from a cmux layout tree (see :mod:`cmux_core.model.cmux_v2_layout`);
-    ``invalid_layout`` naming the bad node, and nothing created, when it is malformed."""
-    base = cwd or mux.default_cwd()
-    spec = cmux_layout.parse(tree, base)
-    return cmux_layout.build(mux, spec, window=window, cwd=base, label=label, env=env,
-                             description=description, focus=focus)
-
-
-def created_result(mux: Mux, agents: AgentTracker, ws: Workspace) -> Result:
-    """What ``workspace.create`` answers: both families' shapes, with the focused pane as
-    ``root_pane`` and its selected surface."""
-    tab = ws.tabs[0]
-    pane = mux.panes[tab.focused]
-    return {"type": "workspace_created", "workspace": wire.workspace_info(mux, agents, ws),
-            "tab": wire.tab_info(mux, agents, tab), "root_pane": wire.pane_info(mux, agents, pane),
-            **workspace_keys(ws),
-            "pane_id": pane.key, "pane_ref": pane.ref,
-            "surface_id": pane.surface.uuid, "surface_ref": pane.surface.ref}
-
-
 class WorkspaceListParams(Params):
     window_id: str | None = None
 
 
 @methods.method("workspace.list", WorkspaceListParams)
-async def workspace_list(call: Call, p: WorkspaceListParams) -> Result:
+async def workspace_list(call: Call[WorkspaceServices], p: WorkspaceListParams) -> Result:
     """The workspaces of one window in display order: ``window_id``'s, else the active
     window's, as cmux routes a call without a window (with one window, every workspace)."""
     mux = call.ctx.mux
@@ -234,14 +141,14 @@ class WorkspaceTarget(Params):
 
 
 @methods.method("workspace.get", WorkspaceTarget)
-async def workspace_get(call: Call, p: WorkspaceTarget) -> Result:
+async def workspace_get(call: Call[WorkspaceServices], p: WorkspaceTarget) -> Result:
     mux = call.ctx.mux
     ws = mux.workspace(p.workspace_id)
     return {"type": "workspace_info", "workspace": workspace_row(mux, call.ctx.agents, ws)}
 
 
 @methods.method("workspace.focus", WorkspaceTarget)
-async def workspace_focus(call: Call, p: WorkspaceTarget) -> Result:
+async def workspace_focus(call: Call[WorkspaceServices], p: WorkspaceTarget) -> Result:
     """Make the workspace the active one (and its window the active window)."""
     mux = call.ctx.mux
     ws = mux.workspace(p.workspace_id)
@@ -255,7 +162,7 @@ class WindowScopedTarget(WorkspaceTarget):
 
 
 @methods.method("workspace.select", WindowScopedTarget)
-async def workspace_select(call: Call, p: WindowScopedTarget) -> Result:
+async def workspace_select(call: Call[WorkspaceServices], p: WindowScopedTarget) -> Result:
     """cmux-family name of ``workspace.focus``; with ``window_id``, the workspace must
     be in that window."""
     mux = call.ctx.mux
@@ -266,36 +173,8 @@ async def workspace_select(call: Call, p: WindowScopedTarget) -> Result:
     return await workspace_focus(call, p)
 
 
-class Routing(Params):
-    """cmux routing: the window named, else the window holding the workspace named, else
-    the active window."""
-
-    window_id: str | None = None
-    workspace_id: str | None = None
-
-
-def route_window(mux: Mux, p: Routing) -> Window:
-    if p.window_id:
-        return mux.window(p.window_id)
-    if p.workspace_id:
-        return mux.workspace(p.workspace_id).window
-    if mux.active_window is None:
-        raise CmuxError("not_found", "No window")
-    return mux.active_window
-
-
-def route_workspace(mux: Mux, p: Routing) -> Workspace:
-    """``workspace_id``, else the selected workspace of the routed window."""
-    if p.workspace_id:
-        return mux.workspace(p.workspace_id)
-    ws = route_window(mux, p).selected
-    if ws is None:
-        raise CmuxError("not_found", "No workspace selected")
-    return ws
-
-
-@methods.method("workspace.current", Routing)
-async def workspace_current(call: Call, p: Routing) -> Result:
+@methods.method("workspace.current", WorkspaceRouting)
+async def workspace_current(call: Call[WorkspaceServices], p: WorkspaceRouting) -> Result:
     """The selected workspace of ``window_id``, else of the window holding
     ``workspace_id``, else of the active window."""
     mux = call.ctx.mux
@@ -318,7 +197,7 @@ class WorkspaceRenameParams(Params):
 
 
 @methods.method("workspace.rename", WorkspaceRenameParams)
-async def workspace_rename(call: Call, p: WorkspaceRenameParams) -> Result:
+async def workspace_rename(call: Call[WorkspaceServices], p: WorkspaceRenameParams) -> Result:
     """Set the label (``label`` or cmux ``title``); an empty label restores the automatic one."""
     mux = call.ctx.mux
     if p.label is None and p.title is None:
@@ -330,7 +209,7 @@ async def workspace_rename(call: Call, p: WorkspaceRenameParams) -> Result:
 
 
 @methods.method("workspace.close", WorkspaceTarget)
-async def workspace_close(call: Call, p: WorkspaceTarget) -> Result:
+async def workspace_close(call: Call[WorkspaceServices], p: WorkspaceTarget) -> Result:
     """Close the workspace and every pane in it."""
     mux = call.ctx.mux
     ws = mux.workspace(p.workspace_id)
@@ -342,32 +221,29 @@ async def workspace_close(call: Call, p: WorkspaceTarget) -> Result:
     return {"type": "ok", **keys}
 
 
-# -- cmux workspace navigation, order and actions ----------------------------------------
-
-
 def _selected_result(mux: Mux, agents: AgentTracker, ws: Workspace) -> Result:
     return {"type": "workspace_info", "workspace": workspace_row(mux, agents, ws),
             **workspace_keys(ws)}
 
 
-@methods.method("workspace.next", Routing)
-async def workspace_next(call: Call, p: Routing) -> Result:
+@methods.method("workspace.next", WorkspaceRouting)
+async def workspace_next(call: Call[WorkspaceServices], p: WorkspaceRouting) -> Result:
     """Select the workspace after the selected one in the routed window (wrapping)."""
     mux = call.ctx.mux
     ws = windows.step(mux, route_window(mux, p), "next")
     return _selected_result(mux, call.ctx.agents, ws)
 
 
-@methods.method("workspace.previous", Routing)
-async def workspace_previous(call: Call, p: Routing) -> Result:
+@methods.method("workspace.previous", WorkspaceRouting)
+async def workspace_previous(call: Call[WorkspaceServices], p: WorkspaceRouting) -> Result:
     """Select the workspace before the selected one in the routed window (wrapping)."""
     mux = call.ctx.mux
     ws = windows.step(mux, route_window(mux, p), "previous")
     return _selected_result(mux, call.ctx.agents, ws)
 
 
-@methods.method("workspace.last", Routing)
-async def workspace_last(call: Call, p: Routing) -> Result:
+@methods.method("workspace.last", WorkspaceRouting)
+async def workspace_last(call: Call[WorkspaceServices], p: WorkspaceRouting) -> Result:
     """Select the workspace that was selected before the current one in that window."""
     mux = call.ctx.mux
     ws = windows.select_last(mux, route_window(mux, p))
@@ -381,7 +257,7 @@ class MoveToWindowParams(Params):
 
 
 @methods.method("workspace.move_to_window", MoveToWindowParams)
-async def workspace_move_to_window(call: Call, p: MoveToWindowParams) -> Result:
+async def workspace_move_to_window(call: Call[WorkspaceServices], p: MoveToWindowParams) -> Result:
     """Move the workspace to the end of another window's list; surfaces keep their ids.
     Selected (and its window made active) only with ``focus``."""
     mux = call.ctx.mux
@@ -392,7 +268,7 @@ async def workspace_move_to_window(call: Call, p: MoveToWindowParams) -> Result:
             **workspace_keys(ws), "moved": moved}
 
 
-class ReorderParams(Routing):
+class ReorderParams(WorkspaceRouting):
     workspace_id: str | None = None
     index: int | None = None
     before_workspace_id: str | None = None
@@ -416,7 +292,7 @@ def _same_window(mux: Mux, anchor_text: str, field: str, ws: Workspace) -> Works
 
 
 @methods.method("workspace.reorder", ReorderParams)
-async def workspace_reorder(call: Call, p: ReorderParams) -> Result:
+async def workspace_reorder(call: Call[WorkspaceServices], p: ReorderParams) -> Result:
     """Move one workspace within its window to ``index`` (0-based, clamped to the list),
     or just before or after another; ``dry_run`` answers the plan without moving."""
     mux = call.ctx.mux
@@ -461,7 +337,7 @@ class ReorderManyParams(Params):
 
 
 @methods.method("workspace.reorder_many", ReorderManyParams)
-async def workspace_reorder_many(call: Call, p: ReorderManyParams) -> Result:
+async def workspace_reorder_many(call: Call[WorkspaceServices], p: ReorderManyParams) -> Result:
     """Put the listed workspaces (``workspace_ids``, or ``order`` as ``"a,b,c"``) first
     in their window, in the order given; the others follow in their present order."""
     mux = call.ctx.mux
@@ -495,7 +371,7 @@ WorkspaceAction = Literal[
     "close_others", "mark_read", "mark_unread"]
 
 
-class ActionParams(Routing):
+class ActionParams(WorkspaceRouting):
     action: str
     title: str | None = None
     description: str | None = None
@@ -507,7 +383,7 @@ def _action_name(text: str) -> str:
 
 
 @methods.method("workspace.action", ActionParams)
-async def workspace_action(call: Call, p: ActionParams) -> Result:
+async def workspace_action(call: Call[WorkspaceServices], p: ActionParams) -> Result:
     """One of the sidebar's workspace actions (``pin``, ``rename``, ``move_top``, ...)
     on ``workspace_id`` (default: the routed window's selected workspace)."""
     mux = call.ctx.mux
@@ -549,30 +425,30 @@ async def workspace_action(call: Call, p: ActionParams) -> Result:
             "title": mux.workspace_label(ws), **extra}
 
 
-@methods.method("workspace.env", Routing)
-async def workspace_env(call: Call, p: Routing) -> Result:
+@methods.method("workspace.env", WorkspaceRouting)
+async def workspace_env(call: Call[WorkspaceServices], p: WorkspaceRouting) -> Result:
     """The environment the workspace adds to every terminal started in it."""
     mux = call.ctx.mux
     ws = route_workspace(mux, p)
     return {"type": "workspace_env", **workspace_keys(ws), "env": dict(ws.env)}
 
 
-class EqualizeParams(Routing):
+class EqualizeParams(WorkspaceRouting):
     orientation: Literal["horizontal", "vertical"] | None = None
 
 
 @methods.method("workspace.equalize_splits", EqualizeParams)
-async def workspace_equalize_splits(call: Call, p: EqualizeParams) -> Result:
+async def workspace_equalize_splits(call: Call[WorkspaceServices], p: EqualizeParams) -> Result:
     """Give every split of the workspace (of one ``orientation``, when given) an even
     share."""
     mux = call.ctx.mux
     ws = route_workspace(mux, p)
-    orientation = cmux_layout.DIRECTIONS[p.orientation] if p.orientation else None
+    orientation = cmux_v2_layout.DIRECTIONS[p.orientation] if p.orientation else None
     changed = windows.equalize(mux, ws, orientation)
     return {"type": "workspace_equalized", **workspace_keys(ws), "equalized": changed}
 
 
-class AutoTitleParams(Routing):
+class AutoTitleParams(WorkspaceRouting):
     surface_id: str | None = None
     title: str | None = None
     probe: bool = False
@@ -581,7 +457,7 @@ class AutoTitleParams(Routing):
 
 
 @methods.method("workspace.set_auto_title", AutoTitleParams)
-async def workspace_set_auto_title(call: Call, p: AutoTitleParams) -> Result:
+async def workspace_set_auto_title(call: Call[WorkspaceServices], p: AutoTitleParams) -> Result:
     """An agent hook's proposed workspace title: shown unless the workspace was named by
     hand. ``probe`` asks whether a title would be used; ``failure`` records (logs) why
     the hook could not make one."""
@@ -609,7 +485,7 @@ async def workspace_set_auto_title(call: Call, p: AutoTitleParams) -> Result:
             "title": mux.workspace_label(ws)}
 
 
-class PromptSubmitParams(Routing):
+class PromptSubmitParams(WorkspaceRouting):
     message: str | None = None
     prompt: str | None = None
     text: str | None = None
@@ -617,7 +493,7 @@ class PromptSubmitParams(Routing):
 
 
 @methods.method("workspace.prompt_submit", PromptSubmitParams)
-async def workspace_prompt_submit(call: Call, p: PromptSubmitParams) -> Result:
+async def workspace_prompt_submit(call: Call[WorkspaceServices], p: PromptSubmitParams) -> Result:
     """Record the prompt last submitted in the workspace (``latest_submitted_message``
     and ``latest_submitted_at`` of its row); the order is left alone."""
     mux = call.ctx.mux
@@ -633,90 +509,57 @@ async def workspace_prompt_submit(call: Call, p: PromptSubmitParams) -> Result:
             "index": ws.window.workspaces.index(ws)}
 
 
-# -- tabs -----------------------------------------------------------------------------
+class WorkspaceMoveParams(Params):
+    workspace_id: str
+    insert_index: int = Field(ge=0)
 
 
-class TabCreateParams(Params):
-    workspace_id: str | None = None
-    cwd: str | None = None
-    focus: bool = False
-    label: str | None = None
-    env: dict[str, str] | None = None
-    command: list[ExecString] | None = None
+def _workspace_list(mux: Mux, agents: AgentTracker) -> Result:
+    return {"type": "workspace_list",
+            "workspaces": [workspace_row(mux, agents, ws) for ws in mux.workspaces()]}
 
 
-@methods.method("tab.create", TabCreateParams)
-async def tab_create(call: Call, p: TabCreateParams) -> Result:
-    """Append a tab with one pane to a workspace (default: the active one)."""
+@methods.method("workspace.move", WorkspaceMoveParams)
+async def workspace_move(call: Call[WorkspaceServices], p: WorkspaceMoveParams) -> Result:
+    """Move a workspace to gap ``insert_index`` (0..number of workspaces) of its window."""
     mux = call.ctx.mux
-    if p.workspace_id is not None:
-        ws = mux.workspace(p.workspace_id)
-    else:
-        active = mux.active_workspace()
-        if active is None:
-            raise CmuxError("workspace_not_found", "no active workspace")
-        ws = active
-    env = validate_env(p.env)
-    cwd = resolve_cwd(p.cwd, "cwd")
-    command = command_argv(p.command, "command")
-    try:
-        tab, pane = mux.create_tab(ws, cwd=cwd, label=trimmed(p.label), env=env,
-                                   command=command, focus=p.focus)
-    except CmuxError as exc:
-        raise spawn_error(exc, "tab_create_failed") from None
-    return {"type": "tab_created", "tab": wire.tab_info(mux, call.ctx.agents, tab),
-            "root_pane": wire.pane_info(mux, call.ctx.agents, pane)}
+    arrange.move_workspace(mux, mux.workspace(p.workspace_id), p.insert_index)
+    return _workspace_list(mux, call.ctx.agents)
 
 
-class TabListParams(Params):
-    workspace_id: str | None = None
+class MoveBlockParams(Params):
+    workspace_ids: list[str]
+    before_workspace_id: str | None = None
 
 
-@methods.method("tab.list", TabListParams)
-async def tab_list(call: Call, p: TabListParams) -> Result:
+@methods.method("workspace.move_block", MoveBlockParams)
+async def workspace_move_block(call: Call[WorkspaceServices], p: MoveBlockParams) -> Result:
+    """Move several workspaces, in the given order, before another (or to the end)."""
     mux = call.ctx.mux
-    if p.workspace_id is not None:
-        tabs = mux.workspace(p.workspace_id).tabs
-    else:
-        tabs = list(mux.all_tabs())
-    return {"type": "tab_list", "tabs": [wire.tab_info(mux, call.ctx.agents, t) for t in tabs]}
+    block = [mux.workspace(text) for text in p.workspace_ids]
+    before = mux.workspace(p.before_workspace_id) if p.before_workspace_id else None
+    arrange.move_workspace_block(mux, block, before)
+    return _workspace_list(mux, call.ctx.agents)
 
 
-class TabTarget(Params):
-    tab_id: str
+class WorkspaceMetadataParams(Params):
+    workspace_id: str
+    source: str
+    tokens: dict[str, Any] | None = None
+    seq: int | None = Field(default=None, ge=0)
+    ttl_ms: int | None = None
 
 
-@methods.method("tab.get", TabTarget)
-async def tab_get(call: Call, p: TabTarget) -> Result:
-    mux = call.ctx.mux
-    return {"type": "tab_info", "tab": wire.tab_info(mux, call.ctx.agents, mux.tab(p.tab_id))}
-
-
-@methods.method("tab.focus", TabTarget)
-async def tab_focus(call: Call, p: TabTarget) -> Result:
-    mux = call.ctx.mux
-    tab = mux.tab(p.tab_id)
-    mux.focus_tab(tab)
-    return {"type": "tab_info", "tab": wire.tab_info(mux, call.ctx.agents, tab)}
-
-
-class TabRenameParams(Params):
-    tab_id: str
-    label: str = Field(max_length=256)
-
-
-@methods.method("tab.rename", TabRenameParams)
-async def tab_rename(call: Call, p: TabRenameParams) -> Result:
-    """Set the tab label; empty restores the positional default."""
-    mux = call.ctx.mux
-    tab = mux.tab(p.tab_id)
-    mux.rename_tab(tab, p.label.strip())
-    return {"type": "tab_info", "tab": wire.tab_info(mux, call.ctx.agents, tab)}
-
-
-@methods.method("tab.close", TabTarget)
-async def tab_close(call: Call, p: TabTarget) -> Result:
-    """Close the tab; the workspace closes with its last tab."""
-    mux = call.ctx.mux
-    mux.close_tab(mux.tab(p.tab_id))
+@methods.method("workspace.report_metadata", WorkspaceMetadataParams)
+async def workspace_report_metadata(call: Call[WorkspaceServices],
+                                    p: WorkspaceMetadataParams) -> Result:
+    """Set or clear a workspace's tokens (shown in WorkspaceInfo ``tokens``)."""
+    tracker = call.ctx.agents
+    ws = call.ctx.mux.workspace(p.workspace_id)
+    source = check_source(p.source)
+    ttl_s = check_ttl(p.ttl_ms)
+    if not p.tokens:
+        raise CmuxError("invalid_metadata_tokens", "missing token to set or clear")
+    tokens = check_tokens(p.tokens)
+    tracker.report_workspace_metadata(ws, source, tokens, seq=p.seq, ttl_s=ttl_s)
     return {"type": "ok"}

@@ -1,8 +1,9 @@
 """Hook-reporting methods: agent state, session and release reports, authority, metadata.
 
 ``pane.report_agent``, ``pane.report_agent_session``, ``pane.release_agent``,
-``pane.clear_agent_authority``, ``pane.report_metadata`` and ``workspace.report_metadata``
-are what agents' own hook systems call (through ``hooks/`` and integrations).
+``pane.clear_agent_authority``, ``pane.report_metadata`` (and
+``workspace.report_metadata``, in ``methods.workspace``) are what agents' own hook
+systems call (through ``hooks/`` and integrations).
 
 They validate in the documented order (the first failure wins) and then answer ``ok``
 whether or not the tracker accepted the report (stale ``seq``, wrong owner, ...);
@@ -12,110 +13,56 @@ A report lands on one terminal surface (:func:`report_target`): the one ``surfac
 names (hooks send ``$CMUX_SURFACE_ID``), else the terminal of ``pane_id``'s pane that the
 reporting process runs in (its session is that terminal's, or, for a process that left the
 session, the terminal's process is among its parents), else the one the pane shows.
+
 """
 
 from __future__ import annotations
 
 import os
-import re
 import unicodedata
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
 
-from cmux_core.agents.tracker import AgentTracker, MetadataPatch, SessionRef
+from cmux_core.agents.authority import SessionRef
+from cmux_core.agents.metadata import MetadataPatch
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.agent import STATUS_NAMES, tracker_of
+from cmux_core.api.methods.shared.reports import (
+    MAX_ANCESTRY,
+    MAX_CUSTOM_STATUS_CHARS,
+    MAX_SESSION_ID_BYTES,
+    MAX_SESSION_PATH_BYTES,
+    MAX_TEXT_CHARS,
+    MAX_TTL_MS,
+    START_SOURCES,
+    check_source,
+    check_state_labels,
+    check_tokens,
+    check_ttl,
+    clean_text,
+)
 from cmux_core.detect.manifest import AgentState
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
+from cmux_core.model.mux import Mux
+from cmux_core.model.pane_io import ancestry
 from cmux_core.model.tree import Surface
-from cmux_core.terminal import procfs
+from cmux_core.plugin_host.host import PluginHost
+
+
+@dataclass(frozen=True, slots=True)
+class ReportServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    agents: AgentTracker
+    plugins: PluginHost
+
 
 methods = MethodTable()
-
-SOURCE_RE = re.compile(r"[A-Za-z0-9:._-]+")
-TOKEN_KEY_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
-MAX_SOURCE_CHARS = 80
-MAX_TOKENS_PER_REPORT = 16
-MAX_TEXT_CHARS = 80
-MAX_CUSTOM_STATUS_CHARS = 32
-MAX_ANCESTRY = 32
-"""How many processes up its parent chain a reporting process is followed to its terminal."""
-MAX_TTL_MS = 86_400_000
-MAX_SESSION_ID_BYTES = 512
-MAX_SESSION_PATH_BYTES = 4096
-START_SOURCES = frozenset({"startup", "resume", "clear", "compact", "new", "fork", "launch"})
-
-
-# -- normalisation (digest §h) --------------------------------------------------------------
-
-
-def clean_text(value: str, limit: int) -> str:
-    """Trim, drop control characters, keep the first ``limit`` characters, trim again."""
-    kept = "".join(ch for ch in value.strip() if unicodedata.category(ch) != "Cc")
-    return kept[:limit].strip()
-
-
-def check_source(value: str | None, field: str = "source") -> str:
-    source = (value or "").strip()
-    if not source:
-        raise CmuxError("invalid_metadata_source", "metadata source must not be empty",
-                        {"field": field})
-    if len(source) > MAX_SOURCE_CHARS:
-        raise CmuxError("invalid_metadata_source",
-                        f"metadata source must be {MAX_SOURCE_CHARS} characters or fewer",
-                        {"field": field})
-    if not SOURCE_RE.fullmatch(source):
-        raise CmuxError("invalid_metadata_source",
-                        "metadata source may contain only ASCII letters, digits, colon, dot, "
-                        "underscore, and hyphen", {"field": field})
-    return source
-
-
-def check_tokens(tokens: dict[str, Any] | None) -> dict[str, str | None]:
-    """Validated, normalised token patch; an emptied value clears its key."""
-    out: dict[str, str | None] = {}
-    if not tokens:
-        return out
-    if len(tokens) > MAX_TOKENS_PER_REPORT:
-        raise CmuxError("invalid_metadata_tokens",
-                        f"a report may set at most {MAX_TOKENS_PER_REPORT} tokens",
-                        {"reason": "too_many_tokens"})
-    for key, value in tokens.items():
-        if not TOKEN_KEY_RE.fullmatch(key):
-            raise CmuxError("invalid_metadata_tokens",
-                            f"token name {key!r} must be 1-32 ASCII letters, digits, "
-                            "underscores or hyphens", {"token": key})
-        if value is not None and not isinstance(value, str):
-            raise CmuxError("invalid_metadata_tokens",
-                            f"token {key} must be a string or null", {"token": key})
-        out[key] = (clean_text(value, MAX_TEXT_CHARS) or None) if value is not None else None
-    return out
-
-
-def check_ttl(ttl_ms: int | None) -> float | None:
-    if ttl_ms is None:
-        return None
-    if not 1 <= ttl_ms <= MAX_TTL_MS:
-        raise CmuxError("invalid_metadata_ttl",
-                        f"ttl_ms must be between 1 and {MAX_TTL_MS} milliseconds")
-    return ttl_ms / 1000
-
-
-def check_state_labels(labels: dict[str, Any] | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for raw, value in (labels or {}).items():
-        key = raw.strip().lower()
-        if key not in STATUS_NAMES:
-            raise CmuxError("invalid_state_label", f"unknown state label: {raw}")
-        if not isinstance(value, str):
-            raise CmuxError("invalid_state_label", f"state label {raw} must be a string")
-        text = clean_text(value, MAX_TEXT_CHARS)
-        if text:
-            out[key] = text
-    return out
 
 
 def session_ref(source: str, agent: str, session_id: str | None,
@@ -138,10 +85,8 @@ def session_ref(source: str, agent: str, session_id: str | None,
     return None
 
 
-# -- hook reports ----------------------------------------------------------------------
-
-
-def report_target(call: Call, pane_id: str | None, surface_id: str | None) -> Surface:
+def report_target(call: Call[ReportServices], pane_id: str | None,
+                  surface_id: str | None) -> Surface:
     """The terminal surface a hook report is about (module doc).
 
     ``surface_id`` wins over ``pane_id``: a surface moved to another pane keeps the
@@ -170,7 +115,7 @@ def report_target(call: Call, pane_id: str | None, surface_id: str | None) -> Su
         if found is not None:
             return found
         # A process that left its terminal's session (setsid, a multiplexer inside).
-        for ancestor in procfs.ancestry(pid, MAX_ANCESTRY):
+        for ancestor in ancestry(pid, MAX_ANCESTRY):
             if ancestor in terminals:
                 return terminals[ancestor]
     return pane.terminal_surface
@@ -195,9 +140,9 @@ class ReportAgentParams(Params):
 
 
 @methods.method("pane.report_agent", ReportAgentParams)
-async def pane_report_agent(call: Call, p: ReportAgentParams) -> Result:
+async def pane_report_agent(call: Call[ReportServices], p: ReportAgentParams) -> Result:
     """Report an agent state from a hook; ``ok`` even when the report is ignored."""
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     surface = report_target(call, p.pane_id, p.surface_id)
     agent = tracker.normalise_label(p.agent)
     custom = clean_text(p.custom_status, MAX_CUSTOM_STATUS_CHARS) if p.custom_status else None
@@ -226,9 +171,9 @@ class ReportSessionParams(Params):
 
 
 @methods.method("pane.report_agent_session", ReportSessionParams)
-async def pane_report_agent_session(call: Call, p: ReportSessionParams) -> Result:
+async def pane_report_agent_session(call: Call[ReportServices], p: ReportSessionParams) -> Result:
     """Record an agent's native session reference (declared sources only); never a state."""
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     surface = report_target(call, p.pane_id, p.surface_id)
     agent = tracker.normalise_label(p.agent)
     start = (p.session_start_source or "").strip()
@@ -247,9 +192,9 @@ class ReleaseAgentParams(Params):
 
 
 @methods.method("pane.release_agent", ReleaseAgentParams)
-async def pane_release_agent(call: Call, p: ReleaseAgentParams) -> Result:
+async def pane_release_agent(call: Call[ReportServices], p: ReleaseAgentParams) -> Result:
     """The agent gives the pane back: its authority, name and label go (custom sources)."""
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     surface = report_target(call, p.pane_id, p.surface_id)
     agent = tracker.normalise_label(p.agent)
     tracker.release_agent(surface, source=p.source, agent=agent, seq=p.seq)
@@ -264,9 +209,9 @@ class ClearAuthorityParams(Params):
 
 
 @methods.method("pane.clear_agent_authority", ClearAuthorityParams)
-async def pane_clear_agent_authority(call: Call, p: ClearAuthorityParams) -> Result:
+async def pane_clear_agent_authority(call: Call[ReportServices], p: ClearAuthorityParams) -> Result:
     """Drop the hook authority (of ``source`` when given); the screen decides again."""
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     surface = report_target(call, p.pane_id, p.surface_id)
     tracker.clear_authority(surface, source=p.source, seq=p.seq)
     return {"type": "ok"}
@@ -320,35 +265,13 @@ def metadata_patch(tracker: AgentTracker, p: ReportMetadataParams) -> MetadataPa
 
 
 @methods.method("pane.report_metadata", ReportMetadataParams)
-async def pane_report_metadata(call: Call, p: ReportMetadataParams) -> Result:
+async def pane_report_metadata(call: Call[ReportServices], p: ReportMetadataParams) -> Result:
     """Set or clear a pane's tokens and presentation (title, display agent, labels)."""
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     surface = report_target(call, p.pane_id, p.surface_id)
     patch = metadata_patch(tracker, p)
     if tracker.report_metadata(surface, patch):
         report = p.model_dump(exclude_none=True)
         report.update(source=patch.source, tokens=patch.tokens)
         call.ctx.plugins.notify_report_metadata(surface.pane.id, report)
-    return {"type": "ok"}
-
-
-class WorkspaceMetadataParams(Params):
-    workspace_id: str
-    source: str
-    tokens: dict[str, Any] | None = None
-    seq: int | None = Field(default=None, ge=0)
-    ttl_ms: int | None = None
-
-
-@methods.method("workspace.report_metadata", WorkspaceMetadataParams)
-async def workspace_report_metadata(call: Call, p: WorkspaceMetadataParams) -> Result:
-    """Set or clear a workspace's tokens (shown in WorkspaceInfo ``tokens``)."""
-    tracker = tracker_of(call)
-    ws = call.ctx.mux.workspace(p.workspace_id)
-    source = check_source(p.source)
-    ttl_s = check_ttl(p.ttl_ms)
-    if not p.tokens:
-        raise CmuxError("invalid_metadata_tokens", "missing token to set or clear")
-    tokens = check_tokens(p.tokens)
-    tracker.report_workspace_metadata(ws, source, tokens, seq=p.seq, ttl_s=ttl_s)
     return {"type": "ok"}

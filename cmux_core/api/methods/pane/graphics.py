@@ -1,4 +1,4 @@
-"""Pane graphics methods: image layers over panes, streams, and attached clients that draw.
+"""The ``pane.graphics.*`` methods: image layers over panes and their streams.
 
 Every method answers ``feature_disabled`` unless pane graphics are on (``[experimental]
 kitty_graphics = true`` or ``CMUX_EXPERIMENTAL_KITTY_GRAPHICS=1``). The layers and their
@@ -9,6 +9,7 @@ latest image of each layer once it has taken what was sent before, so a slow cli
 frames instead of queueing them. A client whose terminal reads image files itself says so
 (``file_frames``); frames leased from files (:mod:`cmux_core.graphics.leases`) reach it as
 a path instead of bytes.
+
 """
 
 from __future__ import annotations
@@ -16,17 +17,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import logging
 import os
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field
 
-from cmux_core.api.attach import AttachSession, frame
 from cmux_core.api.context import Call, Peer
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.framing import encode_error
+from cmux_core.api.methods.shared.graphics import graphics_book
+from cmux_core.config import Settings
 from cmux_core.errors import CmuxError
 from cmux_core.graphics.layers import (
     BYTES_PER_PIXEL,
@@ -41,27 +43,35 @@ from cmux_core.graphics.layers import (
     Placement,
     check_layer_id,
 )
-from cmux_core.graphics.leases import read_lease
+from cmux_core.graphics.sources import SourceRunner
 from cmux_core.hookspecs import Params
+from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane
 
-log = logging.getLogger(__name__)
+
+@dataclass(frozen=True, slots=True)
+class GraphicsServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    settings: Settings
+    graphics: GraphicsBook
+    graphics_sources: SourceRunner
+
 
 methods = MethodTable()
 
+
+log = logging.getLogger(__name__)
+
+
 UINT32 = 2**32 - 1
+
+
 INT32 = 2**31
 
 
-def _enabled(call: Call) -> GraphicsBook:
-    if not call.ctx.settings.kitty_graphics:
-        raise CmuxError("feature_disabled", "pane graphics are off: set [experimental] "
-                        "kitty_graphics = true in config.toml or "
-                        "CMUX_EXPERIMENTAL_KITTY_GRAPHICS=1 for the server")
-    return call.ctx.graphics
-
-
-def _pane_and_layer(call: Call, pane_id: str, layer_id: str) -> tuple[Pane, str]:
+def _pane_and_layer(call: Call[GraphicsServices], pane_id: str, layer_id: str) -> tuple[Pane, str]:
     pane = call.ctx.mux.pane(pane_id)
     return pane, check_layer_id(layer_id)
 
@@ -106,20 +116,20 @@ def _decode(p: SetParams, limit: int) -> Image:
 
 
 @methods.method("pane.graphics.set", SetParams)
-async def graphics_set(call: Call, p: SetParams) -> Result:
+async def graphics_set(call: Call[GraphicsServices], p: SetParams) -> Result:
     """Show an image (``data_base64`` of ``format`` png, rgb, rgba or bgra, at most 512 KiB
     decoded) on a layer of the pane (``layer_id``, default ``primary``), placed per
     ``placement`` (cells over the pane's viewport). Replaces the layer's image."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     book.set(pane, layer_id, _decode(p, SET_MAX_BYTES), _placement(p.placement))
     return {"type": "ok"}
 
 
 @methods.method("pane.graphics.clear", LayerParams)
-async def graphics_clear(call: Call, p: LayerParams) -> Result:
+async def graphics_clear(call: Call[GraphicsServices], p: LayerParams) -> Result:
     """Remove a layer (default ``primary``); a missing layer is no error."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     book.clear(pane, layer_id)
     return {"type": "ok"}
@@ -129,7 +139,7 @@ class PaneParams(Params):
     pane_id: str
 
 
-def pane_visible(call: Call, pane: Pane) -> bool:
+def pane_visible(call: Call[GraphicsServices], pane: Pane) -> bool:
     """On the active workspace, in its active tab, and not hidden by another pane's zoom."""
     tab = pane.tab
     ws = tab.workspace
@@ -138,14 +148,14 @@ def pane_visible(call: Call, pane: Pane) -> bool:
 
 
 @methods.method("pane.graphics.info", PaneParams)
-async def graphics_info(call: Call, p: PaneParams) -> Result:
+async def graphics_info(call: Call[GraphicsServices], p: PaneParams) -> Result:
     """The cell size in pixels of a client attached to the pane that draws graphics
     (``cell_size_unavailable`` when none is), whether the pane is visible, and the
     limits. While a client drawing the pane reads image files itself, the file-frame
     fields name the directory frames are leased from (``direct-kitty`` delivery); else
     they say there is none. No damage rectangles are taken, so ``file_frame_damage`` is
     false."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     pane = call.ctx.mux.pane(p.pane_id)
     cell = book.cell_size(pane.key)
     if cell is None:
@@ -175,21 +185,20 @@ def layer_row(layer: Layer) -> dict[str, object]:
 
 
 @methods.method("pane.graphics.layers", PaneParams)
-async def graphics_layers(call: Call, p: PaneParams) -> Result:
+async def graphics_layers(call: Call[GraphicsServices], p: PaneParams) -> Result:
     """The pane's layers: id, image format and size, bytes held, the file of a leased
     frame, placement, owner (a stream's owner or ``source:<plugin>/<name>``), frames shown
     and revision."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     pane = call.ctx.mux.pane(p.pane_id)
     layers = sorted(book.layers(pane.key), key=lambda layer: layer.layer_id)
     return {"type": "pane_graphics_layers", "pane_id": pane.id,
             "layers": [layer_row(layer) for layer in layers]}
 
 
-# -- streams ----------------------------------------------------------------------------
-
-
 FRAME_HEADER_MAX = 64 * 1024
+
+
 BODY_TIMEOUT_S = 30.0
 """Time a frame's body has to arrive once its header did; past it the stream just closes."""
 
@@ -258,7 +267,7 @@ async def _stream_frames(book: GraphicsBook, peer: Peer, reader: asyncio.StreamR
 
 
 @methods.method("pane.graphics.stream", LayerParams)
-async def graphics_stream(call: Call, p: LayerParams) -> Result:
+async def graphics_stream(call: Call[GraphicsServices], p: LayerParams) -> Result:
     """Turn this connection into a frame stream for a layer (default ``primary``): after
     the ``ok`` reply the client sends frames, each a JSON header line (``format``,
     ``image_width``, ``image_height``, ``data_length``, ``placement?``) and then
@@ -266,7 +275,7 @@ async def graphics_stream(call: Call, p: LayerParams) -> Result:
     answered with one error line and ends the stream. When the stream ends the layer is
     cleared and the connection closed. Called from inside the server:
     ``stream_transport_required``."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     if call.connection is None:
         raise CmuxError("stream_transport_required", "pane.graphics.stream needs its own "
                         "client connection")
@@ -290,7 +299,7 @@ class OwnerParams(LayerParams):
     owner: str | None = Field(None, max_length=256)
 
 
-def _owner(call: Call, given: str | None) -> str:
+def _owner(call: Call[GraphicsServices], given: str | None) -> str:
     """The stream's owner name: ``given``, else the calling connection's id."""
     owner = given if given is not None else (
         call.connection.client_id if call.connection else "")
@@ -303,11 +312,11 @@ def _owner(call: Call, given: str | None) -> str:
 
 
 @methods.method("pane.graphics.stream.open", OwnerParams)
-async def stream_open(call: Call, p: OwnerParams) -> Result:
+async def stream_open(call: Call[GraphicsServices], p: OwnerParams) -> Result:
     """Claim a layer for a stream owned by ``owner`` (default: this connection's id). The
     stream lives while this connection does; after it leaves, the next call on the layer
     reclaims it."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     owner = _owner(call, p.owner)
     client = call.connection.client_id if call.connection else None
@@ -320,9 +329,9 @@ class StreamSetParams(SetParams):
 
 
 @methods.method("pane.graphics.stream.set", StreamSetParams)
-async def stream_set(call: Call, p: StreamSetParams) -> Result:
+async def stream_set(call: Call[GraphicsServices], p: StreamSetParams) -> Result:
     """One frame of an open stream, as ``pane.graphics.set`` takes it (up to 16 MiB)."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     owner = _owner(call, p.owner)
     book.set(pane, layer_id, _decode(p, STREAM_MAX_BYTES), _placement(p.placement),
@@ -359,7 +368,7 @@ def _read_frame_file(path: str, expected: int) -> bytes:
 
 
 @methods.method("pane.graphics.stream.direct", DirectParams)
-async def stream_direct(call: Call, p: DirectParams) -> Result:
+async def stream_direct(call: Call[GraphicsServices], p: DirectParams) -> Result:
     """One frame of an open stream read from a file of raw rgba or bgra pixels (exactly
     width x height x 4 bytes, at most 16 MiB); the reply echoes ``sequence`` and
     ``revision``. On the ``primary`` layer while direct delivery is available (see
@@ -367,7 +376,7 @@ async def stream_direct(call: Call, p: DirectParams) -> Result:
     file must be a regular file there, and the layer keeps its path, not its bytes,
     outside the 64 MiB budget. Otherwise the bytes are copied into the layer and count
     against the budget. ``path`` is absolute."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     owner = _owner(call, p.owner)
     layer = book.layer(pane, layer_id)
@@ -392,15 +401,12 @@ async def stream_direct(call: Call, p: DirectParams) -> Result:
 
 
 @methods.method("pane.graphics.stream.close", OwnerParams)
-async def stream_close(call: Call, p: OwnerParams) -> Result:
+async def stream_close(call: Call[GraphicsServices], p: OwnerParams) -> Result:
     """Release the stream's layer and remove it; from another owner, nothing happens."""
-    book = _enabled(call)
+    book = graphics_book(call.ctx.settings, call.ctx.graphics)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     book.release(pane, layer_id, _owner(call, p.owner))
     return {"type": "ok"}
-
-
-# -- plugin sources -----------------------------------------------------------------------
 
 
 class AttachSourceParams(LayerParams):
@@ -410,12 +416,12 @@ class AttachSourceParams(LayerParams):
 
 
 @methods.method("pane.graphics.attach_source", AttachSourceParams)
-async def attach_source(call: Call, p: AttachSourceParams) -> Result:
+async def attach_source(call: Call[GraphicsServices], p: AttachSourceParams) -> Result:
     """Feed a layer (default ``primary``) from a plugin graphics source: the server calls
     its ``open(pane_id, options)`` and pulls frames into the layer until the source ends,
     fails, or is detached, or the layer, pane or plugin goes. The layer is the source's
     meanwhile (``stream_conflict`` for others)."""
-    _enabled(call)
+    graphics_book(call.ctx.settings, call.ctx.graphics)
     runner = call.ctx.graphics_sources
     if runner is None:
         raise CmuxError("graphics_source_not_found", "this server has no plugin sources")
@@ -426,130 +432,13 @@ async def attach_source(call: Call, p: AttachSourceParams) -> Result:
 
 
 @methods.method("pane.graphics.detach_source", LayerParams)
-async def detach_source(call: Call, p: LayerParams) -> Result:
+async def detach_source(call: Call[GraphicsServices], p: LayerParams) -> Result:
     """Stop the layer's plugin source (its iterator is closed) and remove the layer;
     ``graphics_source_not_attached`` when no source feeds it."""
-    _enabled(call)
+    graphics_book(call.ctx.settings, call.ctx.graphics)
     pane, layer_id = _pane_and_layer(call, p.pane_id, p.layer_id)
     runner = call.ctx.graphics_sources
     if runner is None or not runner.detach(pane, layer_id):
         raise CmuxError("graphics_source_not_attached", f"no graphics source feeds layer "
                         f"{layer_id!r} of pane {pane.id}")
-    return {"type": "ok"}
-
-
-# -- attached clients that draw ----------------------------------------------------------
-
-
-class Viewer:
-    """Sends one attached client the images of its pane's layers as they change."""
-
-    RECHECK_S = 0.5
-    """How often the viewer checks that its attach session still runs."""
-
-    def __init__(self, book: GraphicsBook, session: AttachSession, peer: Peer,
-                 lookup: AttachLookup) -> None:
-        self.book = book
-        self.session = session
-        self.peer = peer
-        self.lookup = lookup
-        self.sent: dict[str, int] = {}
-        self.wake = asyncio.Event()
-        self.wake.set()
-
-    def on_change(self, pane_key: str) -> None:
-        if pane_key == self.session.pane.key:
-            self.wake.set()
-
-    def reads_files(self) -> bool:
-        """Whether this client's terminal loads leased frames from their files itself."""
-        return self.peer.client_id in self.book.file_readers
-
-    def attached(self) -> bool:
-        return (self.lookup(self.peer.client_id) is self.session
-                and self.session.ending is None)
-
-    async def run(self) -> None:
-        self.book.watch(self.on_change)
-        pane = self.session.pane
-        try:
-            while self.attached():
-                self.wake.clear()
-                current = {layer.layer_id: layer for layer in self.book.layers(pane.key)
-                           if layer.image is not None}
-                for layer_id in [i for i in self.sent if i not in current]:
-                    del self.sent[layer_id]
-                    self.peer.send(frame("graphics_clear", pane_id=pane.id, layer_id=layer_id))
-                for layer_id, layer in current.items():
-                    image = layer.image
-                    if image is None or self.sent.get(layer_id) == layer.revision:
-                        continue
-                    self.sent[layer_id] = layer.revision
-                    fields: dict[str, object] = {
-                        "pane_id": pane.id, "layer_id": layer_id, "format": image.format,
-                        "image_width": image.width, "image_height": image.height,
-                        "placement": layer.placement.to_dict(), "revision": layer.revision,
-                        **layer.placement.drawing()}
-                    data = image.data
-                    if image.lease is not None:
-                        if image.format == "rgba" and self.reads_files():
-                            fields.update(path=image.lease.path, bytes=image.lease.size)
-                        else:
-                            found = await asyncio.to_thread(read_lease, image.lease)
-                            if found is None:
-                                log.info("leased frame %s is gone or changed; not sent",
-                                         image.lease.path)
-                                continue
-                            data = found
-                    self.peer.send(frame("graphics", data, **fields))
-                # Only what the client has taken is followed by more: later frames replace
-                # the ones a slow client could not take yet.
-                await self.peer.drain()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(self.RECHECK_S):
-                        await self.wake.wait()
-        finally:
-            self.book.unwatch(self.on_change)
-            self.book.cell_sizes.pop(self.peer.client_id, None)
-            self.book.file_readers.pop(self.peer.client_id, None)
-
-
-class AttachLookup:
-    def __init__(self, call: Call) -> None:
-        self.attach = call.ctx.attach
-
-    def __call__(self, client_id: str) -> AttachSession | None:
-        return self.attach.session(client_id)
-
-
-class AttachGraphicsParams(Params):
-    cell_width_px: int = Field(ge=1, le=1000)
-    cell_height_px: int = Field(ge=1, le=1000)
-    file_frames: bool = False
-
-
-@methods.method("attach.graphics", AttachGraphicsParams)
-async def attach_graphics(call: Call, p: AttachGraphicsParams) -> Result:
-    """This attached client draws graphics and its cells are ``cell_width_px`` x
-    ``cell_height_px`` pixels: from now on the pane's layers come as ``graphics`` frames
-    (header with ``layer_id``, ``format``, ``image_width``, ``image_height``,
-    ``placement``, ``revision``, then the image bytes) and ``graphics_clear`` frames.
-    With ``file_frames`` true (its terminal loads images from files) a leased rgba frame
-    comes with ``path`` and ``bytes`` instead of the image bytes."""
-    book = _enabled(call)
-    if call.connection is None:
-        raise CmuxError("invalid_request", "attach.graphics needs a client connection")
-    peer = call.connection
-    session = call.ctx.attach.session(peer.client_id)
-    if session is None:
-        raise CmuxError("not_attached", "attach.graphics: this connection is not attached to "
-                        "a pane (call pane.attach first)")
-    first = peer.client_id not in book.cell_sizes
-    book.cell_sizes[peer.client_id] = (session.pane.key, p.cell_width_px, p.cell_height_px)
-    if p.file_frames:
-        book.file_readers[peer.client_id] = session.pane.key
-    else:
-        book.file_readers.pop(peer.client_id, None)
-    if first:
-        peer.run_task(Viewer(book, session, peer, AttachLookup(call)).run())
     return {"type": "ok"}

@@ -138,8 +138,8 @@ class AnyParams(Params):
     """Any params: the answer is the same whatever they are."""
 
 
-def _refusal(name: str, reason: str) -> Callable[[Call, AnyParams], Awaitable[Result]]:
-    async def refuse(call: Call, p: AnyParams) -> Result:
+def _refusal(name: str, reason: str) -> Callable[[Call[None], AnyParams], Awaitable[Result]]:
+    async def refuse(call: Call[None], p: AnyParams) -> Result:
         raise CmuxError("not_supported", f"{name} is not supported: {reason}",
                         {"method": name})
     return refuse
@@ -152,7 +152,7 @@ for _name, _reason in NOT_SUPPORTED.items():
 GUI_ONLY_REASON = "browser surfaces are web views of the cmux app, which a headless server has not"
 
 
-async def _refuse_browser(call: Call, p: AnyParams) -> Result:
+async def _refuse_browser(call: Call[None], p: AnyParams) -> Result:
     raise CmuxError("not_supported", f"{call.method} is not supported: {GUI_ONLY_REASON}",
                     {"method": call.method})
 

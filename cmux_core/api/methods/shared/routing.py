@@ -7,13 +7,13 @@ active workspace's focused surface is meant. Each handle may be a UUID, a short 
 (``surface:3``, ``tab:3``) or our own public id. A bare number is what cmux's own
 client sends when it means "no handle" (``pane_id: "0"``), so it counts as absent;
 any other handle that names nothing is a not-found error.
+
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from cmux_core.api.methods.workspace import workspace_keys
 from cmux_core.errors import CmuxError
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
@@ -91,6 +91,17 @@ def surface_of(mux: Mux, p: Routing) -> Surface:
     return pane.surface
 
 
+def herdr_workspace(mux: Mux, workspace_id: str | None) -> Workspace:
+    """The workspace ``workspace_id`` names, else the active one (``workspace_not_found``
+    when there is none): where the herdr family puts a new tab."""
+    if workspace_id is not None:
+        return mux.workspace(workspace_id)
+    active = mux.active_workspace()
+    if active is None:
+        raise CmuxError("workspace_not_found", "no active workspace")
+    return active
+
+
 def pane_keys(pane: Pane) -> dict[str, Any]:
     """Window, workspace and pane twins of a cmux result (``pane_id`` is the UUID)."""
     return {**workspace_keys(pane.tab.workspace), "pane_id": pane.key, "pane_ref": pane.ref}
@@ -102,6 +113,16 @@ def surface_keys(surface: Surface) -> dict[str, Any]:
             "surface_ref": surface.ref}
 
 
-def tab_keys(surface: Surface) -> dict[str, Any]:
+def surface_tab_keys(surface: Surface) -> dict[str, Any]:
     """A surface named as cmux's tab actions name it (``tab:<n>`` twin of its ref)."""
     return {"tab_id": surface.uuid, "tab_ref": "tab:" + surface.ref.split(":", 1)[1]}
+
+
+def window_keys(ws: Workspace) -> dict[str, Any]:
+    return {"window_id": ws.window.uuid, "window_ref": ws.window.ref}
+
+
+def workspace_keys(ws: Workspace) -> dict[str, Any]:
+    return {"workspace_id": ws.uuid, "workspace_ref": ws.ref, **window_keys(ws)}
+
+

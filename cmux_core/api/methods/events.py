@@ -1,11 +1,12 @@
-"""``events.wait`` and the pane-scoped subscriptions that ``events.subscribe`` hands over to
-:func:`prepare_subscription` (``pane.agent_status_changed`` with a ``pane_id``,
-``pane.output_matched``).
+"""The ``events.*`` methods: ``events.subscribe``, ``events.wait``, and the pane-scoped
+subscriptions that ``events.subscribe`` hands over to :func:`prepare_subscription`
+(``pane.agent_status_changed`` with a ``pane_id``, ``pane.output_matched``).
 
 Pane-scoped means the herdr family's pane: the terminal the pane shows, which is what
 ``pane_agent_status_changed`` reports (a pane's background tabs publish
 ``surface_agent_status_changed`` alone). Waits and streams are woken by hub events or the
 pane's output, never by a poll, and end with their client.
+
 """
 
 from __future__ import annotations
@@ -13,23 +14,17 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
-from cmux_core.agents.tracker import AgentStatus, AgentTracker
+from cmux_core.agents.record import AgentStatus
+from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
-from cmux_core.api.context import Call
+from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result, validation_error
-from cmux_core.api.methods.agent import (
-    STATUS_NAMES,
-    deadline_of,
-    next_batch,
-    served,
-    tracker_of,
-    watching,
-)
-from cmux_core.api.methods.pane import (
+from cmux_core.api.methods.shared.reading import (
     STRIP_ANSI,
     LineFinder,
     OutputMatch,
@@ -38,19 +33,71 @@ from cmux_core.api.methods.pane import (
     next_output,
     read_result,
 )
+from cmux_core.api.methods.shared.waiting import (
+    STATUS_NAMES,
+    deadline_of,
+    next_batch,
+    served,
+    watching,
+)
 from cmux_core.errors import CmuxError, InvalidParams, NotFound, WaitTimeout
-from cmux_core.events import Published, Subscriber
+from cmux_core.events import SUBSCRIBABLE, EventHub, Published, Subscriber
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane
 
+
+@dataclass(frozen=True, slots=True)
+class EventServices:
+    """The services these handlers use, built by the composition root."""
+
+    mux: Mux
+    agents: AgentTracker
+    events: EventHub
+    info: ServerInfo
+
+
 methods = MethodTable()
+
+
+class Subscription(Params):
+    """``type`` names the kind; pane-scoped kinds carry more fields (kept as extras)."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str
+
+
+class SubscribeParams(Params):
+    subscriptions: list[Subscription] = Field(min_length=1)
+
+
+@methods.method("events.subscribe", SubscribeParams)
+async def events_subscribe(call: Call[EventServices], p: SubscribeParams) -> Result:
+    """Turn the connection into an event stream (after this reply) of the named kinds."""
+    if call.connection is None:
+        raise CmuxError("invalid_request", "events.subscribe needs a connection")
+    kinds: set[str] = set()
+    pane_streams: list[Callable[[], None]] = []
+    for i, sub in enumerate(p.subscriptions):
+        raw = sub.model_dump()
+        if is_parameterised(raw):
+            pane_streams.append(prepare_subscription(call, raw, f"subscriptions[{i}]"))
+            continue
+        kind = SUBSCRIBABLE.get(sub.type)
+        if kind is None:
+            raise InvalidParams(f"subscriptions[{i}].type",
+                                f"unknown event type {sub.type!r}; known: "
+                                + ", ".join(sorted(SUBSCRIBABLE)))
+        kinds.add(kind)
+    if kinds or not pane_streams:
+        call.connection.start_stream(call.ctx.events.subscribe(kinds))
+    for start in pane_streams:
+        start()
+    return {"type": "subscription_started"}
+
 
 PANE_KINDS = frozenset({"pane_agent_status_changed", "pane_closed"})
 """What pane-scoped waits and streams follow: the herdr family's pane events."""
-
-
-# -- events.wait --------------------------------------------------------------------------
 
 
 class EventsWaitParams(Params):
@@ -64,7 +111,7 @@ def status_event(tracker: AgentTracker, pane: Pane) -> dict[str, Any]:
 
 
 @methods.method("events.wait", EventsWaitParams)
-async def events_wait(call: Call, p: EventsWaitParams) -> Result:
+async def events_wait(call: Call[EventServices], p: EventsWaitParams) -> Result:
     """Wait for one event matching ``match_event`` (pane agent status matches only)."""
     match = p.match_event
     if match.get("event") != "pane_agent_status_changed":
@@ -76,7 +123,7 @@ async def events_wait(call: Call, p: EventsWaitParams) -> Result:
     if not isinstance(match.get("pane_id"), str):
         raise InvalidParams("match_event.pane_id", "field required")
     mux = call.ctx.mux
-    tracker = tracker_of(call)
+    tracker = call.ctx.agents
     pane = mux.pane(match["pane_id"])
     deadline = deadline_of(p.timeout_ms)
 
@@ -104,11 +151,8 @@ async def events_wait(call: Call, p: EventsWaitParams) -> Result:
                         data = {k: v for k, v in event.data.items() if k != "type"}
                         return matched(data)
 
-    result: Result = await served(call, wait())
+    result: Result = await served(call.ctx.info, call.connection, wait())
     return result
-
-
-# -- pane-scoped subscriptions ----------------------------------------------------------
 
 
 class StatusSubscription(Params):
@@ -135,7 +179,8 @@ def is_parameterised(raw: dict[str, Any]) -> bool:
         raw.get("type") == "pane.agent_status_changed" and raw.get("pane_id") is not None)
 
 
-def prepare_subscription(call: Call, raw: dict[str, Any], field: str) -> Callable[[], None]:
+def prepare_subscription(call: Call[EventServices], raw: dict[str, Any],
+                         field: str) -> Callable[[], None]:
     """Validate one pane-scoped subscription (probing its pane); returns its starter.
 
     Raises before anything starts, so one bad subscription aborts the whole request.
@@ -152,7 +197,7 @@ def prepare_subscription(call: Call, raw: dict[str, Any], field: str) -> Callabl
     mux = call.ctx.mux
     if isinstance(sub, StatusSubscription):
         pane = mux.pane(sub.pane_id)
-        body = status_stream(call, tracker_of(call), pane, sub.agent_status)
+        body = status_stream(call, call.ctx.agents, pane, sub.agent_status)
     else:
         assert isinstance(sub, OutputSubscription)
         pane = mux.pane(sub.pane_id)
@@ -166,7 +211,7 @@ def prepare_subscription(call: Call, raw: dict[str, Any], field: str) -> Callabl
 StreamBody = Callable[[Subscriber], Any]
 
 
-def start_stream(call: Call, body: StreamBody) -> None:
+def start_stream(call: Call[EventServices], body: StreamBody) -> None:
     """Stream what ``body`` offers to a private subscriber on the calling connection."""
     connection = call.connection
     assert connection is not None
@@ -175,7 +220,7 @@ def start_stream(call: Call, body: StreamBody) -> None:
     connection.run_task(body(out))
 
 
-def status_stream(call: Call, tracker: AgentTracker, pane: Pane,
+def status_stream(call: Call[EventServices], tracker: AgentTracker, pane: Pane,
                   wanted: AgentStatus | None) -> StreamBody:
     """Status changes of ``pane``; the stream ends when the pane closes. Only a weak
     reference to the pane is kept, so a subscriber never holds a closed pane in memory."""
