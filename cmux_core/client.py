@@ -225,6 +225,16 @@ class AsyncClient:
     async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         return _result(await self.request(method, params))
 
+    def take_connection(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """Hand the connected streams over (after ``events.subscribe`` or ``pane.attach`` the
+        connection carries lines of its own). The client is left unconnected; the caller owns
+        the streams and closes the writer."""
+        if self._reader is None or self._writer is None:
+            raise ConnectionError("not connected")
+        streams = self._reader, self._writer
+        self._reader = self._writer = None
+        return streams
+
     async def events(self, types: list[str]) -> AsyncIterator[dict[str, Any]]:
         await self.call("events.subscribe", {"subscriptions": [{"type": t} for t in types]})
         while True:

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from cmux_core.cli.agent import add_agent_commands
 from cmux_core.cli.attach import add_attach_command
+from cmux_core.cli import extensions
 from cmux_core.cli.common import (
     Command,
     Result,
@@ -237,6 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    extension = extensions.find(parser, argv)
+    if extension is not None:
+        return extension(argv[1:])
     args = parser.parse_args(argv)
     func: Handler | None = getattr(args, "func", None)
     if func is None:

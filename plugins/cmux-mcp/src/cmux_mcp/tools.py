@@ -1,0 +1,335 @@
+"""The tools: what an MCP client sees, does and waits for, each a cmux call or two.
+
+Every tool is a :class:`Tool`: its params model (the input schema), its output model, whether
+it only reads, and the coroutine that runs it against :class:`~cmux_mcp.bridge.Cmux`. The
+readers (``list_*``, ``read_pane``, ``explain_agent`` and the ``wait_*`` tools) change
+nothing; the others type into panes or run programs. With a confining workspace every tool
+sees and touches only that workspace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from cmux_core.errors import CmuxError
+from cmux_mcp import shapes
+from cmux_mcp.bridge import Cmux, Row
+
+Status = Literal["idle", "working", "blocked", "done", "unknown"]
+Source = Literal["visible", "recent"]
+
+MAX_WAIT_S = 3600.0
+SCREEN_LINES = 40
+"""How many lines a wait returns with its answer, unless told."""
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NoParams(Params):
+    pass
+
+
+class PaneTarget(Params):
+    pane_id: str = Field(description="a pane id from list_panes (w1:p2)")
+
+
+class AgentTarget(Params):
+    target: str = Field(description="an agent's name, its pane id, or its kind (claude)")
+
+
+class ListPanesParams(Params):
+    workspace_id: str | None = Field(None, description="only this workspace's panes")
+
+
+class ReadPaneParams(PaneTarget):
+    source: Source = Field("visible", description="visible: the screen as shown; recent: "
+                           "the last lines, scrollback included")
+    lines: int = Field(80, ge=1, le=1000, description="at most this many lines (recent)")
+
+
+class OpenPaneParams(Params):
+    command: str | None = Field(None, description="a shell command line the pane runs "
+                                "(default: an interactive shell)")
+    cwd: str | None = Field(None, description="working directory (default: that of the "
+                            "pane it splits)")
+    split_from: str | None = Field(None, description="the pane to split (default: the "
+                                   "focused pane of the workspace)")
+    direction: Literal["right", "down"] = "right"
+    label: str | None = Field(None, description="a label shown for the pane")
+
+
+class TypeTextParams(PaneTarget):
+    text: str = Field(description="typed as is (pasted when the program asked for pastes)")
+    submit: bool = Field(False, description="press Enter after the text")
+
+
+class PressKeysParams(PaneTarget):
+    keys: list[str] = Field(min_length=1, description="combos such as enter, ctrl+c, esc, "
+                            "up, shift+tab, f5, or single characters")
+
+
+class StartAgentParams(Params):
+    name: str = Field(description="a new agent name: ^[a-z][a-z0-9_-]{0,31}$")
+    command: list[str] = Field(min_length=1, description="the agent's argv, e.g. "
+                               "[\"claude\"] or [\"codex\", \"--model\", \"o3\"]")
+    cwd: str | None = None
+    split: Literal["right", "down"] = "right"
+
+
+class PromptAgentParams(AgentTarget):
+    text: str = Field(description="the prompt; Enter is pressed after it")
+
+
+class WaitOutputParams(PaneTarget):
+    regex: str = Field(description="a line matching this (RE2 / Rust regex syntax) ends the "
+                       "wait")
+    source: Source = "recent"
+    timeout_s: float = Field(60.0, gt=0, le=MAX_WAIT_S)
+
+
+class WaitAgentParams(AgentTarget):
+    until: list[Status] = Field(default_factory=lambda: ["idle", "done", "blocked"],
+                                min_length=1, description="statuses that end the wait")
+    timeout_s: float = Field(600.0, gt=0, le=MAX_WAIT_S)
+    lines: int = Field(SCREEN_LINES, ge=1, le=1000, description="lines of its screen to "
+                       "return")
+
+
+class WaitBlockedParams(Params):
+    timeout_s: float = Field(600.0, gt=0, le=MAX_WAIT_S)
+    lines: int = Field(SCREEN_LINES, ge=1, le=1000, description="lines of its screen to "
+                       "return")
+
+
+Run = Callable[[Cmux, Any], Awaitable[BaseModel]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    params: type[Params]
+    output: type[BaseModel]
+    run: Run
+    reads_only: bool
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+async def _read(cmux: Cmux, pane_id: str, source: str = "recent", lines: int = SCREEN_LINES
+                ) -> shapes.Screen:
+    read = (await cmux.call("pane.read", {"pane_id": pane_id, "source": source,
+                                          "lines": lines}))["read"]
+    return shapes.screen(read)
+
+
+async def _agents(cmux: Cmux) -> list[Row]:
+    return [a for a in (await cmux.call("agent.list"))["agents"] if await cmux.allows(a)]
+
+
+# -- see ----------------------------------------------------------------------------------
+
+
+async def list_workspaces(cmux: Cmux, _: NoParams) -> shapes.WorkspaceList:
+    rows = (await cmux.call("workspace.list"))["workspaces"]
+    return shapes.WorkspaceList(workspaces=[shapes.workspace(r) for r in rows
+                                            if await cmux.allows(r)])
+
+
+async def list_panes(cmux: Cmux, params: ListPanesParams) -> shapes.PaneList:
+    wanted = params.workspace_id
+    if cmux.workspace is not None:
+        try:
+            wanted = await cmux.workspace_id()
+        except CmuxError as exc:
+            if exc.code != "workspace_not_found":
+                raise
+            return shapes.PaneList(panes=[])
+    workspaces = [wanted] if wanted else [
+        w["workspace_id"] for w in (await cmux.call("workspace.list"))["workspaces"]]
+    panes: list[shapes.Pane] = []
+    names = {a["pane_id"]: a.get("name") for a in await _agents(cmux)}
+    for workspace_id in workspaces:
+        for row in (await cmux.call("pane.list", {"workspace_id": workspace_id}))["panes"]:
+            panes.append(shapes.pane({**row, "name": names.get(row["pane_id"])}))
+    return shapes.PaneList(panes=panes)
+
+
+async def list_agents(cmux: Cmux, _: NoParams) -> shapes.AgentList:
+    return shapes.AgentList(agents=[shapes.agent(a) for a in await _agents(cmux)])
+
+
+async def read_pane(cmux: Cmux, params: ReadPaneParams) -> shapes.Screen:
+    await cmux.pane(params.pane_id)
+    return await _read(cmux, params.pane_id, params.source, params.lines)
+
+
+async def explain_agent(cmux: Cmux, params: AgentTarget) -> shapes.Explanation:
+    await cmux.agent(params.target)
+    result = await cmux.call("agent.explain", {"target": params.target})
+    return shapes.explanation(result["explain"])
+
+
+# -- act ----------------------------------------------------------------------------------
+
+
+async def open_pane(cmux: Cmux, params: OpenPaneParams) -> shapes.PaneResult:
+    request: dict[str, Any] = {"direction": params.direction}
+    if params.command is not None:
+        request["command"] = ["/bin/sh", "-c", params.command]
+    if params.cwd is not None:
+        request["cwd"] = params.cwd
+    if params.split_from is not None:
+        await cmux.pane(params.split_from)
+        request["target_pane_id"] = params.split_from
+    elif cmux.workspace is not None:
+        request["workspace_id"] = await cmux.workspace_id(create=True)
+    pane = (await cmux.call("pane.split", request))["pane"]
+    if params.label:
+        pane = (await cmux.call("pane.rename", {"pane_id": pane["pane_id"],
+                                                "label": params.label}))["pane"]
+    return shapes.PaneResult(pane=shapes.pane(pane))
+
+
+async def type_text(cmux: Cmux, params: TypeTextParams) -> shapes.Done:
+    await cmux.pane(params.pane_id)
+    await cmux.call("pane.send_input", {"pane_id": params.pane_id, "text": params.text,
+                                        "keys": ["enter"] if params.submit else []})
+    return shapes.Done()
+
+
+async def press_keys(cmux: Cmux, params: PressKeysParams) -> shapes.Done:
+    await cmux.pane(params.pane_id)
+    await cmux.call("pane.send_keys", {"pane_id": params.pane_id, "keys": params.keys})
+    return shapes.Done()
+
+
+async def close_pane(cmux: Cmux, params: PaneTarget) -> shapes.Done:
+    await cmux.pane(params.pane_id)
+    await cmux.call("pane.close", {"pane_id": params.pane_id})
+    return shapes.Done()
+
+
+async def start_agent(cmux: Cmux, params: StartAgentParams) -> shapes.AgentResult:
+    request: dict[str, Any] = {"name": params.name, "argv": params.command,
+                               "split": params.split}
+    if params.cwd is not None:
+        request["cwd"] = params.cwd
+    if cmux.workspace is not None:
+        request["workspace_id"] = await cmux.workspace_id(create=True)
+    started = await cmux.call("agent.start", request)
+    return shapes.AgentResult(agent=shapes.agent(started["agent"]))
+
+
+async def prompt_agent(cmux: Cmux, params: PromptAgentParams) -> shapes.AgentResult:
+    await cmux.agent(params.target)
+    prompted = await cmux.call("agent.prompt", {"target": params.target, "text": params.text})
+    return shapes.AgentResult(agent=shapes.agent(prompted["agent"]))
+
+
+# -- wait ---------------------------------------------------------------------------------
+
+
+async def wait_for_output(cmux: Cmux, params: WaitOutputParams) -> shapes.OutputMatch:
+    await cmux.pane(params.pane_id)
+    result = await cmux.call("pane.wait_for_output", {
+        "pane_id": params.pane_id, "source": params.source,
+        "match": {"type": "regex", "value": params.regex},
+        "timeout_ms": _ms(params.timeout_s)}, wait_s=params.timeout_s)
+    return shapes.OutputMatch(pane_id=params.pane_id, matched_line=result["matched_line"],
+                              screen=shapes.screen(result["read"]))
+
+
+async def wait_for_agent(cmux: Cmux, params: WaitAgentParams) -> shapes.AgentTurn:
+    await cmux.agent(params.target)
+    waited = await cmux.call("agent.wait", {
+        "target": params.target, "until": params.until,
+        "timeout_ms": _ms(params.timeout_s)}, wait_s=params.timeout_s)
+    agent = waited["agent"]
+    return shapes.AgentTurn(agent=shapes.agent(agent),
+                            screen=await _read(cmux, agent["pane_id"], lines=params.lines))
+
+
+STATUS_EVENTS = [{"type": "pane.agent_status_changed"}, {"type": "surface.agent_status_changed"}]
+
+
+async def _first_blocked(cmux: Cmux) -> Row:
+    """The first agent (of the workspace) that is, or becomes, ``blocked``. The status
+    events are subscribed to before the agents are listed, so an agent that blocks in
+    between is not missed."""
+    async with cmux.lines("events.subscribe", {"subscriptions": STATUS_EVENTS}) as events:
+        for row in await _agents(cmux):
+            if row.get("agent_status") == "blocked":
+                return row
+        async for event in events:
+            data = event.get("data") or {}
+            if data.get("agent_status") == "blocked" and await cmux.allows(data):
+                return dict((await cmux.call("agent.get", {"target": data["pane_id"]}))["agent"])
+    raise CmuxError("server_unavailable", "the cmux server ended the event stream")
+
+
+async def wait_for_blocked(cmux: Cmux, params: WaitBlockedParams) -> shapes.AgentTurn:
+    try:
+        with anyio.fail_after(params.timeout_s):
+            agent = await _first_blocked(cmux)
+    except TimeoutError:
+        raise CmuxError("timeout", f"no agent was blocked within {params.timeout_s:g} s"
+                        ) from None
+    return shapes.AgentTurn(agent=shapes.agent(agent),
+                            screen=await _read(cmux, agent["pane_id"], lines=params.lines))
+
+
+def _tool(run: Run, params: type[Params], output: type[BaseModel], *, reads_only: bool,
+          description: str) -> Tool:
+    return Tool(run.__name__, description, params, output, run, reads_only)
+
+
+TOOLS: tuple[Tool, ...] = (
+    _tool(list_workspaces, NoParams, shapes.WorkspaceList, reads_only=True,
+          description="List the workspaces: label, status, pane count, cwd."),
+    _tool(list_panes, ListPanesParams, shapes.PaneList, reads_only=True,
+          description="List the panes with what runs in them: agent and its status (idle, "
+          "working, blocked, done), agent name, cwd, time of the last change, exit code."),
+    _tool(list_agents, NoParams, shapes.AgentList, reads_only=True,
+          description="List the agents (Claude Code, Codex, ... in any pane) with status, "
+          "name, cwd and time of the last change."),
+    _tool(read_pane, ReadPaneParams, shapes.Screen, reads_only=True,
+          description="Read a pane's text: the visible screen, or the recent N lines."),
+    _tool(explain_agent, AgentTarget, shapes.Explanation, reads_only=True,
+          description="Explain why an agent has its status: which screen rule matched."),
+    _tool(open_pane, OpenPaneParams, shapes.PaneResult, reads_only=False,
+          description="Open a pane (a split) running a shell command or a shell; returns "
+          "the pane. Read it back with read_pane or wait_for_output."),
+    _tool(type_text, TypeTextParams, shapes.Done, reads_only=False,
+          description="Type text into a pane, with submit=true pressing Enter after it."),
+    _tool(press_keys, PressKeysParams, shapes.Done, reads_only=False,
+          description="Press keys in a pane: enter, ctrl+c, esc, up, tab, y, ..."),
+    _tool(close_pane, PaneTarget, shapes.Done, reads_only=False,
+          description="Close a pane; its processes get SIGHUP."),
+    _tool(start_agent, StartAgentParams, shapes.AgentResult, reads_only=False,
+          description="Start an agent (an argv such as [\"claude\"]) in a new pane under a "
+          "name; prompt_agent may follow at once (it waits for the agent to be ready)."),
+    _tool(prompt_agent, PromptAgentParams, shapes.AgentResult, reads_only=False,
+          description="Send an agent a prompt and press Enter; returns the status it led "
+          "to. Follow with wait_for_agent for the end of its turn."),
+    _tool(wait_for_output, WaitOutputParams, shapes.OutputMatch, reads_only=True,
+          description="Wait until a line of a pane's text matches a regex; returns the line "
+          "and the text."),
+    _tool(wait_for_agent, WaitAgentParams, shapes.AgentTurn, reads_only=True,
+          description="Wait until an agent's turn ends (status idle, done or blocked, or "
+          "the statuses in until); returns the agent and the end of its screen."),
+    _tool(wait_for_blocked, WaitBlockedParams, shapes.AgentTurn, reads_only=True,
+          description="Wait until any agent is blocked (asking for a permission or an "
+          "answer); returns which one and its screen."),
+)
+"""Every tool, in the order they are listed."""
+
