@@ -13,7 +13,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml plugins/cmux-claude/pyproject.toml plugins/cmux-codex/pyproject.toml \
 		plugins/cmux-gemini/pyproject.toml plugins/cmux-opencode/pyproject.toml \
 		plugins/cmux-qwen/pyproject.toml plugins/cmux-status-card/pyproject.toml \
-		plugins/cmux-copilot/pyproject.toml
+		plugins/cmux-copilot/pyproject.toml plugins/cmux-mcp/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,ghostty]'
@@ -25,6 +25,7 @@ $(STAMP): pyproject.toml plugins/cmux-claude/pyproject.toml plugins/cmux-codex/p
 	$(BIN)/python -m pip install --quiet -e plugins/cmux-qwen
 	$(BIN)/python -m pip install --quiet -e plugins/cmux-copilot
 	$(BIN)/python -m pip install --quiet -e plugins/cmux-status-card
+	$(BIN)/python -m pip install --quiet -e plugins/cmux-mcp
 	touch $(STAMP)
 
 serve: $(STAMP)

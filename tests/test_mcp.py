@@ -4,8 +4,8 @@ One cmux server (knowing a small fake agent from a test manifest) and one MCP se
 shared by the tests of this module: the session lists the tools, opens a pane and reads it
 back, starts the fake agent, prompts it, waits for its turn and for it to block, cancels a
 wait, reads and subscribes to resources. Two more sessions, ``--read-only`` and
-``--workspace sandbox``, check the limits, and one whose cmux server is stopped checks that
-a dead server is a tool error.
+``--workspace sandbox``, check the limits; the read-only one, on a cmux server of its own,
+also follows a resource on the 2026 protocol and outlives that server.
 
 The fake agent (``mcpbot_agent.py``) draws an idle prompt; a line ``ask`` makes it ask a
 question (``blocked``) until a ``y``; any other line makes it work for a moment, then print
@@ -24,6 +24,7 @@ from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 import jsonschema
 import mcp_types as types
 import pytest
@@ -291,15 +292,36 @@ def test_resources_list_read_and_notify(mcp: Session) -> None:
     mcp("close_pane", pane_id=pane["pane_id"])
 
 
-def test_read_only_offers_only_the_readers(world: tuple[ServerProcess, Path]) -> None:
-    session = Session(world[0], "--read-only", mode="auto")
+async def first_update(client: Client, uri: str, act: Any) -> Any:
+    """The first event of a ``subscriptions/listen`` stream on ``uri`` after ``act()``."""
+    with anyio.fail_after(20):
+        async with client.listen(resource_subscriptions=[uri]) as stream:
+            act()
+            async for event in stream:
+                return event
+    return None
+
+
+def test_read_only_offers_the_readers_and_outlives_its_cmux_server() -> None:
+    """On the 2026 protocol (subscriptions/listen); then its cmux server dies."""
+    server = start_server()
+    session = Session(server, "--read-only", mode="auto")
     try:
         names = {t.name for t in session.run(session.client.list_tools()).tools}
         assert names == READERS
         pane_id = session("list_panes")["panes"][0]["pane_id"]
         assert session.error("type_text", pane_id=pane_id, text="x")["code"] == "unknown_tool"
+        uri = f"cmux://panes/{pane_id}/screen"
+        event = session.run(first_update(session.client, uri, lambda: server.call(
+            "pane.send_text", {"pane_id": pane_id, "text": "echo listened\n"})))
+        assert getattr(event, "uri", None) == uri
+        server.process.kill()
+        server.process.wait()
+        assert session.error("list_workspaces")["code"] == "server_unavailable"
+        assert session.error("read_pane", pane_id=pane_id)["code"] == "server_unavailable"
     finally:
         session.close()
+        server.stop()
 
 
 def test_a_workspace_confines_every_tool(mcp: Session, world: tuple[ServerProcess, Path]
@@ -323,14 +345,3 @@ def test_a_workspace_confines_every_tool(mcp: Session, world: tuple[ServerProces
     finally:
         session.close()
 
-
-def test_a_dead_server_is_a_tool_error() -> None:
-    server = start_server()
-    session = Session(server)
-    try:
-        assert session("list_workspaces")["workspaces"]
-        server.stop()
-        assert session.error("list_workspaces")["code"] == "server_unavailable"
-        assert session.error("list_agents")["code"] == "server_unavailable"
-    finally:
-        session.close()
