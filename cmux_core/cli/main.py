@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from cmux_core.cli import extensions
 from cmux_core.cli.agent import add_agent_commands
 from cmux_core.cli.attach import add_attach_command
-from cmux_core.cli import extensions
 from cmux_core.cli.common import (
     Command,
     Result,

@@ -18,6 +18,11 @@ the core's:
   ``uninstall`` and ``status`` are what ``register`` takes.
 * :func:`settings_status` is the ``status()`` answer those integrations share;
   :func:`remove_unchanged` removes a file the integration wrote unless the user changed it.
+* :func:`flag_options` reads ``install``'s ``--option NAME=true|false`` options;
+  :func:`install_mcp_server`, :func:`uninstall_mcp_server` and :func:`has_mcp_server`
+  register cmux's MCP server (``cmux mcp``, the ``cmux-mcp`` distribution; started as
+  :func:`mcp_argv`) as ``cmux`` in a table of an agent's JSON or TOML settings
+  (``mcpServers``, ``mcp_servers``, ...).
 
 Every write goes through :mod:`cmux_core.plugin_host.settings_files` and comes back as a
 :class:`~cmux_core.plugin_host.settings_files.FileChange`, so dry runs, backups, atomic
@@ -31,12 +36,14 @@ import json
 import re
 import shlex
 import shutil
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import tomlkit
 import tomlkit.exceptions
 
 from cmux_core.config import config_dir
@@ -44,6 +51,7 @@ from cmux_core.plugin_host.settings_files import (
     FileChange,
     SettingsError,
     edit_json,
+    edit_toml,
     remove_file,
     write_text,
 )
@@ -54,22 +62,32 @@ __all__ = [
     "JsonHookGroups",
     "JsonHookIntegration",
     "bundled_text",
+    "flag_options",
     "handlers",
+    "has_mcp_server",
     "hook_command",
     "hook_dir",
     "hook_installed",
     "hooked_events",
     "install_hook",
+    "install_mcp_server",
     "is_our_hook",
+    "mcp_argv",
     "remove_empty_dir",
     "remove_unchanged",
     "settings_status",
     "uninstall_hook",
+    "uninstall_mcp_server",
 ]
 
 BUNDLED_PACKAGE = "cmux_core._hooks"
 HOOK_FILES = {"cmux-hook": 0o755, "cmux_hook.py": 0o644}
 """The files :func:`install_hook` writes for each agent, with their modes."""
+
+MCP_SERVER = "cmux"
+"""The name cmux's MCP server is registered under in an agent's settings."""
+
+_FLAGS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 
 _AGENT = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
@@ -302,3 +320,83 @@ class JsonHookIntegration:
     def status(self) -> dict[str, Any]:
         """``installed`` when the hook is in place and every event runs it."""
         return self.hooks.status(self.settings_path(), source=self.source)
+
+
+def flag_options(options: Mapping[str, Any] | None, names: Sequence[str], integration: str
+                 ) -> dict[str, bool]:
+    """``install``'s options as booleans, each of ``names`` (default false). A value is a
+    bool or what ``--option NAME=true`` sends (``true``/``false``, ``yes``/``no``,
+    ``1``/``0``); another value or name raises :class:`SettingsError` naming it."""
+    given = dict(options or {})
+    flags = {name: _FLAGS.get(str(given.pop(name, False)).lower()) for name in names}
+    wrong = sorted(given) or [name for name, value in flags.items() if value is None]
+    if wrong:
+        takes = " ".join(f"{name}=true|false" for name in names)
+        raise SettingsError(f"unknown option or value: {', '.join(wrong)}; the {integration} "
+                            f"integration takes {takes}")
+    return {name: bool(value) for name, value in flags.items()}
+
+
+def mcp_argv() -> list[str]:
+    """How an agent starts cmux's MCP server: the ``cmux`` beside this interpreter (an
+    agent may start it with another ``PATH``), else ``cmux`` from ``PATH``; then ``mcp``."""
+    beside = Path(sys.executable).with_name("cmux")
+    return [str(beside) if beside.is_file() else "cmux", "mcp"]
+
+
+def _servers(data: Any, key: str, path: Path) -> Any:
+    if not isinstance(data, Mapping):
+        raise SettingsError(f"{path}: is not a table of settings")
+    table = data.get(key)
+    if table is not None and not isinstance(table, Mapping):
+        raise SettingsError(f"{path}: '{key}' is not an object")
+    return table
+
+
+def _set_mcp_server(data: Any, key: str, entry: Mapping[str, Any], *, path: Path) -> None:
+    """Make ``data[key]["cmux"]`` be ``entry``, in place (``key``'s table is created when
+    missing; every other server in it stays)."""
+    table = _servers(data, key, path)
+    if table is None:
+        data[key] = table = {}
+    if table.get(MCP_SERVER) != entry:
+        table[MCP_SERVER] = dict(entry)
+
+
+def _drop_mcp_server(data: Any, key: str, *, path: Path) -> None:
+    """Remove ``data[key]["cmux"]``; a ``key`` table left empty by that goes too."""
+    table = _servers(data, key, path)
+    if table is not None and MCP_SERVER in table:
+        del table[MCP_SERVER]
+        if not table:
+            del data[key]
+
+
+def has_mcp_server(path: Path, key: str, *, toml: bool = False) -> bool:
+    """Whether the settings file at ``path`` (TOML when ``toml``) registers ``cmux`` under
+    ``key``."""
+    parse: Callable[[str], Any] = tomlkit.parse if toml else json.loads
+    try:
+        text = path.read_text(encoding="utf-8")
+        table = _servers(parse(text) if text.strip() else {}, key, path)
+    except (OSError, ValueError, SettingsError, tomlkit.exceptions.TOMLKitError):
+        return False
+    return table is not None and MCP_SERVER in table
+
+
+def install_mcp_server(path: Path, key: str, entry: Mapping[str, Any], *,
+                       dry_run: bool = False, toml: bool = False) -> FileChange:
+    """Register ``entry`` as ``key.cmux`` of the settings file at ``path`` (TOML through
+    ``tomlkit`` when ``toml``), created when missing; every other server stays."""
+    edit = edit_toml if toml else edit_json
+    return edit(path, lambda data: _set_mcp_server(data, key, entry, path=path),
+                dry_run=dry_run)
+
+
+def uninstall_mcp_server(path: Path, key: str, *, dry_run: bool = False,
+                         toml: bool = False) -> list[FileChange]:
+    """Remove ``key.cmux`` from the settings file at ``path``; ``[]`` when it has none."""
+    if not has_mcp_server(path, key, toml=toml):
+        return []
+    edit = edit_toml if toml else edit_json
+    return [edit(path, lambda data: _drop_mcp_server(data, key, path=path), dry_run=dry_run)]

@@ -6,7 +6,9 @@
   ``$XDG_CONFIG_HOME/cmux/hooks/codex/``;
 * adds one command hook running it to each event in :data:`EVENTS` as inline ``[hooks]``
   tables of ``$CODEX_HOME/config.toml`` (``~/.codex/config.toml``), through ``tomlkit`` so
-  the file's comments, layout and every other key stay as they were.
+  the file's comments, layout and every other key stay as they were;
+* with ``options={"mcp": true}``, also registers cmux's MCP server (``cmux mcp``, from the
+  ``cmux-mcp`` distribution) as ``[mcp_servers.cmux]`` in the same file.
 
 Codex runs a hook it has not seen before only after the user trusts it (``/hooks`` in
 Codex, or the "Hooks need review" prompt it shows at start-up). Install says so, and
@@ -18,8 +20,8 @@ hash of each hook's definition, recorded only when the user reviews it. Codex's 
 title), so it does not mark the end of a turn.
 
 Uninstall removes exactly those hook entries (an event, or ``hooks``, left empty by that is
-removed too) and the copied hook. The reports use source ``cmux:codex`` with the ``shared``
-authority; see ``docs/agents.md``.
+removed too), the copied hook and ``[mcp_servers.cmux]``. The reports use source
+``cmux:codex`` with the ``shared`` authority; see ``docs/agents.md``.
 """
 
 from __future__ import annotations
@@ -131,19 +133,36 @@ def remove_hooks(doc: Any) -> None:
         del doc["hooks"]
 
 
-def install(*, dry_run: bool = False) -> list[FileChange | str]:
-    """Copy the hook and add it to Codex's ``config.toml``."""
+MCP_KEY = "mcp_servers"
+
+
+def mcp_entry() -> dict[str, Any]:
+    command, *args = hook_kit.mcp_argv()
+    return {"command": command, "args": args}
+
+
+def install(*, dry_run: bool = False, options: dict[str, Any] | None = None
+            ) -> list[FileChange | str]:
+    """Copy the hook and add it to Codex's ``config.toml``; with the option ``mcp`` (a bool,
+    or ``true``/``false`` from ``--option mcp=true``) also register cmux's MCP server. Any
+    other option or value raises :class:`SettingsError` before anything is written."""
+    flags = hook_kit.flag_options(options, ("mcp",), AGENT)
     changes: list[FileChange | str] = [edit_toml(config_path(), add_hooks, dry_run=dry_run)]
     changes += hook_kit.install_hook(AGENT, dry_run=dry_run)
+    if flags["mcp"]:
+        changes.append(hook_kit.install_mcp_server(config_path(), MCP_KEY, mcp_entry(),
+                                                   dry_run=dry_run, toml=True))
     changes.append(TRUST_NOTE)
     return changes
 
 
 def uninstall(*, dry_run: bool = False) -> list[FileChange | str]:
-    """Remove our hook entries and the copied hook."""
+    """Remove our hook entries, the copied hook and the MCP server's entry."""
     changes: list[FileChange | str] = []
     if config_path().exists():
         changes.append(edit_toml(config_path(), remove_hooks, dry_run=dry_run))
+        changes += hook_kit.uninstall_mcp_server(config_path(), MCP_KEY, dry_run=dry_run,
+                                                 toml=True)
     changes += hook_kit.uninstall_hook(AGENT, dry_run=dry_run)
     return changes
 
@@ -151,7 +170,8 @@ def uninstall(*, dry_run: bool = False) -> list[FileChange | str]:
 def status() -> dict[str, Any]:
     """``installed`` when the hook is in place and every event runs it; ``trusted``,
     ``trust`` and ``trust_checked_by`` say whether Codex will run the hooks
-    (:func:`cmux_codex.trust.trust_status`), with a ``note`` on what to do when not."""
+    (:func:`cmux_codex.trust.trust_status`), with a ``note`` on what to do when not; ``mcp``
+    whether cmux's MCP server is registered."""
     path = config_path()
     try:
         doc: Any = tomlkit.parse(path.read_text(encoding="utf-8"))
@@ -164,6 +184,7 @@ def status() -> dict[str, Any]:
         extra["note"] = SKIPPED_NOTE
     elif extra["trusted"] is None:
         extra["note"] = UNCONFIRMED_NOTE
+    extra["mcp"] = hook_kit.has_mcp_server(path, MCP_KEY, toml=True)
     return hook_kit.settings_status(AGENT, path, EVENTS, parse=tomlkit.parse, key="config",
                                     source=SOURCE, **extra)
 
@@ -172,5 +193,5 @@ def status() -> dict[str, Any]:
 def cmux_register_integrations(register: RegisterIntegration) -> None:
     register(AGENT, install=install, uninstall=uninstall, status=status,
              description="Codex lifecycle hooks in config.toml: session, prompt, tool and "
-                         "permission reports",
+                         "permission reports (option mcp=true registers cmux mcp)",
              source=SOURCE, agent=AGENT, authority="shared")
