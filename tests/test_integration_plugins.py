@@ -1,8 +1,9 @@
 """The first-party integration plugins (cmux-claude, cmux-codex, cmux-copilot, cmux-gemini,
 cmux-opencode, cmux-qwen): install/uninstall round trips on temporary homes, settings that
 cannot be parsed, two installs at once, the same through ``integration.*`` of a real server,
-the hook files they install (the core's bundled ``hooks/``, no copies of their own), and a
-plain (non-editable) ``pip install`` of each; ``hook_kit``'s JSON hook-group edits on their own.
+the hook files they install (the core's bundled ``hooks/``, no copies of their own), a
+plain (non-editable) ``pip install`` of each, the ``mcp`` option registering ``cmux mcp``;
+``hook_kit``'s JSON hook-group edits on their own.
 """
 
 from __future__ import annotations
@@ -492,3 +493,57 @@ def test_the_integrate_your_agent_walkthrough_runs(tmp_path: Path) -> None:
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
+
+
+MCP_CONFIGS = {
+    "claude": (".claude.json", "mcpServers", json.dumps(
+        {"numStartups": 3, "mcpServers": {"docs": {"type": "stdio", "command": "docs-mcp"}}},
+        indent=2) + "\n"),
+    "codex": (".codex/config.toml", "mcp_servers",
+              '# my codex settings\nmodel = "gpt-5.1-codex"\n\n[mcp_servers.docs]\n'
+              'command = "docs-mcp"  # keep this comment\n'),
+    "gemini": (".gemini/settings.json", "mcpServers", json.dumps(
+        {"ui": {"theme": "Default"}, "mcpServers": {"docs": {"command": "docs-mcp"}}},
+        indent=2) + "\n"),
+    "opencode": (".config/opencode/opencode.json", "mcp", json.dumps(
+        {"$schema": "https://opencode.ai/config.json",
+         "mcp": {"docs": {"type": "local", "command": ["docs-mcp"]}}}, indent=2) + "\n"),
+}
+
+
+@pytest.mark.parametrize("agent", sorted(MCP_CONFIGS))
+def test_the_mcp_option_registers_cmux_mcp(agent: str, home: Path) -> None:
+    plugin = PLUGINS[agent]
+    name, key, text = MCP_CONFIGS[agent]
+    path = home / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+    def servers() -> dict[str, Any]:
+        data = tomllib.loads(path.read_text()) if agent == "codex" else json.loads(
+            path.read_text())
+        return dict(data.get(key, {}))
+
+    preview = [c for c in plugin.install(dry_run=True, options={"mcp": "true"})
+               if isinstance(c, FileChange) and c.path == path]
+    assert path.read_text() == text, "a dry run wrote"
+    assert preview and '"cmux"' in preview[-1].diff().replace("[mcp_servers.cmux]", '"cmux"')
+    assert plugin.status()["mcp"] is False
+    plugin.install(options={"mcp": "true"})
+    entry = servers()["cmux"]
+    argv = entry["command"] if agent == "opencode" else [entry["command"], *entry["args"]]
+    assert argv[-1] == "mcp" and Path(argv[0]).name == "cmux"
+    assert servers()["docs"], "another server was dropped"
+    assert path.with_name(path.name + ".cmux-backup").read_text() == text
+    assert plugin.status()["mcp"] is True
+    installed = path.read_bytes()
+    plugin.install(options={"mcp": True})
+    assert path.read_bytes() == installed, "a second install changed the file"
+    with pytest.raises(SettingsError, match="unknown option or value: mcp"):
+        plugin.install(options={"mcp": "maybe"})
+    plugin.uninstall()
+    if agent == "codex":  # tomlkit may keep the blank line it put before [mcp_servers.cmux]
+        assert path.read_text().rstrip("\n") == text.rstrip("\n")
+    else:
+        assert path.read_text() == text, "uninstall did not give the user's file back"
+    assert plugin.status()["mcp"] is False
