@@ -23,6 +23,7 @@ from .context import Context, ms, percentile
 from .detect_latency import case_detect_latency
 from .graphics import case_graphics
 from .hooks import case_hooks
+from .mcp import case_mcp
 from .proc import CLOCK_TICKS, cpu_seconds, rss_bytes, steady_rss
 from .report import Row
 from .scale import case_idle, case_scale
@@ -580,4 +581,5 @@ CASES: dict[str, Callable[[Context], list[Row]]] = {
     "detect_latency": case_detect_latency,
     "hooks": case_hooks,
     "graphics": case_graphics,
+    "mcp": case_mcp,
 }

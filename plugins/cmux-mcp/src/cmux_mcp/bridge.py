@@ -107,23 +107,26 @@ class Cmux:
         except CmuxError:
             return False
 
-    async def pane(self, pane_id: str) -> Row:
-        """``pane.get``'s pane, ``pane_not_found`` also for one outside the workspace."""
+    async def check_pane(self, pane_id: str) -> None:
+        """Raise ``pane_not_found`` for a pane outside the confining workspace (a pane that
+        does not exist is the server's own ``pane_not_found`` either way)."""
+        if self.workspace is None:
+            return
         pane = (await self.call("pane.get", {"pane_id": pane_id}))["pane"]
         if not await self.allows(pane):
             raise CmuxError("pane_not_found", f"pane {pane_id} is outside workspace "
                             f"{self.workspace}, the only one this MCP server may use",
                             {"pane_id": pane_id, "workspace": self.workspace})
-        return dict(pane)
 
-    async def agent(self, target: str) -> Row:
-        """``agent.get``'s agent, ``agent_not_found`` also for one outside the workspace."""
+    async def check_agent(self, target: str) -> None:
+        """Raise ``agent_not_found`` for an agent outside the confining workspace."""
+        if self.workspace is None:
+            return
         agent = (await self.call("agent.get", {"target": target}))["agent"]
         if not await self.allows(agent):
             raise CmuxError("agent_not_found", f"agent {target} is outside workspace "
                             f"{self.workspace}, the only one this MCP server may use",
                             {"target": target, "workspace": self.workspace})
-        return dict(agent)
 
 
 async def _read_lines(reader: Any, path: Path) -> AsyncIterator[Row]:

@@ -160,7 +160,8 @@ class Watcher:
         if pane_id is None:
             stream = self.cmux.lines("events.subscribe", {"subscriptions": AGENT_EVENTS})
         else:
-            pane = await self.cmux.pane(pane_id)
+            await self.cmux.check_pane(pane_id)
+            pane = (await self.cmux.call("pane.get", {"pane_id": pane_id}))["pane"]
             stream = self.cmux.lines("pane.attach", {
                 "pane_id": pane_id, "columns": max(2, int(pane.get("columns", 80))),
                 "lines": max(1, int(pane.get("rows", 24))), "read_only": True,

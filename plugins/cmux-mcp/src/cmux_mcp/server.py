@@ -91,6 +91,7 @@ async def call(cmux: Cmux, tool: Tool | None, name: str, arguments: dict[str, An
 def build(cmux: Cmux, *, read_only: bool = False) -> Server[Any]:
     """The server for ``cmux``: every tool, or with ``read_only`` only those that read."""
     offered = {t.name: t for t in TOOLS if t.reads_only or not read_only}
+    described = types.ListToolsResult(tools=[describe(t) for t in offered.values()])
     bus = InMemorySubscriptionBus()
     watcher = resources.Watcher(cmux, bus)
     listen = ListenHandler(bus)
@@ -101,7 +102,7 @@ def build(cmux: Cmux, *, read_only: bool = False) -> Server[Any]:
             yield {}
 
     async def list_tools(ctx: Context, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[describe(t) for t in offered.values()])
+        return described
 
     async def call_tool(ctx: Context, params: types.CallToolRequestParams
                         ) -> types.CallToolResult:

@@ -169,12 +169,12 @@ async def list_agents(cmux: Cmux, _: NoParams) -> shapes.AgentList:
 
 
 async def read_pane(cmux: Cmux, params: ReadPaneParams) -> shapes.Screen:
-    await cmux.pane(params.pane_id)
+    await cmux.check_pane(params.pane_id)
     return await _read(cmux, params.pane_id, params.source, params.lines)
 
 
 async def explain_agent(cmux: Cmux, params: AgentTarget) -> shapes.Explanation:
-    await cmux.agent(params.target)
+    await cmux.check_agent(params.target)
     result = await cmux.call("agent.explain", {"target": params.target})
     return shapes.explanation(result["explain"])
 
@@ -189,7 +189,7 @@ async def open_pane(cmux: Cmux, params: OpenPaneParams) -> shapes.PaneResult:
     if params.cwd is not None:
         request["cwd"] = params.cwd
     if params.split_from is not None:
-        await cmux.pane(params.split_from)
+        await cmux.check_pane(params.split_from)
         request["target_pane_id"] = params.split_from
     elif cmux.workspace is not None:
         request["workspace_id"] = await cmux.workspace_id(create=True)
@@ -201,20 +201,20 @@ async def open_pane(cmux: Cmux, params: OpenPaneParams) -> shapes.PaneResult:
 
 
 async def type_text(cmux: Cmux, params: TypeTextParams) -> shapes.Done:
-    await cmux.pane(params.pane_id)
+    await cmux.check_pane(params.pane_id)
     await cmux.call("pane.send_input", {"pane_id": params.pane_id, "text": params.text,
                                         "keys": ["enter"] if params.submit else []})
     return shapes.Done()
 
 
 async def press_keys(cmux: Cmux, params: PressKeysParams) -> shapes.Done:
-    await cmux.pane(params.pane_id)
+    await cmux.check_pane(params.pane_id)
     await cmux.call("pane.send_keys", {"pane_id": params.pane_id, "keys": params.keys})
     return shapes.Done()
 
 
 async def close_pane(cmux: Cmux, params: PaneTarget) -> shapes.Done:
-    await cmux.pane(params.pane_id)
+    await cmux.check_pane(params.pane_id)
     await cmux.call("pane.close", {"pane_id": params.pane_id})
     return shapes.Done()
 
@@ -231,7 +231,7 @@ async def start_agent(cmux: Cmux, params: StartAgentParams) -> shapes.AgentResul
 
 
 async def prompt_agent(cmux: Cmux, params: PromptAgentParams) -> shapes.AgentResult:
-    await cmux.agent(params.target)
+    await cmux.check_agent(params.target)
     prompted = await cmux.call("agent.prompt", {"target": params.target, "text": params.text})
     return shapes.AgentResult(agent=shapes.agent(prompted["agent"]))
 
@@ -240,7 +240,7 @@ async def prompt_agent(cmux: Cmux, params: PromptAgentParams) -> shapes.AgentRes
 
 
 async def wait_for_output(cmux: Cmux, params: WaitOutputParams) -> shapes.OutputMatch:
-    await cmux.pane(params.pane_id)
+    await cmux.check_pane(params.pane_id)
     result = await cmux.call("pane.wait_for_output", {
         "pane_id": params.pane_id, "source": params.source,
         "match": {"type": "regex", "value": params.regex},
@@ -250,7 +250,7 @@ async def wait_for_output(cmux: Cmux, params: WaitOutputParams) -> shapes.Output
 
 
 async def wait_for_agent(cmux: Cmux, params: WaitAgentParams) -> shapes.AgentTurn:
-    await cmux.agent(params.target)
+    await cmux.check_agent(params.target)
     waited = await cmux.call("agent.wait", {
         "target": params.target, "until": params.until,
         "timeout_ms": _ms(params.timeout_s)}, wait_s=params.timeout_s)
