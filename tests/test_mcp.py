@@ -226,11 +226,16 @@ def test_an_agent_is_started_prompted_and_waited_for(
         mcp: Session, world: tuple[ServerProcess, Path]) -> None:
     started = mcp("start_agent", name="bot", command=agent_argv(world[1]))["agent"]
     assert started["name"] == "bot" and started["launch_pending"] is True
-    prompted = mcp("prompt_agent", target="bot", text="hello")["agent"]
-    assert prompted["status"] in ("working", "idle")
-    turn = mcp("wait_for_agent", target="bot", timeout_s=30)
+    turn = mcp("prompt_agent", target="bot", text="hello", wait=True, timeout_s=30)
     assert turn["agent"]["status"] == "idle" and turn["agent"]["agent"] == "mcpbot"
     assert "MCPBOT answer: olleh" in turn["screen"]["text"]
+    prompted = mcp("prompt_agent", target="bot", text="again")
+    assert prompted["screen"] is None and prompted["agent"]["status"] in ("working", "idle")
+    done = mcp("wait_for_agent", target="bot", until=["idle"], timeout_s=30)
+    assert done["agent"]["state_change_seq"] >= prompted["agent"]["state_change_seq"]
+    after = mcp("wait_for_output", pane_id=done["agent"]["pane_id"],
+                regex="^MCPBOT answer: niaga$", timeout_s=30)
+    assert after["matched_line"] == "MCPBOT answer: niaga"
     agents = mcp("list_agents")["agents"]
     assert [a["name"] for a in agents] == ["bot"]
     explained = mcp("explain_agent", target="bot")

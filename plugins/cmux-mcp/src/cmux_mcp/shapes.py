@@ -80,6 +80,12 @@ class AgentResult(BaseModel):
     agent: Agent
 
 
+class Prompted(BaseModel):
+    agent: Agent
+    screen: Screen | None = Field(None, description="with wait: the end of its pane's text "
+                                  "when the turn ended")
+
+
 class AgentTurn(BaseModel):
     agent: Agent
     screen: Screen = Field(description="the end of its pane's text when the wait ended")

@@ -85,6 +85,12 @@ class StartAgentParams(Params):
 
 class PromptAgentParams(AgentTarget):
     text: str = Field(description="the prompt; Enter is pressed after it")
+    wait: bool = Field(False, description="hold the call until the turn the prompt starts "
+                       "has ended (idle, done or blocked) and return the end of the screen")
+    timeout_s: float = Field(600.0, gt=0, le=MAX_WAIT_S, description="with wait: how long "
+                             "the turn may take")
+    lines: int = Field(SCREEN_LINES, ge=1, le=1000, description="with wait: lines of its "
+                       "screen to return")
 
 
 class WaitOutputParams(PaneTarget):
@@ -230,10 +236,21 @@ async def start_agent(cmux: Cmux, params: StartAgentParams) -> shapes.AgentResul
     return shapes.AgentResult(agent=shapes.agent(started["agent"]))
 
 
-async def prompt_agent(cmux: Cmux, params: PromptAgentParams) -> shapes.AgentResult:
+async def prompt_agent(cmux: Cmux, params: PromptAgentParams) -> shapes.Prompted:
+    """Without ``wait`` the answer comes once the prompt was taken, with the status it led
+    to; with ``wait``, cmux first waits for the prompt to change the agent's state (so a
+    turn that has not begun yet is not taken for one that ended), then for the turn's end."""
     await cmux.check_agent(params.target)
-    prompted = await cmux.call("agent.prompt", {"target": params.target, "text": params.text})
-    return shapes.AgentResult(agent=shapes.agent(prompted["agent"]))
+    request: dict[str, Any] = {"target": params.target, "text": params.text}
+    if not params.wait:
+        prompted = await cmux.call("agent.prompt", request)
+        return shapes.Prompted(agent=shapes.agent(prompted["agent"]))
+    request["wait"] = {"until": ["idle", "done", "blocked"],
+                       "timeout_ms": _ms(params.timeout_s)}
+    prompted = await cmux.call("agent.prompt", request, wait_s=params.timeout_s)
+    agent = prompted["agent"]
+    return shapes.Prompted(agent=shapes.agent(agent),
+                           screen=await _read(cmux, agent["pane_id"], lines=params.lines))
 
 
 # -- wait ---------------------------------------------------------------------------------
@@ -318,15 +335,16 @@ TOOLS: tuple[Tool, ...] = (
     _tool(start_agent, StartAgentParams, shapes.AgentResult, reads_only=False,
           description="Start an agent (an argv such as [\"claude\"]) in a new pane under a "
           "name; prompt_agent may follow at once (it waits for the agent to be ready)."),
-    _tool(prompt_agent, PromptAgentParams, shapes.AgentResult, reads_only=False,
+    _tool(prompt_agent, PromptAgentParams, shapes.Prompted, reads_only=False,
           description="Send an agent a prompt and press Enter; returns the status it led "
-          "to. Follow with wait_for_agent for the end of its turn."),
+          "to, or with wait=true the end of the turn and its screen (the answer)."),
     _tool(wait_for_output, WaitOutputParams, shapes.OutputMatch, reads_only=True,
           description="Wait until a line of a pane's text matches a regex; returns the line "
           "and the text."),
     _tool(wait_for_agent, WaitAgentParams, shapes.AgentTurn, reads_only=True,
-          description="Wait until an agent's turn ends (status idle, done or blocked, or "
-          "the statuses in until); returns the agent and the end of its screen."),
+          description="Wait until an agent's status is idle, done or blocked (or one in "
+          "until), at once if it already is; returns the agent and the end of its screen. "
+          "Right after a prompt use prompt_agent with wait=true instead."),
     _tool(wait_for_blocked, WaitBlockedParams, shapes.AgentTurn, reads_only=True,
           description="Wait until any agent is blocked (asking for a permission or an "
           "answer); returns which one and its screen."),
