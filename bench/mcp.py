@@ -41,21 +41,21 @@ async def _tool_calls(side: CmuxSide, pane: str, runs: int) -> list[float]:
     return times[1:]  # the first call also warms up the server's imports
 
 
-def measure(runs: int, emulator: str = "auto") -> dict[str, list[float]]:
-    """Seconds per call, MCP tool call and direct socket call."""
-    with CmuxSide(emulator) as side:
-        pane = str(side.conn.call("pane.current")["pane"]["pane_id"])
-        direct = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            side.conn.call("pane.read", {"pane_id": pane, "source": "visible"})
-            direct.append(time.perf_counter() - start)
-        return {"direct": direct, "mcp": asyncio.run(_tool_calls(side, pane, runs))}
+def measure(side: CmuxSide, runs: int) -> dict[str, list[float]]:
+    """Seconds per call on ``side``'s server, direct socket call and MCP tool call."""
+    pane = str(side.conn.call("pane.current")["pane"]["pane_id"])
+    direct = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        side.conn.call("pane.read", {"pane_id": pane, "source": "visible"})
+        direct.append(time.perf_counter() - start)
+    return {"direct": direct, "mcp": asyncio.run(_tool_calls(side, pane, runs))}
 
 
 def case_mcp(ctx: Context) -> list[Row]:
     runs = 100 if ctx.sizes == QUICK else 300
-    t = measure(runs, ctx.emulator)
+    with CmuxSide(ctx.emulator) as side:
+        t = measure(side, runs)
 
     def p(name: str, q: float) -> float:
         return ms(percentile(t[name], q))
@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--emulator", default="auto")
     args = parser.parse_args(argv)
-    t = measure(args.runs, args.emulator)
+    with CmuxSide(args.emulator) as side:
+        t = measure(side, args.runs)
     for name, values in t.items():
         print(f"{name:7} p50 {ms(percentile(values, 50)):6.2f} ms   "
               f"p99 {ms(percentile(values, 99)):6.2f} ms")

@@ -15,7 +15,7 @@ import pytest
 # bench/ sits next to tests/ and is not an installed package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import cases, context, scale
+from bench import cases, context, mcp, scale
 from bench.cmux import CmuxSide
 from bench.report import Row, table
 
@@ -63,6 +63,12 @@ def test_scale_and_idle_wakeups(side: CmuxSide, tmp_path: Path) -> None:
     assert result.failures == []
     total, threads, cpu = scale.idle_cmux(side, 1, 0.2, settle=0.0)
     assert total >= 0 and cpu >= 0 and "main" in threads
+
+
+def test_mcp_tool_calls_and_direct_calls(side: CmuxSide) -> None:
+    times = mcp.measure(side, 2)
+    assert len(times["direct"]) == len(times["mcp"]) == 2
+    assert all(t > 0 for t in times["direct"] + times["mcp"])
 
 
 def test_table_reads_ratios_by_direction() -> None:
