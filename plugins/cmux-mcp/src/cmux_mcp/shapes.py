@@ -31,9 +31,10 @@ class Pane(BaseModel):
     cwd: str | None = None
     focused: bool = False
     status: str = Field(description="idle, working, blocked, done or unknown")
-    agent: str | None = Field(None, description="the agent detected in the pane (claude, ...)")
-    name: str | None = Field(None, description="the agent's name, from start_agent")
-    changed_at: float | None = Field(None, description="unix time of the last state change")
+    agent: str | None = Field(default=None,
+                              description="the agent detected in the pane (claude, ...)")
+    name: str | None = Field(default=None, description="the agent's name, from start_agent")
+    changed_at: float | None = Field(default=None, description="unix time of the last state change")
     exited: bool = False
     exit_code: int | None = None
 
@@ -41,15 +42,15 @@ class Pane(BaseModel):
 class Agent(BaseModel):
     pane_id: str
     workspace_id: str
-    name: str | None = Field(None, description="its name, from start_agent; a target")
-    agent: str | None = Field(None, description="which agent it is (claude, codex, ...)")
+    name: str | None = Field(default=None, description="its name, from start_agent; a target")
+    agent: str | None = Field(default=None, description="which agent it is (claude, codex, ...)")
     status: str = Field(description="idle, working, blocked, done or unknown")
     cwd: str | None = None
-    changed_at: float | None = Field(None, description="unix time of the last state change")
-    state_change_seq: int = Field(0, description="server-wide number of the last change")
-    launch_pending: bool = Field(False, description="started, not yet seen drawing its "
+    changed_at: float | None = Field(default=None, description="unix time of the last state change")
+    state_change_seq: int = Field(default=0, description="server-wide number of the last change")
+    launch_pending: bool = Field(default=False, description="started, not yet seen drawing its "
                                  "input box")
-    message: str | None = Field(None, description="what its last hook report said")
+    message: str | None = Field(default=None, description="what its last hook report said")
 
 
 class Screen(BaseModel):
@@ -82,7 +83,7 @@ class AgentResult(BaseModel):
 
 class Prompted(BaseModel):
     agent: Agent
-    screen: Screen | None = Field(None, description="with wait: the end of its pane's text "
+    screen: Screen | None = Field(default=None, description="with wait: the end of its pane's text "
                                   "when the turn ended")
 
 
@@ -112,7 +113,7 @@ class Explanation(BaseModel):
     state: str | None = None
     matched_rule: str | None = None
     identified_by: str | None = None
-    reason: str | None = Field(None, description="why no rule decided, when none did")
+    reason: str | None = Field(default=None, description="why no rule decided, when none did")
     rules: list[RuleEvidence] = Field(default_factory=list,
                                       description="every rule of its manifest, in order")
 

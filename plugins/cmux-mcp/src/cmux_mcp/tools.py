@@ -24,6 +24,8 @@ Status = Literal["idle", "working", "blocked", "done", "unknown"]
 Source = Literal["visible", "recent"]
 
 MAX_WAIT_S = 3600.0
+TURN_END: list[Status] = ["idle", "done", "blocked"]
+"""The statuses that end an agent's turn."""
 SCREEN_LINES = 40
 """How many lines a wait returns with its answer, unless told."""
 
@@ -45,29 +47,29 @@ class AgentTarget(Params):
 
 
 class ListPanesParams(Params):
-    workspace_id: str | None = Field(None, description="only this workspace's panes")
+    workspace_id: str | None = Field(default=None, description="only this workspace's panes")
 
 
 class ReadPaneParams(PaneTarget):
-    source: Source = Field("visible", description="visible: the screen as shown; recent: "
+    source: Source = Field(default="visible", description="visible: the screen as shown; recent: "
                            "the last lines, scrollback included")
-    lines: int = Field(80, ge=1, le=1000, description="at most this many lines (recent)")
+    lines: int = Field(default=80, ge=1, le=1000, description="at most this many lines (recent)")
 
 
 class OpenPaneParams(Params):
-    command: str | None = Field(None, description="a shell command line the pane runs "
+    command: str | None = Field(default=None, description="a shell command line the pane runs "
                                 "(default: an interactive shell)")
-    cwd: str | None = Field(None, description="working directory (default: that of the "
+    cwd: str | None = Field(default=None, description="working directory (default: that of the "
                             "pane it splits)")
-    split_from: str | None = Field(None, description="the pane to split (default: the "
+    split_from: str | None = Field(default=None, description="the pane to split (default: the "
                                    "focused pane of the workspace)")
     direction: Literal["right", "down"] = "right"
-    label: str | None = Field(None, description="a label shown for the pane")
+    label: str | None = Field(default=None, description="a label shown for the pane")
 
 
 class TypeTextParams(PaneTarget):
     text: str = Field(description="typed as is (pasted when the program asked for pastes)")
-    submit: bool = Field(False, description="press Enter after the text")
+    submit: bool = Field(default=False, description="press Enter after the text")
 
 
 class PressKeysParams(PaneTarget):
@@ -85,11 +87,11 @@ class StartAgentParams(Params):
 
 class PromptAgentParams(AgentTarget):
     text: str = Field(description="the prompt; Enter is pressed after it")
-    wait: bool = Field(False, description="hold the call until the turn the prompt starts "
+    wait: bool = Field(default=False, description="hold the call until the turn the prompt starts "
                        "has ended (idle, done or blocked) and return the end of the screen")
-    timeout_s: float = Field(600.0, gt=0, le=MAX_WAIT_S, description="with wait: how long "
+    timeout_s: float = Field(default=600.0, gt=0, le=MAX_WAIT_S, description="with wait: how long "
                              "the turn may take")
-    lines: int = Field(SCREEN_LINES, ge=1, le=1000, description="with wait: lines of its "
+    lines: int = Field(default=SCREEN_LINES, ge=1, le=1000, description="with wait: lines of its "
                        "screen to return")
 
 
@@ -97,20 +99,20 @@ class WaitOutputParams(PaneTarget):
     regex: str = Field(description="a line matching this (RE2 / Rust regex syntax) ends the "
                        "wait")
     source: Source = "recent"
-    timeout_s: float = Field(60.0, gt=0, le=MAX_WAIT_S)
+    timeout_s: float = Field(default=60.0, gt=0, le=MAX_WAIT_S)
 
 
 class WaitAgentParams(AgentTarget):
-    until: list[Status] = Field(default_factory=lambda: ["idle", "done", "blocked"],
+    until: list[Status] = Field(default_factory=lambda: list(TURN_END),
                                 min_length=1, description="statuses that end the wait")
-    timeout_s: float = Field(600.0, gt=0, le=MAX_WAIT_S)
-    lines: int = Field(SCREEN_LINES, ge=1, le=1000, description="lines of its screen to "
+    timeout_s: float = Field(default=600.0, gt=0, le=MAX_WAIT_S)
+    lines: int = Field(default=SCREEN_LINES, ge=1, le=1000, description="lines of its screen to "
                        "return")
 
 
 class WaitBlockedParams(Params):
-    timeout_s: float = Field(600.0, gt=0, le=MAX_WAIT_S)
-    lines: int = Field(SCREEN_LINES, ge=1, le=1000, description="lines of its screen to "
+    timeout_s: float = Field(default=600.0, gt=0, le=MAX_WAIT_S)
+    lines: int = Field(default=SCREEN_LINES, ge=1, le=1000, description="lines of its screen to "
                        "return")
 
 
@@ -245,7 +247,7 @@ async def prompt_agent(cmux: Cmux, params: PromptAgentParams) -> shapes.Prompted
     if not params.wait:
         prompted = await cmux.call("agent.prompt", request)
         return shapes.Prompted(agent=shapes.agent(prompted["agent"]))
-    request["wait"] = {"until": ["idle", "done", "blocked"],
+    request["wait"] = {"until": TURN_END,
                        "timeout_ms": _ms(params.timeout_s)}
     prompted = await cmux.call("agent.prompt", request, wait_s=params.timeout_s)
     agent = prompted["agent"]
