@@ -73,6 +73,7 @@ __all__ = [
     "install_mcp_server",
     "is_our_hook",
     "mcp_argv",
+    "mcp_stdio_entry",
     "remove_empty_dir",
     "remove_unchanged",
     "settings_status",
@@ -344,6 +345,13 @@ def mcp_argv() -> list[str]:
     return [str(beside) if beside.is_file() else "cmux", "mcp"]
 
 
+def mcp_stdio_entry(**extra: Any) -> dict[str, Any]:
+    """The ``{"command": ..., "args": [...]}`` entry of :func:`mcp_argv` most agents' MCP
+    settings take, with ``extra`` keys after them."""
+    command, *args = mcp_argv()
+    return {"command": command, "args": args, **extra}
+
+
 def _servers(data: Any, key: str, path: Path) -> Any:
     if not isinstance(data, Mapping):
         raise SettingsError(f"{path}: is not a table of settings")
@@ -384,10 +392,12 @@ def has_mcp_server(path: Path, key: str, *, toml: bool = False) -> bool:
     return table is not None and MCP_SERVER in table
 
 
-def install_mcp_server(path: Path, key: str, entry: Mapping[str, Any], *,
+def install_mcp_server(path: Path, key: str, entry: Mapping[str, Any] | None = None, *,
                        dry_run: bool = False, toml: bool = False) -> FileChange:
-    """Register ``entry`` as ``key.cmux`` of the settings file at ``path`` (TOML through
-    ``tomlkit`` when ``toml``), created when missing; every other server stays."""
+    """Register ``entry`` (default :func:`mcp_stdio_entry`) as ``key.cmux`` of the settings
+    file at ``path`` (TOML through ``tomlkit`` when ``toml``), created when missing; every
+    other server stays."""
+    entry = mcp_stdio_entry() if entry is None else entry
     edit = edit_toml if toml else edit_json
     return edit(path, lambda data: _set_mcp_server(data, key, entry, path=path),
                 dry_run=dry_run)

@@ -69,10 +69,6 @@ def mcp_config_path() -> Path:
     return (Path(explicit) if explicit else Path.home()) / ".claude.json"
 
 
-def mcp_entry() -> dict[str, Any]:
-    command, *args = hook_kit.mcp_argv()
-    return {"type": "stdio", "command": command, "args": args, "env": {}}
-
 
 def install(*, dry_run: bool = False, options: dict[str, Any] | None = None
             ) -> list[FileChange | str]:
@@ -89,7 +85,8 @@ def install(*, dry_run: bool = False, options: dict[str, Any] | None = None
     if flags["skill"]:
         changes.append(write_text(skill_path(), hook_kit.bundled_text(SKILL), dry_run=dry_run))
     if flags["mcp"]:
-        changes.append(hook_kit.install_mcp_server(mcp_config_path(), MCP_KEY, mcp_entry(),
+        entry = hook_kit.mcp_stdio_entry(type="stdio", env={})
+        changes.append(hook_kit.install_mcp_server(mcp_config_path(), MCP_KEY, entry,
                                                    dry_run=dry_run))
     return changes
 

@@ -136,10 +136,6 @@ def remove_hooks(doc: Any) -> None:
 MCP_KEY = "mcp_servers"
 
 
-def mcp_entry() -> dict[str, Any]:
-    command, *args = hook_kit.mcp_argv()
-    return {"command": command, "args": args}
-
 
 def install(*, dry_run: bool = False, options: dict[str, Any] | None = None
             ) -> list[FileChange | str]:
@@ -150,7 +146,7 @@ def install(*, dry_run: bool = False, options: dict[str, Any] | None = None
     changes: list[FileChange | str] = [edit_toml(config_path(), add_hooks, dry_run=dry_run)]
     changes += hook_kit.install_hook(AGENT, dry_run=dry_run)
     if flags["mcp"]:
-        changes.append(hook_kit.install_mcp_server(config_path(), MCP_KEY, mcp_entry(),
+        changes.append(hook_kit.install_mcp_server(config_path(), MCP_KEY,
                                                    dry_run=dry_run, toml=True))
     changes.append(TRUST_NOTE)
     return changes

@@ -52,10 +52,6 @@ INTEGRATION = hook_kit.JsonHookIntegration(HOOKS, settings_path, SOURCE)
 MCP_KEY = "mcpServers"
 
 
-def mcp_entry() -> dict[str, Any]:
-    command, *args = hook_kit.mcp_argv()
-    return {"command": command, "args": args}
-
 
 def install(*, dry_run: bool = False, options: dict[str, Any] | None = None
             ) -> list[FileChange | str]:
@@ -65,7 +61,7 @@ def install(*, dry_run: bool = False, options: dict[str, Any] | None = None
     flags = hook_kit.flag_options(options, ("mcp",), AGENT)
     changes = INTEGRATION.install(dry_run=dry_run)
     if flags["mcp"]:
-        changes.append(hook_kit.install_mcp_server(settings_path(), MCP_KEY, mcp_entry(),
+        changes.append(hook_kit.install_mcp_server(settings_path(), MCP_KEY,
                                                    dry_run=dry_run))
     return changes
 

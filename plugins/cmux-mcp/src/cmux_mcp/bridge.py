@@ -110,23 +110,20 @@ class Cmux:
     async def check_pane(self, pane_id: str) -> None:
         """Raise ``pane_not_found`` for a pane outside the confining workspace (a pane that
         does not exist is the server's own ``pane_not_found`` either way)."""
-        if self.workspace is None:
-            return
-        pane = (await self.call("pane.get", {"pane_id": pane_id}))["pane"]
-        if not await self.allows(pane):
-            raise CmuxError("pane_not_found", f"pane {pane_id} is outside workspace "
-                            f"{self.workspace}, the only one this MCP server may use",
-                            {"pane_id": pane_id, "workspace": self.workspace})
+        await self._check("pane.get", "pane_id", pane_id, "pane")
 
     async def check_agent(self, target: str) -> None:
         """Raise ``agent_not_found`` for an agent outside the confining workspace."""
+        await self._check("agent.get", "target", target, "agent")
+
+    async def _check(self, method: str, param: str, value: str, kind: str) -> None:
         if self.workspace is None:
             return
-        agent = (await self.call("agent.get", {"target": target}))["agent"]
-        if not await self.allows(agent):
-            raise CmuxError("agent_not_found", f"agent {target} is outside workspace "
+        row = (await self.call(method, {param: value}))[kind]
+        if not await self.allows(row):
+            raise CmuxError(f"{kind}_not_found", f"{kind} {value} is outside workspace "
                             f"{self.workspace}, the only one this MCP server may use",
-                            {"target": target, "workspace": self.workspace})
+                            {param: value, "workspace": self.workspace})
 
 
 async def _read_lines(reader: Any, path: Path) -> AsyncIterator[Row]:
