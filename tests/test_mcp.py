@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import sys
 import textwrap
 import threading
@@ -56,31 +57,15 @@ AGENT_SCRIPT = textwrap.dedent("""\
             show("MCPBOT answer: " + text[::-1] + "\\n> type here")
 """)
 
-MANIFEST = textwrap.dedent("""\
-    id = "mcpbot"
-    version = "1.0"
-    process_names = ["mcpbot_agent"]
+RULES = [("asks", "blocked", "visible_blocker", "Allow this? [y/n]"),
+         ("thinking", "working", None, "esc to interrupt"),
+         ("prompt", "idle", "visible_idle", "type here")]
+"""The manifest's rules, highest priority first: id, state, visibility flag, text."""
 
-    [[rules]]
-    id = "asks"
-    state = "blocked"
-    priority = 30
-    visible_blocker = true
-    contains = ["Allow this? [y/n]"]
-
-    [[rules]]
-    id = "thinking"
-    state = "working"
-    priority = 20
-    contains = ["esc to interrupt"]
-
-    [[rules]]
-    id = "prompt"
-    state = "idle"
-    priority = 10
-    visible_idle = true
-    contains = ["type here"]
-""")
+MANIFEST = 'id = "mcpbot"\nversion = "1.0"\nprocess_names = ["mcpbot_agent"]\n' + "".join(
+    f'\n[[rules]]\nid = "{rule}"\nstate = "{state}"\npriority = {30 - 10 * rank}\n'
+    + (f"{flag} = true\n" if flag else "") + f"contains = [{json.dumps(text)}]\n"
+    for rank, (rule, state, flag, text) in enumerate(RULES))
 
 READERS = {"list_workspaces", "list_panes", "list_agents", "read_pane", "explain_agent",
            "wait_for_output", "wait_for_agent", "wait_for_blocked"}
@@ -286,25 +271,28 @@ def test_resources_list_read_and_notify(mcp: Session) -> None:
         warnings.simplefilter("ignore")  # resources/subscribe is the 2025 protocol's
         mcp.run(mcp.client.subscribe_resource(uri))
 
-    def notified() -> bool:
-        return any(isinstance(n, types.ResourceUpdatedNotification) and n.params.uri == uri
+    def notices() -> int:
+        return sum(isinstance(n, types.ResourceUpdatedNotification) and n.params.uri == uri
                    for n in mcp.notices)
+    wait_until(notices, timeout=20, message=f"the notice that {uri} is watched")
+    watched = notices()
     mcp("type_text", pane_id=pane["pane_id"], text="echo resource-changed", submit=True)
-    wait_until(notified, timeout=20, message=f"an update notice for {uri}")
+    wait_until(lambda: notices() > watched, timeout=20, message=f"an update notice for {uri}")
     screen = mcp.run(mcp.client.read_resource(uri)).contents[0]
     assert isinstance(screen, types.TextResourceContents)
     assert "resource-changed" in screen.text
     mcp("close_pane", pane_id=pane["pane_id"])
 
 
-async def first_update(client: Client, uri: str, act: Any) -> Any:
-    """The first event of a ``subscriptions/listen`` stream on ``uri`` after ``act()``."""
-    with anyio.fail_after(20):
+async def update_after(client: Client, uri: str, act: Any) -> Any:
+    """The event of a ``subscriptions/listen`` stream on ``uri`` after the one saying the
+    watch is in place and ``act()``."""
+    with anyio.fail_after(30):
         async with client.listen(resource_subscriptions=[uri]) as stream:
+            events = aiter(stream)
+            await anext(events)
             act()
-            async for event in stream:
-                return event
-    return None
+            return await anext(events)
 
 
 def test_read_only_offers_the_readers_and_outlives_its_cmux_server() -> None:
@@ -317,7 +305,7 @@ def test_read_only_offers_the_readers_and_outlives_its_cmux_server() -> None:
         pane_id = session("list_panes")["panes"][0]["pane_id"]
         assert session.error("type_text", pane_id=pane_id, text="x")["code"] == "unknown_tool"
         uri = f"cmux://panes/{pane_id}/screen"
-        event = session.run(first_update(session.client, uri, lambda: server.call(
+        event = session.run(update_after(session.client, uri, lambda: server.call(
             "pane.send_text", {"pane_id": pane_id, "text": "echo listened\n"})))
         assert getattr(event, "uri", None) == uri
         server.process.kill()

@@ -8,9 +8,9 @@ the ``initialize`` handshake, ``subscriptions/listen`` on 2026-07-28 connections
 ``notifications/resources/updated`` for it when it changes. :class:`Watcher` watches only
 what someone subscribed to: the agent list through cmux's ``events.subscribe`` (agent
 status, detection, panes opening and closing), a screen through a read-only ``pane.attach``
-that never resizes the pane, whose frames come when the screen changes. Notices for one
-resource are at most :data:`NOTICE_INTERVAL_S` apart; a change within that time is folded
-into the next notice.
+that never resizes the pane, whose frames come when the screen changes (and once when the
+attach is in place, which is a notice too). Notices for one resource are at least
+:data:`NOTICE_INTERVAL_S` apart; a change within that time is folded into the next notice.
 """
 
 from __future__ import annotations
@@ -154,8 +154,9 @@ class Watcher:
                 await anyio.sleep(RETRY_S)
 
     async def _follow(self, uri: str) -> None:
-        """Notify on each change of ``uri`` until its stream ends; the first line (the
-        subscription's start, the attach's first whole frame) is the state as it is."""
+        """Notify on each change of ``uri`` until its stream ends. A screen's first frame
+        (the whole screen once the attach is in place) is a notice too: a change made while
+        the watch was starting is then not lost."""
         pane_id = screen_pane(uri)
         if pane_id is None:
             stream = self.cmux.lines("events.subscribe", {"subscriptions": AGENT_EVENTS})
@@ -167,11 +168,7 @@ class Watcher:
                 "lines": max(1, int(pane.get("rows", 24))), "read_only": True,
                 "resize": False, "frames": "rows"})
         async with stream as lines:
-            first = pane_id is not None
             async for line in lines:
-                if first:
-                    first = False
-                    continue
                 if line.get("frame") == "end":
                     await self.notify(uri)
                     return

@@ -9,9 +9,10 @@ sees and touches only that workspace.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -117,6 +118,7 @@ class WaitBlockedParams(Params):
 
 
 Run = Callable[[Cmux, Any], Awaitable[BaseModel]]
+R = TypeVar("R", bound=Run)
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,21 @@ class Tool:
     output: type[BaseModel]
     run: Run
     reads_only: bool
+
+
+TOOLS: list[Tool] = []
+"""Every tool, in the order they are listed (the order they are defined below)."""
+
+
+def tool(params: type[Params], output: type[BaseModel], *, reads_only: bool
+         ) -> Callable[[R], R]:
+    """Add the decorated coroutine to :data:`TOOLS` under its name; its docstring, on one
+    line, is the tool's description."""
+    def register(run: R) -> R:
+        description = " ".join((inspect.getdoc(run) or "").split())
+        TOOLS.append(Tool(run.__name__, description, params, output, run, reads_only))
+        return run
+    return register
 
 
 def _ms(seconds: float) -> int:
@@ -147,13 +164,18 @@ async def _agents(cmux: Cmux) -> list[Row]:
 # -- see ----------------------------------------------------------------------------------
 
 
+@tool(NoParams, shapes.WorkspaceList, reads_only=True)
 async def list_workspaces(cmux: Cmux, _: NoParams) -> shapes.WorkspaceList:
+    """List the workspaces: label, status, pane count, cwd."""
     rows = (await cmux.call("workspace.list"))["workspaces"]
     return shapes.WorkspaceList(workspaces=[shapes.workspace(r) for r in rows
                                             if await cmux.allows(r)])
 
 
+@tool(ListPanesParams, shapes.PaneList, reads_only=True)
 async def list_panes(cmux: Cmux, params: ListPanesParams) -> shapes.PaneList:
+    """List the panes with what runs in them: agent and its status (idle, working, blocked,
+    done), agent name, cwd, time of the last change, exit code."""
     wanted = params.workspace_id
     if cmux.workspace is not None:
         try:
@@ -172,16 +194,23 @@ async def list_panes(cmux: Cmux, params: ListPanesParams) -> shapes.PaneList:
     return shapes.PaneList(panes=panes)
 
 
+@tool(NoParams, shapes.AgentList, reads_only=True)
 async def list_agents(cmux: Cmux, _: NoParams) -> shapes.AgentList:
+    """List the agents (Claude Code, Codex, ... in any pane) with status, name, cwd and time
+    of the last change."""
     return shapes.AgentList(agents=[shapes.agent(a) for a in await _agents(cmux)])
 
 
+@tool(ReadPaneParams, shapes.Screen, reads_only=True)
 async def read_pane(cmux: Cmux, params: ReadPaneParams) -> shapes.Screen:
+    """Read a pane's text: the visible screen, or the recent N lines."""
     await cmux.check_pane(params.pane_id)
     return await _read(cmux, params.pane_id, params.source, params.lines)
 
 
+@tool(AgentTarget, shapes.Explanation, reads_only=True)
 async def explain_agent(cmux: Cmux, params: AgentTarget) -> shapes.Explanation:
+    """Explain why an agent has its status: which screen rule matched."""
     await cmux.check_agent(params.target)
     result = await cmux.call("agent.explain", {"target": params.target})
     return shapes.explanation(result["explain"])
@@ -190,7 +219,10 @@ async def explain_agent(cmux: Cmux, params: AgentTarget) -> shapes.Explanation:
 # -- act ----------------------------------------------------------------------------------
 
 
+@tool(OpenPaneParams, shapes.PaneResult, reads_only=False)
 async def open_pane(cmux: Cmux, params: OpenPaneParams) -> shapes.PaneResult:
+    """Open a pane (a split) running a shell command or a shell; returns the pane. Read it
+    back with read_pane or wait_for_output."""
     request: dict[str, Any] = {"direction": params.direction}
     if params.command is not None:
         request["command"] = ["/bin/sh", "-c", params.command]
@@ -208,26 +240,35 @@ async def open_pane(cmux: Cmux, params: OpenPaneParams) -> shapes.PaneResult:
     return shapes.PaneResult(pane=shapes.pane(pane))
 
 
+@tool(TypeTextParams, shapes.Done, reads_only=False)
 async def type_text(cmux: Cmux, params: TypeTextParams) -> shapes.Done:
+    """Type text into a pane, with submit=true pressing Enter after it."""
     await cmux.check_pane(params.pane_id)
     await cmux.call("pane.send_input", {"pane_id": params.pane_id, "text": params.text,
                                         "keys": ["enter"] if params.submit else []})
     return shapes.Done()
 
 
+@tool(PressKeysParams, shapes.Done, reads_only=False)
 async def press_keys(cmux: Cmux, params: PressKeysParams) -> shapes.Done:
+    """Press keys in a pane: enter, ctrl+c, esc, up, tab, y, ..."""
     await cmux.check_pane(params.pane_id)
     await cmux.call("pane.send_keys", {"pane_id": params.pane_id, "keys": params.keys})
     return shapes.Done()
 
 
+@tool(PaneTarget, shapes.Done, reads_only=False)
 async def close_pane(cmux: Cmux, params: PaneTarget) -> shapes.Done:
+    """Close a pane; its processes get SIGHUP."""
     await cmux.check_pane(params.pane_id)
     await cmux.call("pane.close", {"pane_id": params.pane_id})
     return shapes.Done()
 
 
+@tool(StartAgentParams, shapes.AgentResult, reads_only=False)
 async def start_agent(cmux: Cmux, params: StartAgentParams) -> shapes.AgentResult:
+    """Start an agent (an argv such as ["claude"]) in a new pane under a name; prompt_agent
+    may follow at once (it waits for the agent to be ready)."""
     request: dict[str, Any] = {"name": params.name, "argv": params.command,
                                "split": params.split}
     if params.cwd is not None:
@@ -238,17 +279,19 @@ async def start_agent(cmux: Cmux, params: StartAgentParams) -> shapes.AgentResul
     return shapes.AgentResult(agent=shapes.agent(started["agent"]))
 
 
+@tool(PromptAgentParams, shapes.Prompted, reads_only=False)
 async def prompt_agent(cmux: Cmux, params: PromptAgentParams) -> shapes.Prompted:
-    """Without ``wait`` the answer comes once the prompt was taken, with the status it led
-    to; with ``wait``, cmux first waits for the prompt to change the agent's state (so a
-    turn that has not begun yet is not taken for one that ended), then for the turn's end."""
+    """Send an agent a prompt and press Enter; returns the status it led to, or with
+    wait=true the end of the turn and its screen (the answer)."""
+    # Without ``wait`` the answer comes once the prompt was taken, with the status it led
+    # to; with ``wait``, cmux first waits for the prompt to change the agent's state (so a
+    # turn that has not begun yet is not taken for one that ended), then for the turn's end.
     await cmux.check_agent(params.target)
     request: dict[str, Any] = {"target": params.target, "text": params.text}
     if not params.wait:
         prompted = await cmux.call("agent.prompt", request)
         return shapes.Prompted(agent=shapes.agent(prompted["agent"]))
-    request["wait"] = {"until": TURN_END,
-                       "timeout_ms": _ms(params.timeout_s)}
+    request["wait"] = {"until": TURN_END, "timeout_ms": _ms(params.timeout_s)}
     prompted = await cmux.call("agent.prompt", request, wait_s=params.timeout_s)
     agent = prompted["agent"]
     return shapes.Prompted(agent=shapes.agent(agent),
@@ -258,7 +301,9 @@ async def prompt_agent(cmux: Cmux, params: PromptAgentParams) -> shapes.Prompted
 # -- wait ---------------------------------------------------------------------------------
 
 
+@tool(WaitOutputParams, shapes.OutputMatch, reads_only=True)
 async def wait_for_output(cmux: Cmux, params: WaitOutputParams) -> shapes.OutputMatch:
+    """Wait until a line of a pane's text matches a regex; returns the line and the text."""
     await cmux.check_pane(params.pane_id)
     result = await cmux.call("pane.wait_for_output", {
         "pane_id": params.pane_id, "source": params.source,
@@ -268,7 +313,11 @@ async def wait_for_output(cmux: Cmux, params: WaitOutputParams) -> shapes.Output
                               screen=shapes.screen(result["read"]))
 
 
+@tool(WaitAgentParams, shapes.AgentTurn, reads_only=True)
 async def wait_for_agent(cmux: Cmux, params: WaitAgentParams) -> shapes.AgentTurn:
+    """Wait until an agent's status is idle, done or blocked (or one in until), at once if it
+    already is; returns the agent and the end of its screen. Right after a prompt use
+    prompt_agent with wait=true instead."""
     await cmux.check_agent(params.target)
     waited = await cmux.call("agent.wait", {
         "target": params.target, "until": params.until,
@@ -296,7 +345,10 @@ async def _first_blocked(cmux: Cmux) -> Row:
     raise CmuxError("server_unavailable", "the cmux server ended the event stream")
 
 
+@tool(WaitBlockedParams, shapes.AgentTurn, reads_only=True)
 async def wait_for_blocked(cmux: Cmux, params: WaitBlockedParams) -> shapes.AgentTurn:
+    """Wait until any agent is blocked (asking for a permission or an answer); returns which
+    one and its screen."""
     try:
         with anyio.fail_after(params.timeout_s):
             agent = await _first_blocked(cmux)
@@ -305,51 +357,3 @@ async def wait_for_blocked(cmux: Cmux, params: WaitBlockedParams) -> shapes.Agen
                         ) from None
     return shapes.AgentTurn(agent=shapes.agent(agent),
                             screen=await _read(cmux, agent["pane_id"], lines=params.lines))
-
-
-def _tool(run: Run, params: type[Params], output: type[BaseModel], *, reads_only: bool,
-          description: str) -> Tool:
-    return Tool(run.__name__, description, params, output, run, reads_only)
-
-
-TOOLS: tuple[Tool, ...] = (
-    _tool(list_workspaces, NoParams, shapes.WorkspaceList, reads_only=True,
-          description="List the workspaces: label, status, pane count, cwd."),
-    _tool(list_panes, ListPanesParams, shapes.PaneList, reads_only=True,
-          description="List the panes with what runs in them: agent and its status (idle, "
-          "working, blocked, done), agent name, cwd, time of the last change, exit code."),
-    _tool(list_agents, NoParams, shapes.AgentList, reads_only=True,
-          description="List the agents (Claude Code, Codex, ... in any pane) with status, "
-          "name, cwd and time of the last change."),
-    _tool(read_pane, ReadPaneParams, shapes.Screen, reads_only=True,
-          description="Read a pane's text: the visible screen, or the recent N lines."),
-    _tool(explain_agent, AgentTarget, shapes.Explanation, reads_only=True,
-          description="Explain why an agent has its status: which screen rule matched."),
-    _tool(open_pane, OpenPaneParams, shapes.PaneResult, reads_only=False,
-          description="Open a pane (a split) running a shell command or a shell; returns "
-          "the pane. Read it back with read_pane or wait_for_output."),
-    _tool(type_text, TypeTextParams, shapes.Done, reads_only=False,
-          description="Type text into a pane, with submit=true pressing Enter after it."),
-    _tool(press_keys, PressKeysParams, shapes.Done, reads_only=False,
-          description="Press keys in a pane: enter, ctrl+c, esc, up, tab, y, ..."),
-    _tool(close_pane, PaneTarget, shapes.Done, reads_only=False,
-          description="Close a pane; its processes get SIGHUP."),
-    _tool(start_agent, StartAgentParams, shapes.AgentResult, reads_only=False,
-          description="Start an agent (an argv such as [\"claude\"]) in a new pane under a "
-          "name; prompt_agent may follow at once (it waits for the agent to be ready)."),
-    _tool(prompt_agent, PromptAgentParams, shapes.Prompted, reads_only=False,
-          description="Send an agent a prompt and press Enter; returns the status it led "
-          "to, or with wait=true the end of the turn and its screen (the answer)."),
-    _tool(wait_for_output, WaitOutputParams, shapes.OutputMatch, reads_only=True,
-          description="Wait until a line of a pane's text matches a regex; returns the line "
-          "and the text."),
-    _tool(wait_for_agent, WaitAgentParams, shapes.AgentTurn, reads_only=True,
-          description="Wait until an agent's status is idle, done or blocked (or one in "
-          "until), at once if it already is; returns the agent and the end of its screen. "
-          "Right after a prompt use prompt_agent with wait=true instead."),
-    _tool(wait_for_blocked, WaitBlockedParams, shapes.AgentTurn, reads_only=True,
-          description="Wait until any agent is blocked (asking for a permission or an "
-          "answer); returns which one and its screen."),
-)
-"""Every tool, in the order they are listed."""
-
