@@ -17,6 +17,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import os
+import shutil
+import subprocess
 import sys
 import textwrap
 import threading
@@ -26,15 +29,19 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+import cmux_mcp.cli
 import jsonschema
 import mcp_types as types
 import pytest
 from fake_agent import agent_argv, write_agent, write_manifests
 from mcp import Client, StdioServerParameters
 
+from cmux_core.cli import extensions
+from cmux_core.cli.main import build_parser
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
 T = TypeVar("T")
+ROOT = Path(__file__).resolve().parents[1]
 
 AGENT_SCRIPT = textwrap.dedent("""\
     import sys, termios, time
@@ -338,3 +345,31 @@ def test_a_workspace_confines_every_tool(mcp: Session, world: tuple[ServerProces
     finally:
         session.close()
 
+
+
+def test_cmux_finds_the_subcommand_and_keeps_its_own() -> None:
+    parser = build_parser()
+    assert extensions.find(parser, ["mcp", "--read-only"]) is cmux_mcp.cli.main
+    assert extensions.find(parser, ["serve"]) is None, "a built-in command was looked up"
+    assert extensions.find(parser, ["--json", "mcp"]) is None
+    assert extensions.find(parser, ["no-such-command"]) is None
+
+
+def test_the_plugin_installs_from_its_own_directory(tmp_path: Path) -> None:
+    """plugins/cmux-mcp alone, built and installed (not editable) into a directory of its
+    own, provides ``cmux mcp``."""
+    source = tmp_path / "src"
+    shutil.copytree(ROOT / "plugins" / "cmux-mcp", source,
+                    ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input",
+                    "install", "-q", "--no-deps", "--no-build-isolation", "--target",
+                    str(target), str(source)], check=True, capture_output=True, timeout=300)
+    script = ("import cmux_mcp, pathlib, sys\n"
+              f"assert pathlib.Path(cmux_mcp.__file__).is_relative_to({str(target)!r})\n"
+              "from cmux_core.cli.main import main\n"
+              "sys.exit(main(['mcp', '--help']))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(target)}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: cmux mcp")

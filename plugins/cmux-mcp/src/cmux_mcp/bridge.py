@@ -10,6 +10,7 @@ server that cannot be reached, or goes away mid-call, is a :class:`CmuxError`
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping
@@ -126,7 +127,7 @@ class Cmux:
                             {param: value, "workspace": self.workspace})
 
 
-async def _read_lines(reader: Any, path: Path) -> AsyncIterator[Row]:
+async def _read_lines(reader: asyncio.StreamReader, path: Path) -> AsyncIterator[Row]:
     while True:
         try:
             line = await reader.readline()

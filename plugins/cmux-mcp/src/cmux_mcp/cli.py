@@ -19,7 +19,6 @@ from cmux_core.cli.common import session_name
 from cmux_core.config import ConfigError, socket_path
 from cmux_core.errors import CmuxError
 from cmux_mcp.bridge import Cmux
-from cmux_mcp.server import serve
 
 log = logging.getLogger("cmux_mcp")
 
@@ -45,10 +44,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+    # The SDK takes a second or more to import: not for --help or a wrong command line.
+    from cmux_mcp.server import serve
+
+    logging.basicConfig(level=args.log_level, stream=sys.stderr, force=True,
                         format="cmux-mcp %(levelname)s %(name)s: %(message)s")
     try:
         path = socket_path(args.socket, args.session)
@@ -56,7 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cmux mcp: {exc}", file=sys.stderr)
         return 2
     try:
-        ensure_server(path)
+        if ensure_server(path):
+            log.info("started a cmux server at %s", path)
     except CmuxError as exc:
         log.warning("%s: %s (tools answer server_unavailable until it runs)", exc.code,
                     exc.message)

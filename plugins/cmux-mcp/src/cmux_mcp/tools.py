@@ -341,7 +341,9 @@ async def _first_blocked(cmux: Cmux) -> Row:
         async for event in events:
             data = event.get("data") or {}
             if data.get("agent_status") == "blocked" and await cmux.allows(data):
-                return dict((await cmux.call("agent.get", {"target": data["pane_id"]}))["agent"])
+                # The terminal names the agent of a pane's background tab too.
+                target = data.get("terminal_id") or data["pane_id"]
+                return dict((await cmux.call("agent.get", {"target": target}))["agent"])
     raise CmuxError("server_unavailable", "the cmux server ended the event stream")
 
 
