@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import cmux_mcp.cli
 import pytest
 
 from cmux_core.api.dispatch import MethodTable
@@ -183,12 +184,20 @@ def documented_commands() -> list[DocCommand]:
 COMMANDS = documented_commands()
 
 
+EXTENSION_PARSERS = {"mcp": cmux_mcp.cli.parser}
+"""The parsers of the subcommands first-party distributions add (group ``cmux.cli``)."""
+
+
 def parse(argv: list[str]) -> tuple[int, str]:
-    """Parse ``argv`` with the real ``cmux`` parser: (exit status, what it printed)."""
+    """Parse ``argv`` with the real ``cmux`` parser, or an added subcommand's own: (exit
+    status, what it printed)."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         try:
-            build_parser().parse_args(argv)
+            if argv and argv[0] in EXTENSION_PARSERS:
+                EXTENSION_PARSERS[argv[0]]().parse_args(argv[1:])
+            else:
+                build_parser().parse_args(argv)
         except SystemExit as exc:
             return int(exc.code or 0), out.getvalue()
     return 0, out.getvalue()

@@ -36,7 +36,7 @@ import pytest
 from fake_agent import agent_argv, write_agent, write_manifests
 from mcp import Client, StdioServerParameters
 
-from cmux_core.cli import extensions
+from cmux_core.cli.extensions import find_extension
 from cmux_core.cli.main import build_parser
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
@@ -349,10 +349,10 @@ def test_a_workspace_confines_every_tool(mcp: Session, world: tuple[ServerProces
 
 def test_cmux_finds_the_subcommand_and_keeps_its_own() -> None:
     parser = build_parser()
-    assert extensions.find(parser, ["mcp", "--read-only"]) is cmux_mcp.cli.main
-    assert extensions.find(parser, ["serve"]) is None, "a built-in command was looked up"
-    assert extensions.find(parser, ["--json", "mcp"]) is None
-    assert extensions.find(parser, ["no-such-command"]) is None
+    assert find_extension(parser, ["mcp", "--read-only"]) is cmux_mcp.cli.main
+    assert find_extension(parser, ["serve"]) is None, "a built-in command was looked up"
+    assert find_extension(parser, ["--json", "mcp"]) is None
+    assert find_extension(parser, ["no-such-command"]) is None
 
 
 def test_the_plugin_installs_from_its_own_directory(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ def builtin_commands(parser: argparse.ArgumentParser) -> set[str]:
             for name in action.choices}
 
 
-def find(parser: argparse.ArgumentParser, argv: Sequence[str]) -> Extension | None:
+def find_extension(parser: argparse.ArgumentParser, argv: Sequence[str]) -> Extension | None:
     """The callable a distribution provides for ``argv[0]``, or None (no such entry point,
     an option, or a built-in command)."""
     if not argv or argv[0].startswith("-") or argv[0] in builtin_commands(parser):

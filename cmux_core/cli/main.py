@@ -1,5 +1,7 @@
 """The ``cmux`` command: ``serve``, ``call METHOD [JSON|-]``, ``ping``, ``events``, ``api``,
-``tree``, ``capabilities``, and one group module per command group under it.
+``tree``, ``capabilities``, and one group module per command group under it; a name it
+does not know is looked up among the subcommands other distributions add
+(:mod:`~cmux_core.cli.extensions`).
 
 Every command takes ``--json``. Errors the server answers print ``code: message`` and exit
 1; a wrong command line or configuration prints ``cmux: <what is wrong>`` and exits 2.
@@ -15,7 +17,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from cmux_core.cli import extensions
 from cmux_core.cli.agent import add_agent_commands
 from cmux_core.cli.attach import add_attach_command
 from cmux_core.cli.common import (
@@ -30,6 +31,7 @@ from cmux_core.cli.common import (
     size_arg,
     star,
 )
+from cmux_core.cli.extensions import find_extension
 from cmux_core.cli.integration import add_integration_commands
 from cmux_core.cli.layout import add_layout_commands
 from cmux_core.cli.manifests import add_explain_command, add_manifest_commands
@@ -239,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    extension = extensions.find(parser, argv)
+    extension = find_extension(parser, argv)
     if extension is not None:
         return extension(argv[1:])
     args = parser.parse_args(argv)
