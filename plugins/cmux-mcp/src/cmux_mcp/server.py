@@ -43,8 +43,8 @@ ACTS = types.ToolAnnotations(read_only_hint=False, destructive_hint=True,
 
 INSTRUCTIONS = (
     "cmux runs shells and coding agents in terminal panes and knows each agent's status "
-    "(idle, working, blocked, done). To delegate: start_agent, prompt_agent, then "
-    "wait_for_agent (its answer is in the returned screen); wait_for_blocked finds an agent "
+    "(idle, working, blocked, done). To delegate: start_agent, then prompt_agent with "
+    "wait=true (its answer is in the returned screen); wait_for_blocked finds an agent "
     "asking for permission. For a command: open_pane, then wait_for_output or read_pane.")
 
 
