@@ -171,6 +171,14 @@ def mcp(world: tuple[ServerProcess, Path]) -> Iterator[Session]:
         session.close()
 
 
+@pytest.fixture(scope="module")
+def bot(mcp: Session, world: tuple[ServerProcess, Path]) -> dict[str, Any]:
+    """The fake agent, started through the MCP session as ``bot``: what start_agent said."""
+    started: dict[str, Any] = mcp("start_agent", name="bot",
+                                  command=agent_argv(world[1]))["agent"]
+    return started
+
+
 def pending_waits(server: ServerProcess) -> int:
     return int(server.call("server.stats")["pending_waits"])
 
@@ -214,10 +222,9 @@ def test_errors_are_tool_errors_with_cmux_codes(mcp: Session) -> None:
     assert mcp("list_workspaces")["workspaces"], "the server stopped answering"
 
 
-def test_an_agent_is_started_prompted_and_waited_for(
-        mcp: Session, world: tuple[ServerProcess, Path]) -> None:
-    started = mcp("start_agent", name="bot", command=agent_argv(world[1]))["agent"]
-    assert started["name"] == "bot" and started["launch_pending"] is True
+def test_an_agent_is_started_prompted_and_waited_for(mcp: Session, bot: dict[str, Any]
+                                                     ) -> None:
+    assert bot["name"] == "bot" and bot["launch_pending"] is True
     turn = mcp("prompt_agent", target="bot", text="hello", wait=True, timeout_s=30)
     assert turn["agent"]["status"] == "idle" and turn["agent"]["agent"] == "mcpbot"
     assert "MCPBOT answer: olleh" in turn["screen"]["text"]
@@ -235,7 +242,8 @@ def test_an_agent_is_started_prompted_and_waited_for(
     assert {r["id"] for r in explained["rules"]} == {"asks", "thinking", "prompt"}
 
 
-def test_wait_for_blocked_names_the_agent_and_shows_its_screen(mcp: Session) -> None:
+def test_wait_for_blocked_names_the_agent_and_shows_its_screen(mcp: Session,
+                                                              bot: dict[str, Any]) -> None:
     waiting = mcp.start("wait_for_blocked", timeout_s=30)
     mcp("prompt_agent", target="bot", text="ask")
     result = waiting.result(40)
@@ -266,7 +274,7 @@ def test_a_cancelled_wait_leaves_nothing_on_the_server(
     assert mcp("list_workspaces")["workspaces"]
 
 
-def test_resources_list_read_and_notify(mcp: Session) -> None:
+def test_resources_list_read_and_notify(mcp: Session, bot: dict[str, Any]) -> None:
     listed = mcp.run(mcp.client.list_resources()).resources
     uris = {r.uri for r in listed}
     assert "cmux://agents" in uris
@@ -324,8 +332,8 @@ def test_read_only_offers_the_readers_and_outlives_its_cmux_server() -> None:
         server.stop()
 
 
-def test_a_workspace_confines_every_tool(mcp: Session, world: tuple[ServerProcess, Path]
-                                         ) -> None:
+def test_a_workspace_confines_every_tool(mcp: Session, world: tuple[ServerProcess, Path],
+                                         bot: dict[str, Any]) -> None:
     outside = mcp("list_panes")["panes"][0]["pane_id"]
     session = Session(world[0], "--workspace", "sandbox")
     try:
