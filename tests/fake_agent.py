@@ -39,6 +39,22 @@ def screens_program(screens: Mapping[str, str]) -> str:
     """)
 
 
+DRAWN_SCREEN = textwrap.dedent("""\
+    import sys, termios, time
+    # Like a TUI, it draws its screen itself: the terminal echoes nothing typed, so every
+    # change after Enter is the agent's (an echo would count as the prompt taken before the
+    # agent, slowed by a loaded machine, had answered).
+    attrs = termios.tcgetattr(0)
+    attrs[3] &= ~termios.ECHO
+    termios.tcsetattr(0, termios.TCSANOW, attrs)
+    def show(text):
+        sys.stdout.write("\\x1b[2J\\x1b[H" + text + "\\n")
+        sys.stdout.flush()
+""")
+"""The start of an agent program that draws its screens with ``show(text)`` (the screen
+cleared first) and leaves echo off."""
+
+
 def write_agent(directory: Path, name: str, source: str) -> Path:
     """``source`` saved as ``<directory>/<name>.py``. Identification sees the script's name,
     so a manifest lists ``name`` in its ``process_names`` to know the agent."""

@@ -16,24 +16,21 @@ from pathlib import Path
 
 import pytest
 from conftest import Api
-from fake_agent import agent_argv, manifest_server, wait_agent, write_agent, write_manifests
+from fake_agent import (
+    DRAWN_SCREEN,
+    agent_argv,
+    manifest_server,
+    wait_agent,
+    write_agent,
+    write_manifests,
+)
 
 from cmux_core.api.methods.agent import PROMPT_ENTER_DELAY_S, PROMPT_TAKEN_LIMIT_S
 from cmux_core.cli.agent import add_agent_commands
 from cmux_core.cli.common import add_common
 from cmux_core.testing import ServerProcess
 
-AGENT_SCRIPT = textwrap.dedent("""\
-    import sys, termios, time
-    # Like a TUI, it draws its screen itself: the terminal echoes nothing typed, so every
-    # change after Enter is the agent's (an echo would count as the prompt taken before the
-    # agent, slowed by a loaded machine, had answered).
-    attrs = termios.tcgetattr(0)
-    attrs[3] &= ~termios.ECHO
-    termios.tcsetattr(0, termios.TCSANOW, attrs)
-    def show(text):
-        sys.stdout.write("\\x1b[2J\\x1b[H" + text + "\\n")
-        sys.stdout.flush()
+AGENT_SCRIPT = DRAWN_SCREEN + textwrap.dedent("""\
     show("PROMPTBOT\\n> type here")
     for line in sys.stdin:
         text = line.strip()

@@ -33,7 +33,7 @@ import cmux_mcp.cli
 import jsonschema
 import mcp_types as types
 import pytest
-from fake_agent import agent_argv, write_agent, write_manifests
+from fake_agent import DRAWN_SCREEN, agent_argv, write_agent, write_manifests
 from mcp import Client, StdioServerParameters
 
 from cmux_core.cli.extensions import find_extension
@@ -43,14 +43,7 @@ from cmux_core.testing import ServerProcess, start_server, wait_until
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[1]
 
-AGENT_SCRIPT = textwrap.dedent("""\
-    import sys, termios, time
-    attrs = termios.tcgetattr(0)
-    attrs[3] &= ~termios.ECHO
-    termios.tcsetattr(0, termios.TCSANOW, attrs)
-    def show(text):
-        sys.stdout.write("\\x1b[2J\\x1b[H" + text + "\\n")
-        sys.stdout.flush()
+AGENT_SCRIPT = DRAWN_SCREEN + textwrap.dedent("""\
     show("MCPBOT\\n> type here")
     for line in sys.stdin:
         text = line.strip()
