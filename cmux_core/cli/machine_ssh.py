@@ -99,7 +99,7 @@ def add_machine_ssh_command(machine_sub: Any, add_common: AddCommon) -> None:
     """Add ``ssh`` to the ``machine`` group's subparsers ``machine_sub``."""
     p = machine_sub.add_parser(
         "ssh", help="ssh to DEST from this pane; the remote's agent hooks report here",
-        description="Run ssh to DEST from inside a cmux pane, forwarding a report-only "
+        description="Run ssh to DEST from inside a cmux pane, forwarding a report-only\n"
         "socket, so agent hooks on the remote report into this pane.", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common(p)
