@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from conftest import Api
 
-from cmux_core.testing import ServerProcess, start_server, wait_until
+from cmux_core.testing import ServerProcess, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 HOOK = ROOT / "hooks" / "cmux-hook"
@@ -54,13 +54,9 @@ class ReportLine:
 
 
 @pytest.fixture(scope="module")
-def cmux_server() -> Iterator[ServerProcess]:
+def cmux_server(shared_server: ServerProcess) -> ServerProcess:
     """One server for the module: each test works in panes of its own."""
-    server = start_server()
-    try:
-        yield server
-    finally:
-        server.stop()
+    return shared_server
 
 
 @pytest.fixture
