@@ -7,12 +7,9 @@ sees the remote's hook report arrive through the forwarded socket.
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import shutil
 import socket
 import stat
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,12 +17,12 @@ from typing import Any
 
 import pytest
 from conftest import Api
+from local_sshd import Sshd, running_sshd
 
 from cmux_core.testing import ServerProcess, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 HOOK = ROOT / "hooks" / "cmux-hook"
-SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 REPORT = {"source": "cmux:claude", "agent": "claude", "state": "working"}
 
 
@@ -138,64 +135,18 @@ def test_the_opener_leaving_closes_the_socket_and_clears_its_reports(
 # -- through a real ssh -----------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
-def sshd(tmp_path: Path) -> Iterator[tuple[int, Path]]:
-    """An sshd on 127.0.0.1 with its own host key that lets this user in with a fresh key;
-    yields its port and the client key."""
-    if not os.access(SSHD, os.X_OK) or shutil.which("ssh") is None:
-        pytest.skip("OpenSSH's sshd and ssh are not installed")
-    keys = tmp_path / "keys"
-    keys.mkdir(mode=0o700)
-    for name in ("host", "client"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", keys / name],
-                       check=True)
-    (keys / "authorized_keys").write_bytes((keys / "client.pub").read_bytes())
-    port = _free_port()
-    config = keys / "sshd_config"
-    config.write_text(f"Port {port}\nListenAddress 127.0.0.1\nHostKey {keys / 'host'}\n"
-                      f"AuthorizedKeysFile {keys / 'authorized_keys'}\n"
-                      f"PidFile {keys / 'sshd.pid'}\nStrictModes no\nUsePAM no\n"
-                      "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-                      "PermitRootLogin prohibit-password\nAllowStreamLocalForwarding yes\n"
-                      "LogLevel ERROR\n")
-    if os.getuid() == 0:
-        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
-    log = keys / "sshd.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen([SSHD, "-D", "-e", "-f", config], stderr=out)
-    try:
-        wait_until(lambda: proc.poll() is not None or _accepts(port))
-        assert proc.poll() is None, log.read_text()
-        yield port, keys / "client"
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
-def _accepts(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), 0.2).close()
-    except OSError:
-        return False
-    return True
+def sshd(tmp_path: Path) -> Iterator[Sshd]:
+    with running_sshd(tmp_path) as server:
+        yield server
 
 
 def test_cmux_machine_ssh_carries_a_remote_hook_report_to_its_pane(
-        api: Api, sshd: tuple[int, Path]) -> None:
-    port, key = sshd
+        api: Api, sshd: Sshd) -> None:
     payload = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "hello"})
     remote = f"printf %s {shlex.quote(payload)} | {HOOK} claude && echo REPORTED && read line"
     ssh = shlex.join([sys.executable, "-m", "cmux_core", "machine", "ssh", "127.0.0.1",
-                      "-p", str(port), "-i", str(key), "-F", "/dev/null",
-                      "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
-                      "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
-                      "--", remote])
+                      *sshd.ssh_args(), "--", remote])
     # In a shell that outlives ssh, so what clears the agent is the socket closing, not
     # the pane's process exiting.
     pane = api.run(["sh", "-c", f"{ssh}; echo SSH-ENDED $?; exec sleep 600"])
