@@ -106,6 +106,13 @@ def test_no_python3_on_the_remote_is_named(remote: tuple[Path, Path, str],
     assert "no python3" in failed.value.message
 
 
+def test_a_runner_that_cannot_start_is_unreachable(tmp_path: Path) -> None:
+    with pytest.raises(CmuxError) as failed:
+        probe(CommandRunner([str(tmp_path / "no-such-ssh")]))
+    assert failed.value.code == "remote_unreachable"
+    assert "no-such-ssh" in failed.value.message
+
+
 def test_a_python3_without_venv_is_named(remote: tuple[Path, Path, str],
                                          tmp_path: Path) -> None:
     # As on a system that leaves the venv module out of its python3: it does not import.

@@ -31,6 +31,7 @@ from cmux_core.events import EventHub
 from cmux_core.model.events import PaneClosed, PaneUpdated
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Surface
+from cmux_core.socket_safety import SocketPathError
 
 log = logging.getLogger(__name__)
 
@@ -124,11 +125,16 @@ class ReportSockets:
 
     async def open(self, surface: Surface, owner: Peer | None) -> ReportSocket:
         """Listen on a new report socket for ``surface`` (a terminal); it lives until
-        :meth:`close` (see the module doc for when that is called)."""
-        path = self.directory() / f"{secrets.token_hex(6)}.sock"
+        :meth:`close` (see the module doc for when that is called). Raises
+        ``report_socket_failed`` when no socket can be made beside the main one."""
         gate = ReportGate(self.methods, self.mux, surface)
-        server = Server(self.events, gate, path)
-        await server.listen()
+        try:
+            path = self.directory() / f"{secrets.token_hex(6)}.sock"
+            server = Server(self.events, gate, path)
+            await server.listen()
+        except (OSError, SocketPathError) as exc:
+            raise CmuxError("report_socket_failed", f"cannot open a report socket beside "
+                            f"{self.socket_path}: {exc}") from None
         opened = ReportSocket(path, gate, server, owner.client_id if owner else None)
         self.open_sockets.append(opened)
         log.info("report socket %s opened for pane %s", path, gate.pane_id,

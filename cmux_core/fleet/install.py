@@ -61,8 +61,9 @@ class RemoteResult:
 
 class Runner(Protocol):
     """Runs ``command`` (a POSIX shell command line) on the remote with ``stdin`` as its
-    standard input, and returns once it has exited. It raises only when the remote cannot
-    be reached at all; a command that fails is a :class:`RemoteResult` with its code."""
+    standard input, and returns once it has exited. It raises (a :class:`CmuxError`) only
+    when the remote cannot be reached at all; a command that fails is a
+    :class:`RemoteResult` with its code."""
 
     def __call__(self, command: str, stdin: bytes = b"") -> RemoteResult: ...
 
@@ -78,9 +79,18 @@ class CommandRunner:
     timeout_s: float | None = 600.0
 
     def __call__(self, command: str, stdin: bytes = b"") -> RemoteResult:
-        done = subprocess.run([*self.prefix, command], input=stdin, capture_output=True,
-                              env=dict(self.env) if self.env is not None else None,
-                              timeout=self.timeout_s, check=False)
+        """Run it; ``remote_unreachable`` when ``prefix`` cannot be started or the command
+        outlives ``timeout_s`` (it is killed then)."""
+        try:
+            done = subprocess.run([*self.prefix, command], input=stdin, capture_output=True,
+                                  env=dict(self.env) if self.env is not None else None,
+                                  timeout=self.timeout_s, check=False)
+        except OSError as exc:
+            raise CmuxError("remote_unreachable",
+                            f"cannot run {self.prefix[0]}: {exc.strerror}") from None
+        except subprocess.TimeoutExpired:
+            raise CmuxError("remote_unreachable", f"the remote command did not end within "
+                            f"{self.timeout_s:g} s") from None
         return RemoteResult(done.returncode, done.stdout, done.stderr)
 
 
