@@ -144,13 +144,14 @@ def sshd(tmp_path: Path) -> Iterator[Sshd]:
 def test_cmux_machine_ssh_carries_a_remote_hook_report_to_its_pane(
         api: Api, sshd: Sshd) -> None:
     payload = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "hello"})
-    remote = f"printf %s {shlex.quote(payload)} | {HOOK} claude && echo REPORTED && read line"
+    remote = (f"printf %s {shlex.quote(payload)} | {HOOK} claude && "
+              'echo REPORTED "$(stat -c %a "$CMUX_SOCKET_PATH")" && read line')
     ssh = shlex.join([sys.executable, "-m", "cmux_core", "machine", "ssh", "127.0.0.1",
                       *sshd.ssh_args(), "--", remote])
     # In a shell that outlives ssh, so what clears the agent is the socket closing, not
     # the pane's process exiting.
     pane = api.run(["sh", "-c", f"{ssh}; echo SSH-ENDED $?; exec sleep 600"])
-    api.wait_line(pane, "REPORTED")
+    api.wait_line(pane, "REPORTED 600")  # the forwarded end is the remote user's alone
     row = wait_until(lambda: agent_row(api, pane))
     assert row["agent"] == "claude" and row["agent_status"] == "working", row
     api("pane.send_text", {"pane_id": pane, "text": "\r"})
