@@ -84,16 +84,31 @@ def test_install_then_again_copies_nothing_then_a_bad_wheel_fails_clearly(
 
     # A wheel spoilt in the cache is copied (its hash changed) and pip refuses it; the
     # environment keeps what it had, and its stamp, so the next good install copies again.
+    stamp = (venv / "cmux-install.json").read_bytes()
     spoilt = wheel_of("pyte", cache).path
     good = spoilt.read_bytes()
     spoilt.write_bytes(good[: len(good) // 2])
-    with pytest.raises(CmuxError) as failed:
-        install(runner, plugins=PLUGINS, cache_dir=cache)
+    try:
+        with pytest.raises(CmuxError) as failed:
+            install(runner, plugins=PLUGINS, cache_dir=cache)
+    finally:
+        spoilt.write_bytes(good)
     assert failed.value.code == "remote_install_failed"
     assert "pip install of the copied wheels failed" in failed.value.message
-    spoilt.write_bytes(good)
-    assert install(runner, plugins=PLUGINS, cache_dir=cache).copied == [], \
-        "the failed install must not have replaced the stamp"
+    assert (venv / "cmux-install.json").read_bytes() == stamp
+
+
+def test_with_uv_on_the_remote_uv_makes_the_environment(remote: tuple[Path, Path, str],
+                                                        tmp_path: Path) -> None:
+    uv = shutil.which("uv", path=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    if uv is None:
+        pytest.skip("uv is not installed (make venv installs it)")
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "uv").symlink_to(uv)
+    runner = _runner(tmp_path, f"{tools}:{remote[2]}")
+    report = install(runner, plugins=PLUGINS, cache_dir=remote[1])
+    assert report.used_uv and report.version == "0.1.0" and report.changed
 
 
 def test_no_python3_on_the_remote_is_named(remote: tuple[Path, Path, str],
