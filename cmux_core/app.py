@@ -2,8 +2,8 @@
 
 :class:`App` is the only place that knows how the parts fit: the event hub, the model, the
 agent tracker, the manifest registry and detection scheduler, the plugin host, the agent
-views, the method table and the socket server. Everything else receives what it needs from
-here. :func:`serve` runs an app in the foreground for ``cmux serve``.
+views, the method table, the socket server and the report-only sockets. Everything else
+receives what it needs from here. :func:`serve` runs an app in the foreground for ``cmux serve``.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from cmux_core.api.context import ServerInfo
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.loop_monitor import LoopMonitor
 from cmux_core.api.methods import register_core_methods
+from cmux_core.api.report_socket import ReportSockets
 from cmux_core.api.server import Connection, Server
 from cmux_core.config import Settings, session_file
 from cmux_core.detect.registry import ManifestRegistry, ReloadReport
@@ -122,6 +123,8 @@ class App:
         self.graphics_sources = SourceRunner(self.graphics, self.plugins)
         self.program_graphics = ProgramGraphics(self.graphics)
         self.attach = AttachBook()
+        self.report_sockets = ReportSockets(self.events, self.methods, self.mux, self.agents,
+                                            socket_path)
         register_core_methods(self.methods, self._method_contexts())
         self.server = Server(self.events, self.methods, socket_path,
                              on_request=self._request_seen, on_close=self._connection_closed)
@@ -143,6 +146,8 @@ class App:
         on(TabViewed, lambda notice: self.notifications.on_view(notice.tab))
         on(PluginUnloaded, self._plugin_unloaded)
         on(PaneClosed, self._pane_closed)
+        on(PaneClosed, self.report_sockets.pane_changed)
+        on(PaneUpdated, self.report_sockets.pane_changed)
         if self.settings.kitty_graphics:
             on(TerminalStarted, lambda notice: self.program_graphics.terminal_started(
                 notice.pane, notice.surface.terminal))
@@ -170,7 +175,7 @@ class App:
                                              self.graphics_sources),
             m.pane.io.PaneIoServices(mux, info),
             m.pane.lifecycle.LifecycleServices(mux, agents, settings),
-            m.pane.reports.ReportServices(mux, agents, self.plugins),
+            m.pane.reports.ReportServices(mux, agents, self.plugins, self.report_sockets),
             m.plugin.PluginServices(self.plugins),
             m.server.ServerServices(info, self.events, mux, agents, self.detection),
             m.surface.SurfaceServices(mux, agents, settings),
@@ -203,6 +208,7 @@ class App:
     def _connection_closed(self, conn: Connection) -> None:
         self.views.connection_closed(conn)
         self.graphics.connection_closed(conn.client_id)
+        self.report_sockets.connection_closed(conn.client_id)
 
     def _layer_reclaimed(self, layer: Layer) -> None:
         self.graphics_sources.layer_reclaimed(layer)
@@ -262,14 +268,15 @@ class App:
         await self.stop()
 
     async def stop(self) -> None:
-        """Stop accepting, stop plugins and detection, SIGHUP every pane, reap the children,
-        remove the graphics frame directory, unlink the socket."""
+        """Stop accepting, stop plugins and detection, close the report sockets, SIGHUP every
+        pane, reap the children, remove the graphics frame directory, unlink the socket."""
         self.loop_monitor.stop()
         self.server.stop_accepting()
         await self.keeper.stop()
         await self.graphics_sources.stop()
         await self.plugins.stop()
         await self.detection.stop()
+        self.report_sockets.stop()
         self.server.drop_connections()
         await _reap(self.mux.close_all())
         self.graphics.remove_frames()

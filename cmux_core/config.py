@@ -1,7 +1,8 @@
 """Where things live: config, state and runtime paths, the socket path, settings.
 
 Paths follow XDG: config in ``$XDG_CONFIG_HOME/cmux`` (``~/.config/cmux``), state in
-``$XDG_STATE_HOME/cmux`` (``~/.local/state/cmux``), the socket in
+``$XDG_STATE_HOME/cmux`` (``~/.local/state/cmux``), made files that can be made again in
+``$XDG_CACHE_HOME/cmux`` (``~/.cache/cmux``), the socket in
 ``$XDG_RUNTIME_DIR/cmux/`` or ``/tmp/cmux-$UID/`` without it.
 """
 
@@ -40,6 +41,11 @@ def config_dir() -> Path:
 
 def state_dir() -> Path:
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "cmux"
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "cmux"
 
 

@@ -22,7 +22,7 @@ from tmux_driver import Tmux
 
 from cmux_core.errors import CmuxError
 from cmux_core.plugin_host.host import PluginHost
-from cmux_core.testing import ServerProcess, async_wait_until
+from cmux_core.testing import ServerProcess, async_wait_until, start_server
 
 SCHEMA_PATH = Path(__file__).parent / "data" / "herdr-api.schema.json"
 
@@ -178,6 +178,17 @@ def regex_literal(text: str) -> str:
     """``text`` as a pattern in the server's (Rust) regex dialect, which rejects escapes of
     characters that are not metacharacters, such as ``re.escape``'s escaped spaces."""
     return "".join("\\" + c if c in "\\.+*?()|[]{}^$#&-~" else c for c in text)
+
+
+@pytest.fixture(scope="module")
+def shared_server() -> Iterator[ServerProcess]:
+    """One default server for a whole test module, for tests that each work in panes or
+    objects of their own."""
+    server = start_server()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -77,15 +77,6 @@ def test_client_leaving_mid_wait_is_silent_and_leaves_nothing(
 # -- params of the wrong type -----------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def shared_server() -> Iterator[ServerProcess]:
-    server = start_server()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.fixture
 def shared_api(shared_server: ServerProcess) -> Iterator[Api]:
     conn = Api(shared_server)

@@ -19,10 +19,10 @@ import os
 import select
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from cmux_core.api import v1_text
-from cmux_core.api.dispatch import MethodTable
+from cmux_core.api.context import Peer
 from cmux_core.api.framing import (
     MAX_LINE_BYTES,
     LineSplitter,
@@ -319,6 +319,14 @@ class Connection:
         self.writer.close()
 
 
+class Methods(Protocol):
+    """What a server answers with: the method table, or a gate in front of it."""
+
+    async def call(self, name: str, raw_params: dict[str, Any], *,
+                   connection: Peer | None = None, request_id: Any = None
+                   ) -> dict[str, Any]: ...
+
+
 class Server:
     """Serves ``methods`` on a Unix socket; each method answers with the context it was
     bound to; ``events`` feeds the connections' subscriptions.
@@ -328,7 +336,7 @@ class Server:
     dropped).
     """
 
-    def __init__(self, events: EventHub, methods: MethodTable, socket_path: Path, *,
+    def __init__(self, events: EventHub, methods: Methods, socket_path: Path, *,
                  on_request: Callable[[], None] | None = None,
                  on_close: Callable[[Connection], None] | None = None) -> None:
         self.methods = methods

@@ -24,6 +24,7 @@ from cmux_core.cli.common import (
     Result,
     add_command,
     add_common,
+    add_group,
     arg,
     client,
     outline,
@@ -34,6 +35,7 @@ from cmux_core.cli.common import (
 from cmux_core.cli.extensions import find_extension
 from cmux_core.cli.integration import add_integration_commands
 from cmux_core.cli.layout import add_layout_commands
+from cmux_core.cli.machine_ssh import add_machine_ssh_command
 from cmux_core.cli.manifests import add_explain_command, add_manifest_commands
 from cmux_core.cli.markdown import add_markdown_commands
 from cmux_core.cli.new_workspace import add_new_workspace_command
@@ -234,6 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_plugin_commands(sub, add_common)
     add_integration_commands(sub, add_common)
     add_notification_commands(sub, add_common)
+    add_machine_ssh_command(add_group(sub, "machine", "other machines", [], add_common),
+                            add_common)
     return parser
 
 

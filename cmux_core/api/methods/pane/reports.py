@@ -3,7 +3,8 @@
 ``pane.report_agent``, ``pane.report_agent_session``, ``pane.release_agent``,
 ``pane.clear_agent_authority``, ``pane.report_metadata`` (and
 ``workspace.report_metadata``, in ``methods.workspace``) are what agents' own hook
-systems call (through ``hooks/`` and integrations).
+systems call (through ``hooks/`` and integrations). ``pane.open_report_socket`` opens a
+socket that takes only these reports, for one terminal (:mod:`cmux_core.api.report_socket`).
 
 They validate in the documented order (the first failure wins) and then answer ``ok``
 whether or not the tracker accepted the report (stale ``seq``, wrong owner, ...);
@@ -44,6 +45,7 @@ from cmux_core.api.methods.shared.reports import (
     check_ttl,
     clean_text,
 )
+from cmux_core.api.report_socket import ReportSockets
 from cmux_core.detect.manifest import AgentState
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
@@ -60,6 +62,7 @@ class ReportServices:
     mux: Mux
     agents: AgentTracker
     plugins: PluginHost
+    report_sockets: ReportSockets
 
 
 methods = MethodTable()
@@ -275,3 +278,19 @@ async def pane_report_metadata(call: Call[ReportServices], p: ReportMetadataPara
         report.update(source=patch.source, tokens=patch.tokens)
         call.ctx.plugins.notify_report_metadata(surface.pane.id, report)
     return {"type": "ok"}
+
+
+class OpenReportSocketParams(Params):
+    pane_id: str | None = None
+    surface_id: str | None = None
+
+
+@methods.method("pane.open_report_socket", OpenReportSocketParams)
+async def pane_open_report_socket(call: Call[ReportServices], p: OpenReportSocketParams
+                                  ) -> Result:
+    """Open a socket that accepts only hook reports for one terminal, until its pane closes
+    or this connection ends; returns its path."""
+    surface = report_target(call, p.pane_id, p.surface_id)
+    opened = await call.ctx.report_sockets.open(surface, call.connection)
+    return {"type": "report_socket", "path": str(opened.path), "pane_id": surface.pane.id,
+            "surface_id": surface.uuid}

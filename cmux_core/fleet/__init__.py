@@ -1,0 +1,1 @@
+"""Beyond one machine: saved machines reached over OpenSSH, and installing cmux on them."""
