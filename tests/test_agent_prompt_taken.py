@@ -16,7 +16,15 @@ from pathlib import Path
 
 import pytest
 from conftest import Api
-from fake_agent import agent_argv, manifest_server, wait_agent, write_agent, write_manifests
+from fake_agent import (
+    agent_argv,
+    manifest,
+    manifest_server,
+    rule,
+    wait_agent,
+    write_agent,
+    write_manifests,
+)
 
 from cmux_core.api.methods.agent import PROMPT_ENTER_DELAY_S, PROMPT_TAKEN_LIMIT_S
 from cmux_core.cli.agent import add_agent_commands
@@ -44,24 +52,11 @@ AGENT_SCRIPT = textwrap.dedent("""\
             show("PROMPTBOT noted " + text + "\\n> type here")
 """)
 
-MANIFEST = textwrap.dedent("""\
-    id = "promptbot"
-    version = "1.0"
-    process_names = ["promptbot_agent"]
-
-    [[rules]]
-    id = "thinking"
-    state = "working"
-    priority = 20
-    contains = ["esc to interrupt"]
-
-    [[rules]]
-    id = "prompt"
-    state = "idle"
-    priority = 10
-    visible_idle = true
-    contains = ["type here"]
-""")
+MANIFEST = manifest(
+    "promptbot",
+    rule("thinking", "working", 20, contains=["esc to interrupt"]),
+    rule("prompt", "idle", 10, visible_idle=True, contains=["type here"]),
+)
 
 
 @pytest.fixture

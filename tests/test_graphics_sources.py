@@ -4,7 +4,6 @@ closed, plugin disabled) leaves the layer as documented and closes the iterator.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -75,13 +74,9 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "gfx.py").write_text(SOURCES)
-    proc = start_server(["--plugins-dir", str(plugins)],
-                        env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
-    try:
+    with start_server(["--plugins-dir", str(plugins)],
+                      env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"}) as proc:
         yield proc
-    finally:
-        proc.stop()
-        shutil.rmtree(proc.home, ignore_errors=True)
 
 
 def pane_of(server: ServerProcess) -> str:

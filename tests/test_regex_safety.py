@@ -131,11 +131,8 @@ def slowbot_server(tmp_path: Path) -> Iterator[ServerProcess]:
     manifests = tmp_path / "manifests"
     manifests.mkdir()
     (manifests / "slowbot.toml").write_text(SLOWBOT)
-    server = start_server(["--manifests-dir", str(manifests)], size="400x60")
-    try:
+    with start_server(["--manifests-dir", str(manifests)], size="400x60") as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_a_manifest_with_pathological_rules_is_classified_while_the_server_serves(
