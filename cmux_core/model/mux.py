@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar, cast
 
@@ -149,6 +149,15 @@ class Mux:
             self._enter_window(window)
         self._next_workspace += 1
         ws.uuid, ws.ref = self._mint("workspace", ws)
+        self._open_workspace(ws, tab, [pane], focus=focus, before=before)
+        return ws, tab, pane
+
+    def _open_workspace(self, ws: Workspace, tab: Tab, panes: Sequence[Pane], *, focus: bool,
+                        before: tuple[str | None, str | None]) -> None:
+        """Append the built ``ws`` (its one tab ``tab`` holding ``panes``) to its window,
+        selected there with ``focus`` or when the window has none, and publish what was
+        created and, against ``before``, the focus change."""
+        window = ws.window
         window.workspaces.append(ws)
         if focus:
             self._select_workspace(ws)
@@ -157,10 +166,10 @@ class Mux:
             window.selected = ws
         self.events.publish(WorkspaceCreated(ws))
         self.events.publish(TabCreated(tab))
-        self.events.publish(PaneCreated(pane))
+        for pane in panes:
+            self.events.publish(PaneCreated(pane))
         self.events.publish(LayoutUpdated(tab))
         self._emit_focus_if_changed(before)
-        return ws, tab, pane
 
     def _new_tab(self, ws: Workspace, *, cwd: str, command: list[str] | None,
                  env: dict[str, str] | None, label: str | None) -> tuple[Tab, Pane]:
@@ -572,18 +581,25 @@ class Mux:
         if remaining is None:
             self._remove_tab(tab)
         else:
-            if tab.focused == pane.key:
-                nxt = layout.next_focus_after_remove(tab.tree, pane.key, tab.previous_focus)
-                tab.focused = nxt or layout.panes(remaining)[0]
-                tab.previous_focus = None
-            elif tab.previous_focus == pane.key:
-                tab.previous_focus = None
-            tab.tree = remaining
-            if len(layout.panes(remaining)) < 2:
-                tab.zoomed = False
+            self._shrink_tree(tab, pane.key, remaining)
             self.apply_sizes(tab)
             self.events.publish(LayoutUpdated(tab))
         self._emit_focus_if_changed(before)
+
+    @staticmethod
+    def _shrink_tree(tab: Tab, key: str, remaining: layout.Node) -> None:
+        """Give ``tab`` the tree ``remaining``, its tree without the pane ``key``: the
+        focus moves on from ``key`` (to the pane focused before it, else a neighbour), and a
+        lone pane is not zoomed. Sizes and events are the caller's."""
+        if tab.focused == key:
+            nxt = layout.next_focus_after_remove(tab.tree, key, tab.previous_focus)
+            tab.focused = nxt or layout.panes(remaining)[0]
+            tab.previous_focus = None
+        elif tab.previous_focus == key:
+            tab.previous_focus = None
+        tab.tree = remaining
+        if len(layout.panes(remaining)) < 2:
+            tab.zoomed = False
 
     def _discard_pane(self, pane: Pane) -> None:
         """Drop ``pane`` from every lookup and close its terminals: afterwards nothing in
@@ -648,20 +664,24 @@ class Mux:
         self._emit_focus_if_changed(before)
 
     def _remove_workspace(self, ws: Workspace, closed: Prepared | None = None) -> None:
-        window = ws.window
-        idx = window.workspaces.index(ws)
         if closed is None:
             ws.tabs = []
             closed = self.events.prepare(WorkspaceClosed(ws))
+        self._detach_workspace(ws)
+        self.events.publish(closed)
+
+    def _detach_workspace(self, ws: Workspace) -> None:
+        """Take ``ws`` out of its window and forget its ids; publishes nothing."""
+        window = ws.window
+        index = window.workspaces.index(ws)
         window.workspaces.remove(ws)
         self._forget(ws.uuid, ws.ref)
         if window.previous is ws:
             window.previous = None
         if window.selected is ws:
-            # The neighbour that takes the closed one's place, else the one before it.
-            window.selected = (window.workspaces[min(idx, len(window.workspaces) - 1)]
+            # The neighbour that takes its place, else the one before it.
+            window.selected = (window.workspaces[min(index, len(window.workspaces) - 1)]
                                if window.workspaces else None)
-        self.events.publish(closed)
 
     def rename_workspace(self, ws: Workspace, label: str | None) -> None:
         ws.label = label or None
