@@ -49,16 +49,6 @@ ZoomMode = Literal["toggle", "on", "off"]
 # -- shared pieces --------------------------------------------------------------------
 
 
-def _focus(mux: Mux, pane: Pane) -> None:
-    """Make ``pane`` the focused pane of its tab, workspace and window; no events."""
-    tab = pane.tab
-    if tab.focused != pane.key:
-        tab.previous_focus = tab.focused
-        tab.focused = pane.key
-    tab.workspace.active_tab = tab
-    mux._select_workspace(tab.workspace)
-
-
 def _focused_id(mux: Mux, tab: Tab) -> str:
     return mux.panes[tab.focused].id
 
@@ -167,7 +157,7 @@ def _swap(mux: Mux, source: Pane, target: Pane) -> Swap:
     tab = source.tab
     before = mux._focus_key()
     tab.tree = layout.swap(tab.tree, source.key, target.key)
-    _focus(mux, source)
+    mux._place_focus(source)
     mux.apply_sizes(tab)
     _publish_layout(mux, tab)
     mux._emit_focus_if_changed(before)
@@ -192,7 +182,7 @@ def focus_direction(mux: Mux, source: Pane, direction: layout.PaneDirection) -> 
     if other is None:
         return FocusMove(source, False)
     before = mux._focus_key()
-    _focus(mux, mux.panes[other])
+    mux._place_focus(mux.panes[other])
     mux.apply_sizes(tab)
     _publish_layout(mux, tab)
     mux._emit_focus_if_changed(before)
@@ -216,7 +206,7 @@ def zoom(mux: Mux, pane: Pane, mode: ZoomMode) -> Zoom:
     """
     tab = pane.tab
     before = mux._focus_key()
-    _focus(mux, pane)
+    mux._place_focus(pane)
     focus_changed = mux._focus_key() != before
     several = len(layout.panes(tab.tree)) > 1
     reason: str | None = None
@@ -505,7 +495,7 @@ def move(mux: Mux, pane: Pane, dest: Destination, *, focus: bool = False) -> Mov
             mux._detach_workspace(src_ws)
             closed_ws_id = src_ws.id
     if focus or mux.focused_pane() is None:
-        _focus(mux, pane)
+        mux._place_focus(pane)
     if remaining is not None:
         mux.apply_sizes(src_tab)
     mux.apply_sizes(dest_tab)

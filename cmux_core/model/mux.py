@@ -497,6 +497,15 @@ class Mux:
         if ws.active_tab is not None:
             self._viewed(ws.active_tab)
 
+    def _place_focus(self, pane: Pane) -> None:
+        """Make ``pane`` the focused pane of its tab, workspace and window; no events."""
+        tab = pane.tab
+        if tab.focused != pane.key:
+            tab.previous_focus = tab.focused
+            tab.focused = pane.key
+        tab.workspace.active_tab = tab
+        self._select_workspace(tab.workspace)
+
     def focus_tab(self, tab: Tab) -> None:
         before = self._focus_key()
         tab.workspace.active_tab = tab
@@ -507,11 +516,7 @@ class Mux:
     def focus_pane(self, pane: Pane) -> None:
         before = self._focus_key()
         tab = pane.tab
-        if tab.focused != pane.key:
-            tab.previous_focus = tab.focused
-            tab.focused = pane.key
-        tab.workspace.active_tab = tab
-        self._select_workspace(tab.workspace)
+        self._place_focus(pane)
         self._emit_focus_if_changed(before)
         self._viewed(tab)
         if tab.zoomed:

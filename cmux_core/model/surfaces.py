@@ -233,7 +233,7 @@ def split_off(mux: Mux, surface: Surface, direction: SplitDirection, *,
     tab.tree = layout.split(tab.tree, target.key, pane.key, shape, before=first)
     _put(mux, pane, surface, None)
     if focus:
-        arrange._focus(mux, pane)
+        mux._place_focus(pane)
     mux.apply_sizes(tab)
     mux.events.publish(PaneUpdated(src))
     mux.events.publish(PaneCreated(pane))
@@ -259,7 +259,7 @@ def _move_pane_beside(mux: Mux, pane: Pane, target: Pane, shape: layout.Directio
     assert rest is not None, "target is another pane of this tree"
     tab.tree = layout.split(rest, target.key, pane.key, shape, before=first)
     if focus:
-        arrange._focus(mux, pane)
+        mux._place_focus(pane)
     mux.apply_sizes(tab)
     mux.events.publish(LayoutUpdated(tab))
     mux._emit_focus_if_changed(before)
