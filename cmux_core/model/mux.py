@@ -18,7 +18,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Literal, TypeVar, cast
+from typing import Literal, TypeVar
 
 from cmux_core import ids
 from cmux_core.config import Settings, installation_bin_dir
@@ -739,51 +739,12 @@ class Mux:
             return None
         return procfs.cwd(pgid)
 
-    # -- restoring a saved session ------------------------------------------------------
+    # -- restoring a saved session (cmux_core.model.restoring does the rest) ------------
 
     @property
     def next_workspace_number(self) -> int:
         """The number the next new workspace gets; no number is handed out twice."""
         return self._next_workspace
-
-    def reserve_workspace_numbers(self, upto: int) -> None:
-        """Count every workspace number below ``upto`` as handed out (a restored session's
-        closed ones too); a smaller ``upto`` changes nothing."""
-        self._next_workspace = max(self._next_workspace, upto)
-
-    def adopt(self, obj: object, uuid: str, ref: str = "") -> None:
-        """Enter a restored object under its saved uuid and short ref (``""`` for none, as
-        tabs have) so lookups find it, and make the allocators continue after them: the
-        ref's kind counts on from its number, and workspace numbers from a workspace's."""
-        self._by_uuid[uuid] = obj
-        if ref:
-            kind, _, number = ref.partition(":")
-            self._by_ref[ref] = obj
-            self.refs.reserve(cast(ids.RefKind, kind), int(number))
-        if isinstance(obj, Workspace):
-            self._next_workspace = max(self._next_workspace,
-                                       ids.decode_number(obj.id[1:]) + 1)
-
-    def restore_surface(self, pane: Pane, *, uuid: str, ref: str, cwd: str,
-                        command: list[str] | None, argv: list[str] | None = None,
-                        env: dict[str, str] | None = None, size: tuple[int, int]
-                        ) -> Surface:
-        """Spawn one surface of a restored ``pane`` under its saved uuid and ref, running
-        ``argv`` (None: ``command``), and append it to the pane; ``command`` is kept as
-        what it was launched with. The first surface is selected and enters the pane into
-        the mux; the caller adopts the pane, places it in its tab's tree and publishes.
-        Raises ``spawn_failed``, adding nothing, when the process cannot start.
-        """
-        term = self._spawn(pane.tab.workspace, pane.tab, pane, uuid, cwd=cwd,
-                           command=argv or command, env=env, size=size)
-        surface = Surface(uuid, ref, term, pane, command, cwd, env=dict(env) if env else None)
-        pane.surfaces.append(surface)
-        if pane.selected is None:
-            pane.selected = surface
-        self.adopt(surface, uuid, ref)
-        self.panes[pane.key] = pane
-        self._attach(pane, surface)
-        return surface
 
     # -- shutdown ---------------------------------------------------------------------
 
