@@ -221,9 +221,9 @@ def test_pane_scoped_waits_follow_the_shown_terminal(api: Api, tabs: Tabs) -> No
     """A pane's background tab going idle does not satisfy a wait on the pane."""
     waiter = Api(api.server)
     try:
-        waiter.sock.sendall(json.dumps({"id": "w", "method": "events.wait", "params": {
+        waiter.send_request("w", "events.wait", {
             "match_event": {"event": "pane_agent_status_changed", "pane_id": tabs.pane_id,
-                            "agent_status": "done"}, "timeout_ms": 4000}}).encode() + b"\n")
+                            "agent_status": "done"}, "timeout_ms": 4000})
         tabs.type(tabs.beta_surface, "idle")
         wait_until(lambda: tabs.agent("betabot").get("agent_status") == "done",
                    timeout=WAIT_S, message="betabot done in the background")

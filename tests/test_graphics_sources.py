@@ -132,7 +132,7 @@ def test_an_attached_client_sees_the_source_update(server: ServerProcess) -> Non
     pane = pane_of(server)
     client = Attached(server, pane)
     try:
-        client.send("attach.graphics", {"cell_width_px": 10, "cell_height_px": 20})
+        client.request("attach.graphics", {"cell_width_px": 10, "cell_height_px": 20})
         server.call("pane.graphics.attach_source", {"pane_id": pane, "source": "counter",
                                                     "options": {"gap": 0.05}})
         revisions = []
