@@ -16,6 +16,7 @@ import re
 import sys
 import sysconfig
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,71 +173,75 @@ class Settings:
                 kind = "table" if isinstance(data[key], dict) else "key"
                 log.warning("%s: unknown %s %r ignored (settings go in [server])", path,
                             kind, key)
-        experimental = data.get("experimental", {})
-        if not isinstance(experimental, dict):
-            raise ConfigError(f"{path}: 'experimental' must be a table, [experimental]")
-        for key in experimental:
-            if key != "kitty_graphics":
-                log.warning("%s: unknown key %r in [experimental] ignored (known: "
-                            "kitty_graphics)", path, key)
-        if "kitty_graphics" in experimental:
-            if not isinstance(experimental["kitty_graphics"], bool):
-                raise ConfigError(f"{path}: [experimental] kitty_graphics must be true or "
-                                  f"false, not {experimental['kitty_graphics']!r}")
-            settings.kitty_graphics = settings.kitty_graphics or experimental["kitty_graphics"]
-        cmux = data.get("cmux", {})
-        if not isinstance(cmux, dict):
-            raise ConfigError(f"{path}: 'cmux' must be a table, [cmux]")
-        for key in cmux:
-            if key != "focus_on_create":
-                log.warning("%s: unknown key %r in [cmux] ignored (known: focus_on_create)",
-                            path, key)
-        if "focus_on_create" in cmux:
-            if not isinstance(cmux["focus_on_create"], bool):
-                raise ConfigError(f"{path}: [cmux] focus_on_create must be true or false, "
-                                  f"not {cmux['focus_on_create']!r}")
-            settings.focus_on_create = settings.focus_on_create or cmux["focus_on_create"]
-        server = data.get("server", {})
-        if not isinstance(server, dict):
-            raise ConfigError(f"{path}: 'server' must be a table, [server]")
-        for key in server:
-            if key not in _SERVER_KEYS:
-                log.warning("%s: unknown key %r in [server] ignored (known: %s)", path, key,
-                            ", ".join(_SERVER_KEYS))
-        for key, choices in _CHOICES.items():
-            if key in server:
-                if server[key] not in choices:
-                    raise ConfigError(f"{path}: [server] {key} must be one of "
-                                      f"{', '.join(choices)}, not {server[key]!r}")
-                setattr(settings, key, server[key])
-        if "scrollback_lines" in server:
-            lines = server["scrollback_lines"]
-            if type(lines) is not int or lines < 0:
-                raise ConfigError(f"{path}: [server] scrollback_lines must be a whole number "
-                                  f"of lines, not {lines!r}")
-            settings.scrollback_lines = lines
-        if "restore_text_lines" in server:
-            lines = server["restore_text_lines"]
-            if type(lines) is not int or not 0 <= lines <= MAX_RESTORE_TEXT_LINES:
-                raise ConfigError(f"{path}: [server] restore_text_lines must be a whole number "
-                                  f"from 0 to {MAX_RESTORE_TEXT_LINES}, not {lines!r}")
-            settings.restore_text_lines = lines
-        if "shell" in server:
-            if not isinstance(server["shell"], str) or not server["shell"]:
-                raise ConfigError(f"{path}: [server] shell must be a program path, not "
-                                  f"{server['shell']!r}")
-            settings.shell = server["shell"]
-        if "herdr_env" in server:
-            if not isinstance(server["herdr_env"], bool):
-                raise ConfigError(f"{path}: [server] herdr_env must be true or false, not "
-                                  f"{server['herdr_env']!r}")
-            settings.herdr_env = server["herdr_env"]
-        if "size" in server:
-            try:
-                settings.columns, settings.rows = parse_size(str(server["size"]))
-            except ValueError as exc:
-                raise ConfigError(f"{path}: [server] {exc}") from None
+        experimental = _table(data, "experimental", ("kitty_graphics",), path)
+        if (kitty_graphics := _flag(experimental, "experimental", "kitty_graphics", path)
+                ) is not None:
+            settings.kitty_graphics = settings.kitty_graphics or kitty_graphics
+        cmux = _table(data, "cmux", ("focus_on_create",), path)
+        if (focus_on_create := _flag(cmux, "cmux", "focus_on_create", path)) is not None:
+            settings.focus_on_create = settings.focus_on_create or focus_on_create
+        _apply_server(settings, _table(data, "server", _SERVER_KEYS, path), path)
         return settings
+
+
+def _table(data: dict[str, Any], name: str, known: Sequence[str],
+           path: Path) -> dict[str, Any]:
+    """The table ``[name]`` of the file (empty when absent); its keys not in ``known`` are
+    logged and ignored. Raises ConfigError when ``name`` is not a table."""
+    table = data.get(name, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: {name!r} must be a table, [{name}]")
+    for key in table:
+        if key not in known:
+            log.warning("%s: unknown key %r in [%s] ignored (known: %s)", path, key, name,
+                        ", ".join(known))
+    return table
+
+
+def _flag(table: dict[str, Any], name: str, key: str, path: Path) -> bool | None:
+    """The boolean ``key`` of ``[name]``; None when absent. Raises ConfigError when it is not
+    true or false."""
+    if key not in table:
+        return None
+    value = table[key]
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: [{name}] {key} must be true or false, not {value!r}")
+    return value
+
+
+def _apply_server(settings: Settings, server: dict[str, Any], path: Path) -> None:
+    """Set what the ``[server]`` table holds; raises ConfigError for a value of the wrong
+    type or range."""
+    for key, choices in _CHOICES.items():
+        if key in server:
+            if server[key] not in choices:
+                raise ConfigError(f"{path}: [server] {key} must be one of "
+                                  f"{', '.join(choices)}, not {server[key]!r}")
+            setattr(settings, key, server[key])
+    if "scrollback_lines" in server:
+        lines = server["scrollback_lines"]
+        if type(lines) is not int or lines < 0:
+            raise ConfigError(f"{path}: [server] scrollback_lines must be a whole number "
+                              f"of lines, not {lines!r}")
+        settings.scrollback_lines = lines
+    if "restore_text_lines" in server:
+        lines = server["restore_text_lines"]
+        if type(lines) is not int or not 0 <= lines <= MAX_RESTORE_TEXT_LINES:
+            raise ConfigError(f"{path}: [server] restore_text_lines must be a whole number "
+                              f"from 0 to {MAX_RESTORE_TEXT_LINES}, not {lines!r}")
+        settings.restore_text_lines = lines
+    if "shell" in server:
+        if not isinstance(server["shell"], str) or not server["shell"]:
+            raise ConfigError(f"{path}: [server] shell must be a program path, not "
+                              f"{server['shell']!r}")
+        settings.shell = server["shell"]
+    if (herdr_env := _flag(server, "server", "herdr_env", path)) is not None:
+        settings.herdr_env = herdr_env
+    if "size" in server:
+        try:
+            settings.columns, settings.rows = parse_size(str(server["size"]))
+        except ValueError as exc:
+            raise ConfigError(f"{path}: [server] {exc}") from None
 
 
 @functools.cache

@@ -88,13 +88,20 @@ async def async_wait_until(predicate: Callable[[], T | Awaitable[T]],
 
 @dataclass
 class ServerProcess:
-    """A running ``cmux serve`` subprocess and where to reach it."""
+    """A running ``cmux serve`` subprocess and where to reach it; a ``with`` block over it
+    stops it at the end."""
 
     socket_path: Path
     home: Path
     process: subprocess.Popen[bytes]
     log_path: Path
     env: dict[str, str] = field(default_factory=dict)
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def client(self, timeout: float | None = 30.0) -> Client:
         return Client(self.socket_path, timeout=timeout)

@@ -3,10 +3,10 @@ Python client speaks. Errors come back as :class:`V2Error` carrying the code."""
 
 from __future__ import annotations
 
-import json
-import socket
 from pathlib import Path
 from typing import Any
+
+from conftest import Raw
 
 
 class V2Error(Exception):
@@ -17,34 +17,15 @@ class V2Error(Exception):
         self.data = data
 
 
-class V2:
+class V2(Raw):
     def __init__(self, path: Path, timeout: float = 30.0) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        self.sock.connect(str(path))
-        self.buf = b""
+        super().__init__(path, timeout)
         self.next_id = 0
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def __enter__(self) -> V2:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def reply(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         self.next_id += 1
-        self.sock.sendall(json.dumps({"id": self.next_id, "method": method,
-                                      "params": params or {}}).encode() + b"\n")
-        while b"\n" not in self.buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("server closed the connection")
-            self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        reply = dict(json.loads(line))
+        self.send_request(self.next_id, method, params)
+        reply = self.line()
         assert reply["id"] == self.next_id
         return reply
 

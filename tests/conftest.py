@@ -14,7 +14,7 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import jsonschema
 import pytest
@@ -75,34 +75,77 @@ def check_event(event: dict[str, Any]) -> None:
     assert not errors, f"event does not match the schema: {errors[0].message}\n{event}"
 
 
-class Api:
-    """A persistent connection that checks every reply and event against the schema."""
+class Raw:
+    """A raw connection to a server's socket, for tests that speak the wire themselves:
+    bytes out, and a line or a count of bytes back. Closed on leaving a ``with`` block."""
 
-    def __init__(self, server: ServerProcess) -> None:
-        self.server = server
+    def __init__(self, path: Path, timeout: float = REPLY_WAIT_S) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(str(server.socket_path))
+        self.sock.settimeout(timeout)
+        self.sock.connect(str(path))
         self.buf = b""
-        self.ids = itertools.count(1)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         self.sock.close()
 
-    def readline(self, timeout: float = REPLY_WAIT_S) -> dict[str, Any]:
-        self.sock.settimeout(timeout)
-        while b"\n" not in self.buf:
-            chunk = self.sock.recv(65536)
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def send_request(self, request_id: Any, method: str,
+                     params: dict[str, Any] | None = None) -> None:
+        self.send(json.dumps({"id": request_id, "method": method,
+                              "params": params or {}}).encode() + b"\n")
+
+    def fill(self, n: int) -> None:
+        """Read until ``n`` bytes are buffered; ConnectionError if the server hangs up first."""
+        while len(self.buf) < n:
+            chunk = self.sock.recv(1 << 20)
             if not chunk:
                 raise ConnectionError("server closed the connection")
             self.buf += chunk
+
+    def take(self, n: int) -> bytes:
+        """The next ``n`` bytes."""
+        self.fill(n)
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def line_bytes(self, timeout: float | None = None) -> bytes:
+        """The next line, without its newline; ``timeout`` (when given) from now on bounds
+        each read."""
+        if timeout is not None:
+            self.sock.settimeout(timeout)
+        while b"\n" not in self.buf:
+            self.fill(len(self.buf) + 1)
         line, _, self.buf = self.buf.partition(b"\n")
-        return dict(json.loads(line))
+        return line
+
+    def line(self, timeout: float | None = None) -> dict[str, Any]:
+        """The next line as a JSON object."""
+        return dict(json.loads(self.line_bytes(timeout)))
+
+
+class Api(Raw):
+    """A persistent connection that checks every reply and event against the schema."""
+
+    def __init__(self, server: ServerProcess) -> None:
+        super().__init__(server.socket_path)
+        self.server = server
+        self.ids = itertools.count(1)
+
+    def readline(self, timeout: float = REPLY_WAIT_S) -> dict[str, Any]:
+        return self.line(timeout)
 
     def request(self, method: str, params: dict[str, Any] | None = None,
                 timeout: float = REPLY_WAIT_S) -> dict[str, Any]:
         request_id = f"t{next(self.ids)}"
-        payload = {"id": request_id, "method": method, "params": params or {}}
-        self.sock.sendall(json.dumps(payload).encode() + b"\n")
+        self.send_request(request_id, method, params)
         while True:
             reply = self.readline(timeout)
             if "event" in reply and "id" not in reply:
@@ -212,45 +255,14 @@ def tmux(server: ServerProcess) -> Iterator[Tmux]:
 
 @pytest.fixture
 def api(cmux_server: ServerProcess) -> Iterator[Api]:
-    conn = Api(cmux_server)
-    try:
+    with Api(cmux_server) as conn:
         yield conn
-    finally:
-        conn.close()
-
-
-class Raw:
-    """Raw bytes over the socket, for framing tests."""
-
-    def __init__(self, path: Path) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(str(path))
-        self.buf = b""
-
-    def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def line(self, timeout: float = REPLY_WAIT_S) -> dict[str, Any]:
-        self.sock.settimeout(timeout)
-        while b"\n" not in self.buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("closed")
-            self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        return dict(json.loads(line))
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture
 def raw(cmux_server: ServerProcess) -> Iterator[Raw]:
-    conn = Raw(cmux_server.socket_path)
-    try:
+    with Raw(cmux_server.socket_path) as conn:
         yield conn
-    finally:
-        conn.close()
 
 
 def now() -> float:

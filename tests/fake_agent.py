@@ -8,6 +8,7 @@ how it reacts to input) and takes from here what every such test does the same w
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 import textwrap
 import time
@@ -68,6 +69,39 @@ def agent_argv(script: Path, *args: str) -> list[str]:
     return [sys.executable, "-u", str(script), *args]
 
 
+TomlValue = str | int | bool | list[str]
+
+
+def _toml(value: TomlValue) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(json.dumps(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def rule(rule_id: str, state: str, priority: int, **keys: TomlValue) -> str:
+    """One ``[[rules]]`` table of a manifest: ``id``, ``state`` and ``priority``, then
+    ``keys`` in their order (``visible_idle=True``, ``contains=["type here"]``, ...)."""
+    lines = [f"id = {_toml(rule_id)}", f"state = {_toml(state)}", f"priority = {priority}"]
+    lines += [f"{key} = {_toml(value)}" for key, value in keys.items()]
+    return "[[rules]]\n" + "".join(line + "\n" for line in lines)
+
+
+def manifest(agent: str, *rules: str, process_names: list[str] | None = None,
+             **keys: TomlValue) -> str:
+    """A detection manifest, version 1.0, for the fake agent ``agent`` with ``keys`` (such
+    as ``aliases``) and ``rules`` (each from :func:`rule`); it knows the agent by the
+    process name ``<agent>_agent`` unless ``process_names`` says otherwise (``[]``: by
+    none)."""
+    names = [f"{agent}_agent"] if process_names is None else process_names
+    head = f'id = {_toml(agent)}\nversion = "1.0"\n'
+    head += "".join(f"{key} = {_toml(value)}\n" for key, value in keys.items())
+    if names:
+        head += f"process_names = {_toml(names)}\n"
+    return "\n".join([head, *rules])
+
+
 def write_manifests(directory: Path, manifests: Mapping[str, str]) -> Path:
     """``<directory>/manifests``, made, holding each of ``manifests`` as ``<key>.toml``."""
     path = directory / "manifests"
@@ -81,11 +115,8 @@ def write_manifests(directory: Path, manifests: Mapping[str, str]) -> Path:
 def manifest_server(manifests: Path, *args: str) -> Iterator[ServerProcess]:
     """A real server reading ``manifests`` as its ``--manifests-dir`` (``args`` added to its
     command line); stopped, its home removed, when the block ends."""
-    server = start_server(["--manifests-dir", str(manifests), *args])
-    try:
+    with start_server(["--manifests-dir", str(manifests), *args]) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def start_in_shell(api: Api, script: Path, prefix: str = "") -> str:

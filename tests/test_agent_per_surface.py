@@ -25,7 +25,9 @@ import pytest
 from conftest import Api
 from fake_agent import (
     agent_argv,
+    manifest,
     manifest_server,
+    rule,
     screens_program,
     start_in_shell,
     wait_agent,
@@ -51,33 +53,14 @@ REPORT_BLOCKED_BY_PANE = textwrap.dedent("""\
 herdr's own hooks do, then stay alive (it needs ``json``, ``os``, ``socket``, ``time``)."""
 
 
-def manifest(name: str) -> str:
+def bot_manifest(name: str) -> str:
     word = name.upper()
-    return textwrap.dedent(f"""\
-        id = "{name}"
-        version = "1.0"
-        process_names = ["{name}_agent"]
-
-        [[rules]]
-        id = "asks"
-        state = "blocked"
-        priority = 30
-        visible_blocker = true
-        contains = ["{word} asks"]
-
-        [[rules]]
-        id = "busy"
-        state = "working"
-        priority = 20
-        contains = ["{word} busy"]
-
-        [[rules]]
-        id = "prompt"
-        state = "idle"
-        priority = 10
-        visible_idle = true
-        contains = ["{word} ready"]
-    """)
+    return manifest(
+        name,
+        rule("asks", "blocked", 30, visible_blocker=True, contains=[f"{word} asks"]),
+        rule("busy", "working", 20, contains=[f"{word} busy"]),
+        rule("prompt", "idle", 10, visible_idle=True, contains=[f"{word} ready"]),
+    )
 
 
 def screens(name: str, first: str) -> dict[str, str]:
@@ -93,8 +76,8 @@ WAIT_S = 30.0
 
 @pytest.fixture
 def cmux_server(tmp_path: Path) -> Iterator[ServerProcess]:
-    manifests = write_manifests(tmp_path, {"alphabot": manifest("alphabot"),
-                                           "betabot": manifest("betabot")})
+    manifests = write_manifests(tmp_path, {"alphabot": bot_manifest("alphabot"),
+                                           "betabot": bot_manifest("betabot")})
     with manifest_server(manifests) as proc:
         yield proc
 
@@ -238,9 +221,9 @@ def test_pane_scoped_waits_follow_the_shown_terminal(api: Api, tabs: Tabs) -> No
     """A pane's background tab going idle does not satisfy a wait on the pane."""
     waiter = Api(api.server)
     try:
-        waiter.sock.sendall(json.dumps({"id": "w", "method": "events.wait", "params": {
+        waiter.send_request("w", "events.wait", {
             "match_event": {"event": "pane_agent_status_changed", "pane_id": tabs.pane_id,
-                            "agent_status": "done"}, "timeout_ms": 4000}}).encode() + b"\n")
+                            "agent_status": "done"}, "timeout_ms": 4000})
         tabs.type(tabs.beta_surface, "idle")
         wait_until(lambda: tabs.agent("betabot").get("agent_status") == "done",
                    timeout=WAIT_S, message="betabot done in the background")

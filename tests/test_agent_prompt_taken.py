@@ -19,7 +19,9 @@ from conftest import Api
 from fake_agent import (
     DRAWN_SCREEN,
     agent_argv,
+    manifest,
     manifest_server,
+    rule,
     wait_agent,
     write_agent,
     write_manifests,
@@ -41,24 +43,11 @@ AGENT_SCRIPT = DRAWN_SCREEN + textwrap.dedent("""\
             show("PROMPTBOT noted " + text + "\\n> type here")
 """)
 
-MANIFEST = textwrap.dedent("""\
-    id = "promptbot"
-    version = "1.0"
-    process_names = ["promptbot_agent"]
-
-    [[rules]]
-    id = "thinking"
-    state = "working"
-    priority = 20
-    contains = ["esc to interrupt"]
-
-    [[rules]]
-    id = "prompt"
-    state = "idle"
-    priority = 10
-    visible_idle = true
-    contains = ["type here"]
-""")
+MANIFEST = manifest(
+    "promptbot",
+    rule("thinking", "working", 20, contains=["esc to interrupt"]),
+    rule("prompt", "idle", 10, visible_idle=True, contains=["type here"]),
+)
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import Api
-from fake_agent import agent_argv, manifest_server, write_agent, write_manifests
+from fake_agent import agent_argv, manifest, manifest_server, rule, write_agent, write_manifests
 
 from cmux_core.agents.launch import LAUNCH_SETTLE_S
 from cmux_core.agents.scheduler import STARTUP_GRACE_S
@@ -42,24 +42,11 @@ AGENT_SCRIPT = textwrap.dedent("""\
         print("got: " + line.strip(), flush=True)
 """)
 
-MANIFEST = textwrap.dedent("""\
-    id = "slowbot"
-    version = "1.0"
-    process_names = ["slowbot_agent"]
-
-    [[rules]]
-    id = "loading"
-    state = "unknown"
-    priority = 30
-    contains = ["SLOWBOT loading"]
-
-    [[rules]]
-    id = "idle_prompt"
-    state = "idle"
-    priority = 10
-    visible_idle = true
-    contains = ["type here"]
-""")
+MANIFEST = manifest(
+    "slowbot",
+    rule("loading", "unknown", 30, contains=["SLOWBOT loading"]),
+    rule("idle_prompt", "idle", 10, visible_idle=True, contains=["type here"]),
+)
 
 READY_WAIT_S = 20.0
 """Generous bound for a launch to settle on a loaded test machine."""

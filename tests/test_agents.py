@@ -591,8 +591,8 @@ def test_agent_wait_is_woken_by_the_change(api: Api) -> None:
     report(api, pane, "working")
     waiter = Api(api.server)
     try:
-        waiter.sock.sendall(json.dumps({"id": "w", "method": "agent.wait", "params": {
-            "target": pane, "until": ["idle"], "timeout_ms": 10000}}).encode() + b"\n")
+        waiter.send_request("w", "agent.wait", {
+            "target": pane, "until": ["idle"], "timeout_ms": 10000})
         report(api, pane, "blocked")
         report(api, pane, "idle")
         reply = waiter.readline()
@@ -609,8 +609,8 @@ def test_agent_wait_timeout_and_not_running(api: Api) -> None:
     assert error["code"] == "timeout"
     waiter = Api(api.server)
     try:
-        waiter.sock.sendall(json.dumps({"id": "w", "method": "agent.wait", "params": {
-            "target": pane, "until": ["idle"]}}).encode() + b"\n")
+        waiter.send_request("w", "agent.wait", {
+            "target": pane, "until": ["idle"]})
         wait_until(lambda: api("server.stats")["subscribers"] >= 1, message="waiter")
         api("pane.close", {"pane_id": pane})
         reply = waiter.readline()
@@ -624,8 +624,8 @@ def test_agent_wait_release_counts_when_final_status_matches(api: Api) -> None:
     report(api, pane, "working", seq=1)
     waiter = Api(api.server)
     try:
-        waiter.sock.sendall(json.dumps({"id": "w", "method": "agent.wait", "params": {
-            "target": pane, "until": ["blocked"]}}).encode() + b"\n")
+        waiter.send_request("w", "agent.wait", {
+            "target": pane, "until": ["blocked"]})
         wait_until(lambda: api("server.stats")["subscribers"] >= 1, message="waiter")
         api("pane.release_agent", {"pane_id": pane, "source": "custom:test", "agent": "bot",
                                    "seq": 2})

@@ -10,7 +10,6 @@ the background tabs' too, are ``surface.agent_status_changed`` and
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,7 +26,7 @@ from fake_agent import (
     write_agent,
     write_manifests,
 )
-from test_agent_per_surface import WAIT_S, Tabs, manifest, screens
+from test_agent_per_surface import WAIT_S, Tabs, bot_manifest, screens
 
 from cmux_core.testing import ServerProcess, wait_until
 
@@ -57,8 +56,8 @@ def cmux_register_methods(register):
 
 @pytest.fixture
 def cmux_server(tmp_path: Path) -> Iterator[ServerProcess]:
-    manifests = write_manifests(tmp_path, {"alphabot": manifest("alphabot"),
-                                           "betabot": manifest("betabot")})
+    manifests = write_manifests(tmp_path, {"alphabot": bot_manifest("alphabot"),
+                                           "betabot": bot_manifest("betabot")})
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "recorder.py").write_text(RECORDER)
@@ -180,9 +179,9 @@ def test_background_changes_are_surface_events(api: Api, tabs: Tabs, tmp_path: P
     # An agent wait on the background tab follows its surface events.
     waiter = Api(api.server)
     try:
-        waiter.sock.sendall(json.dumps({"id": "w", "method": "agent.wait", "params": {
+        waiter.send_request("w", "agent.wait", {
             "target": tabs.beta_surface, "until": ["done"],
-            "timeout_ms": int(WAIT_S * 1000)}}).encode() + b"\n")
+            "timeout_ms": int(WAIT_S * 1000)})
         tabs.type(tabs.beta_surface, "idle")
         reply = waiter.readline(timeout=WAIT_S + 5)
     finally:

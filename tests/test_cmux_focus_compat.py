@@ -31,13 +31,8 @@ def old_policy(tmp_path: Path) -> Iterator[Api]:
     config = tmp_path / "config"
     (config / "cmux").mkdir(parents=True)
     (config / "cmux" / "config.toml").write_text("[cmux]\nfocus_on_create = true\n")
-    server = start_server(env={"XDG_CONFIG_HOME": str(config)})
-    conn = Api(server)
-    try:
+    with start_server(env={"XDG_CONFIG_HOME": str(config)}) as server, Api(server) as conn:
         yield conn
-    finally:
-        conn.close()
-        server.stop()
 
 
 def test_creating_calls_take_focus_under_the_setting(old_policy: Api) -> None:

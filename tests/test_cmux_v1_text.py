@@ -7,33 +7,22 @@ answer ends."""
 from __future__ import annotations
 
 import json
-import socket
 
 from cmux_v2 import V2
+from conftest import Raw
 
 from cmux_core.testing import ServerProcess
 
 
-class Text:
+class Text(Raw):
     def __init__(self, server: ServerProcess) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(30)
-        self.sock.connect(str(server.socket_path))
-        self.buf = b""
-
-    def _line(self) -> bytes:
-        while b"\n" not in self.buf:
-            chunk = self.sock.recv(65536)
-            assert chunk, "server closed the connection"
-            self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        return line
+        super().__init__(server.socket_path)
 
     def __call__(self, command: str) -> list[str]:
         """The answer's lines to one text command."""
-        self.sock.sendall(command.encode() + b'\n{"id":"end","method":"ping"}\n')
+        self.send(command.encode() + b'\n{"id":"end","method":"ping"}\n')
         lines = []
-        while not (line := self._line()).startswith(b'{"id":"end"'):
+        while not (line := self.line_bytes()).startswith(b'{"id":"end"'):
             lines.append(line.decode())
         return lines
 

@@ -21,8 +21,10 @@ from typing import Any
 import pytest
 from conftest import Api
 from fake_agent import (
+    manifest,
     manifest_server,
     pane_agent,
+    rule,
     screens_program,
     start_in_shell,
     wait_agent,
@@ -51,39 +53,15 @@ AGENT_SCRIPT = screens_program({
     "n": "FAKEBOT pondering quietly",
 })
 
-MANIFEST = textwrap.dedent("""\
-    id = "fakebot"
-    version = "1.0"
-    aliases = ["fake-bot"]
-    process_names = ["fakebot_agent"]
-
-    [[rules]]
-    id = "menu_viewer"
-    state = "unknown"
-    priority = 40
-    skip_state_update = true
-    contains = ["history viewer"]
-
-    [[rules]]
-    id = "blocked_prompt"
-    state = "blocked"
-    priority = 30
-    visible_blocker = true
-    contains = ["Allow this command?"]
-
-    [[rules]]
-    id = "working_spinner"
-    state = "working"
-    priority = 20
-    contains = ["esc to interrupt"]
-
-    [[rules]]
-    id = "idle_prompt"
-    state = "idle"
-    priority = 10
-    visible_idle = true
-    contains = ["type here"]
-""")
+MANIFEST = manifest(
+    "fakebot",
+    rule("menu_viewer", "unknown", 40, skip_state_update=True, contains=["history viewer"]),
+    rule("blocked_prompt", "blocked", 30, visible_blocker=True,
+         contains=["Allow this command?"]),
+    rule("working_spinner", "working", 20, contains=["esc to interrupt"]),
+    rule("idle_prompt", "idle", 10, visible_idle=True, contains=["type here"]),
+    aliases=["fake-bot"],
+)
 
 
 # -- name normalisation ----------------------------------------------------------------------
@@ -243,11 +221,8 @@ def server(manifests_dir: Path) -> Iterator[ServerProcess]:
 
 @pytest.fixture
 def dapi(server: ServerProcess) -> Iterator[Api]:
-    conn = Api(server)
-    try:
+    with Api(server) as conn:
         yield conn
-    finally:
-        conn.close()
 
 
 def send(api: Api, pane_id: str, text: str) -> None:

@@ -18,35 +18,18 @@ from typing import Any
 
 import pytest
 from conftest import Api
-from fake_agent import manifest_server, write_manifests
+from fake_agent import manifest, manifest_server, rule, write_manifests
 
 from cmux_core.agents.scheduler import STARTUP_GRACE_S
 from cmux_core.testing import ServerProcess
 
-MANIFEST = textwrap.dedent("""\
-    id = "slowdraw"
-    version = "1.0"
-
-    [[rules]]
-    id = "splash"
-    state = "unknown"
-    priority = 20
-    contains = ["SLOWDRAW checking"]
-
-    [[rules]]
-    id = "prompt"
-    state = "idle"
-    priority = 10
-    visible_idle = true
-    contains = ["slowdraw>"]
-
-    [[rules]]
-    id = "title_ready"
-    state = "idle"
-    priority = 5
-    region = "osc_title"
-    regex = ['^\\x{2733}']
-""")
+MANIFEST = manifest(
+    "slowdraw",
+    rule("splash", "unknown", 20, contains=["SLOWDRAW checking"]),
+    rule("prompt", "idle", 10, visible_idle=True, contains=["slowdraw>"]),
+    rule("title_ready", "idle", 5, region="osc_title", regex=["^\\x{2733}"]),
+    process_names=[],
+)
 
 DRAW_DELAY_S = STARTUP_GRACE_S + 2.5
 """When the fake agent draws its prompt: well after the grace has ended."""

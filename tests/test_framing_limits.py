@@ -16,17 +16,6 @@ from cmux_core.errors import CmuxError
 from cmux_core.testing import ServerProcess
 
 
-def _raw_line(raw: Raw, timeout: float = 30.0) -> bytes:
-    raw.sock.settimeout(timeout)
-    while b"\n" not in raw.buf:
-        chunk = raw.sock.recv(65536)
-        if not chunk:
-            raise ConnectionError("closed")
-        raw.buf += chunk
-    line, _, raw.buf = raw.buf.partition(b"\n")
-    return line
-
-
 @pytest.mark.parametrize("id_text", [
     b"18446744073709551616",            # 2**64: one past what orjson reads as an integer
     b"-9223372036854775809",            # one below the smallest 64-bit integer
@@ -35,11 +24,11 @@ def _raw_line(raw: Raw, timeout: float = 30.0) -> bytes:
 ])
 def test_an_id_beyond_64_bits_is_echoed_exactly(raw: Raw, id_text: bytes) -> None:
     raw.send(b'{"id":' + id_text + b',"method":"ping"}\n')
-    reply = _raw_line(raw)
+    reply = raw.line_bytes()
     compact = id_text.replace(b", ", b",").replace(b": ", b":")
     assert reply.startswith(b'{"id":' + compact + b',"ok":true'), reply
     raw.send(b'{"id":' + id_text + b',"method":"no.such_method"}\n')
-    reply = _raw_line(raw)
+    reply = raw.line_bytes()
     assert reply.startswith(b'{"id":' + compact + b',"ok":false'), reply
     assert b'"method_not_found"' in reply
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Api
+from conftest import Api, Raw
 
 from cmux_core.testing import ServerProcess, wait_until
 
@@ -240,38 +239,20 @@ def test_a_stream_whose_connection_left_is_reclaimed(api: Api,
     assert (row["owner"], row["image_width"], row["frames"]) == (None, 3, 1)
 
 
-class Attached:
+class Attached(Raw):
     """A raw connection attached to a pane, reading frames."""
 
     def __init__(self, server: ServerProcess, pane: str) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(str(server.socket_path))
-        self.sock.settimeout(30)
-        self.buf = b""
-        self.send("pane.attach", {"pane_id": pane, "columns": 80, "lines": 24})
+        super().__init__(server.socket_path)
+        self.request("pane.attach", {"pane_id": pane, "columns": 80, "lines": 24})
 
-    def send(self, method: str, params: dict[str, Any]) -> None:
-        self.sock.sendall(json.dumps({"id": method, "method": method,
-                                      "params": params}).encode() + b"\n")
-
-    def _take(self, n: int) -> bytes:
-        while len(self.buf) < n:
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise ConnectionError("closed")
-            self.buf += chunk
-        out, self.buf = self.buf[:n], self.buf[n:]
-        return out
+    def request(self, method: str, params: dict[str, Any]) -> None:
+        """Send ``method``; its reply carries the method's name as its id."""
+        self.send_request(method, method, params)
 
     def item(self) -> tuple[dict[str, Any], bytes]:
-        while b"\n" not in self.buf:
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise ConnectionError("closed")
-            self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        head = dict(json.loads(line))
-        return head, self._take(int(head.get("length", 0)))
+        head = self.line()
+        return head, self.take(int(head.get("length", 0)))
 
     def next_of(self, kinds: set[str]) -> tuple[dict[str, Any], bytes]:
         while True:
@@ -279,9 +260,6 @@ class Attached:
             if head.get("frame") in kinds or ("id" in head and "frame" not in head
                                               and "reply" in kinds):
                 return head, body
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @ON
@@ -292,7 +270,7 @@ def test_an_attached_client_that_draws_gets_graphics_frames(api: Api,
     api("pane.graphics.set", {"pane_id": pane, "layer_id": "early", **rgba(1, 1)})
     client = Attached(cmux_server, pane)
     try:
-        client.send("attach.graphics", {"cell_width_px": 9, "cell_height_px": 18})
+        client.request("attach.graphics", {"cell_width_px": 9, "cell_height_px": 18})
         head, body = client.next_of({"graphics"})
         assert (head["layer_id"], head["format"], head["image_width"], body) == \
             ("early", "rgba", 1, b"\x10\x20\x30\xff")
@@ -323,7 +301,7 @@ def test_pane_visible_follows_the_active_workspace(api: Api,
     pane = api.focused_pane()
     client = Attached(cmux_server, pane)
     try:
-        client.send("attach.graphics", {"cell_width_px": 8, "cell_height_px": 16})
+        client.request("attach.graphics", {"cell_width_px": 8, "cell_height_px": 16})
         wait_until(lambda: api.request("pane.graphics.info", {"pane_id": pane})["ok"],
                    timeout=30)
         api("workspace.create", {"focus": True})
@@ -332,26 +310,13 @@ def test_pane_visible_follows_the_active_workspace(api: Api,
         client.close()
 
 
-class FrameStream:
+class FrameStream(Raw):
     """A dedicated connection speaking the graphics frame protocol."""
 
     def __init__(self, server: ServerProcess, pane: str, **params: Any) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(str(server.socket_path))
-        self.sock.settimeout(30)
-        self.buf = b""
-        self.sock.sendall(json.dumps({"id": "s1", "method": "pane.graphics.stream",
-                                      "params": {"pane_id": pane, **params}}).encode() + b"\n")
+        super().__init__(server.socket_path)
+        self.send_request("s1", "pane.graphics.stream", {"pane_id": pane, **params})
         self.reply = self.line()
-
-    def line(self) -> dict[str, Any]:
-        while b"\n" not in self.buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("closed")
-            self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        return dict(json.loads(line))
 
     def frame(self, data: bytes, fmt: str = "rgba", width: int = 1, height: int = 1,
               **extra: Any) -> None:
@@ -364,9 +329,6 @@ class FrameStream:
             return self.sock.recv(1) == b""
         except TimeoutError:
             return False
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @ON

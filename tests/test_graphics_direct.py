@@ -5,9 +5,7 @@ a path, outside the image budget), their checks, and clients drawing them from t
 from __future__ import annotations
 
 import base64
-import json
 import os
-import socket
 import stat
 import sys
 from collections.abc import Iterator
@@ -15,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Api
+from conftest import Api, Raw
 from pty_terminal import Terminal
 
 from cmux_core.testing import ServerProcess, start_server, wait_until
@@ -34,56 +32,31 @@ def runtime(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def server(runtime: Path) -> Iterator[ServerProcess]:
-    srv = start_server(env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1",
-                            "XDG_RUNTIME_DIR": str(runtime)})
-    try:
+    with start_server(env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1",
+                           "XDG_RUNTIME_DIR": str(runtime)}) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture
 def api(server: ServerProcess) -> Iterator[Api]:
-    conn = Api(server)
-    try:
+    with Api(server) as conn:
         yield conn
-    finally:
-        conn.close()
 
 
-class Attached:
+class Attached(Raw):
     """A raw connection attached to a pane that draws graphics, reading frames."""
 
     def __init__(self, server: ServerProcess, pane: str, *, files: bool) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(str(server.socket_path))
-        self.sock.settimeout(20)
-        self.buf = b""
-        self.send("pane.attach", {"pane_id": pane, "columns": 80, "lines": 24})
-        self.send("attach.graphics", {"cell_width_px": 10, "cell_height_px": 20,
-                                      "file_frames": files})
+        super().__init__(server.socket_path, timeout=20)
+        self.send_request("pane.attach", "pane.attach",
+                          {"pane_id": pane, "columns": 80, "lines": 24})
+        self.send_request("attach.graphics", "attach.graphics",
+                          {"cell_width_px": 10, "cell_height_px": 20, "file_frames": files})
         self.next_of("attach.graphics")
 
-    def send(self, method: str, params: dict[str, Any]) -> None:
-        self.sock.sendall(json.dumps({"id": method, "method": method,
-                                      "params": params}).encode() + b"\n")
-
-    def _fill(self, n: int) -> None:
-        while len(self.buf) < n:
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise ConnectionError("closed")
-            self.buf += chunk
-
     def item(self) -> tuple[dict[str, Any], bytes]:
-        while b"\n" not in self.buf:
-            self._fill(len(self.buf) + 1)
-        line, _, self.buf = self.buf.partition(b"\n")
-        head = dict(json.loads(line))
-        n = int(head.get("length", 0)) if "frame" in head else 0
-        self._fill(n)
-        body, self.buf = self.buf[:n], self.buf[n:]
-        return head, body
+        head = self.line()
+        return head, self.take(int(head.get("length", 0)) if "frame" in head else 0)
 
     def next_of(self, kind: str) -> tuple[dict[str, Any], bytes]:
         """The next ``kind`` frame, or the reply to the request with id ``kind``."""
@@ -92,9 +65,6 @@ class Attached:
             if head.get("frame") == kind or head.get("id") == kind:
                 assert head.get("ok", True), head
                 return head, body
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def pane_of(api: Api) -> str:

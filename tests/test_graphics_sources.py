@@ -4,7 +4,6 @@ closed, plugin disabled) leaves the layer as documented and closes the iterator.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -75,13 +74,9 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "gfx.py").write_text(SOURCES)
-    proc = start_server(["--plugins-dir", str(plugins)],
-                        env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
-    try:
+    with start_server(["--plugins-dir", str(plugins)],
+                      env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"}) as proc:
         yield proc
-    finally:
-        proc.stop()
-        shutil.rmtree(proc.home, ignore_errors=True)
 
 
 def pane_of(server: ServerProcess) -> str:
@@ -137,7 +132,7 @@ def test_an_attached_client_sees_the_source_update(server: ServerProcess) -> Non
     pane = pane_of(server)
     client = Attached(server, pane)
     try:
-        client.send("attach.graphics", {"cell_width_px": 10, "cell_height_px": 20})
+        client.request("attach.graphics", {"cell_width_px": 10, "cell_height_px": 20})
         server.call("pane.graphics.attach_source", {"pane_id": pane, "source": "counter",
                                                     "options": {"gap": 0.05}})
         revisions = []

@@ -43,11 +43,8 @@ def payload_files(agent: str) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ServerProcess]:
-    srv = start_server()
-    try:
+    with start_server() as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def new_pane(server: ServerProcess) -> tuple[str, dict[str, str]]:

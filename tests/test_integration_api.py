@@ -101,11 +101,8 @@ def acme(tmp_path: Path) -> Iterator[tuple[ServerProcess, Path]]:
 
 @pytest.fixture
 def api(acme: tuple[ServerProcess, Path]) -> Iterator[Api]:
-    conn = Api(acme[0])
-    try:
+    with Api(acme[0]) as conn:
         yield conn
-    finally:
-        conn.close()
 
 
 def cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:

@@ -425,7 +425,8 @@ def test_integrations_through_the_server(served: tuple[ServerProcess, Path]) -> 
         gemini_settings.parent.mkdir()
         gemini_settings.write_text("{not json")
     # an unparsable file: a clear error naming it, nothing written
-    reply = raw_call(server, "integration.install", {"target": "gemini"})
+    with server.client(timeout=60) as client:
+        reply = client.request("integration.install", {"target": "gemini"})
     assert reply["ok"] is False
     assert reply["error"]["code"] == "integration_install_failed"
     assert str(gemini_settings) in reply["error"]["message"]
@@ -439,24 +440,6 @@ def test_integrations_through_the_server(served: tuple[ServerProcess, Path]) -> 
     assert cli.returncode == 0, cli.stderr
     assert "cmux-hook claude" in cli.stdout  # the diff shows our entries going
     assert (home / ".claude" / "skills" / "cmux" / "SKILL.md").is_file()
-
-
-def raw_call(server: ServerProcess, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """One request and its raw reply (ok or error) over the socket."""
-    import socket
-
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(60)
-        sock.connect(str(server.socket_path))
-        sock.sendall(json.dumps({"id": 1, "method": method, "params": params}).encode() + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    reply: dict[str, Any] = json.loads(data)
-    return reply
 
 
 # -- docs/integrate-your-agent.md, run as written ----------------------------------------------

@@ -4,7 +4,6 @@ herdr's hook scripts report to us, unchanged), and the running ``cmux`` first on
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -86,12 +85,8 @@ def no_herdr_server(tmp_path: Path) -> Iterator[ServerProcess]:
     config = tmp_path / "config" / "cmux"
     config.mkdir(parents=True)
     (config / "config.toml").write_text("[server]\nherdr_env = false\n")
-    server = start_server(env={"XDG_CONFIG_HOME": str(tmp_path / "config")})
-    try:
+    with start_server(env={"XDG_CONFIG_HOME": str(tmp_path / "config")}) as server:
         yield server
-    finally:
-        server.stop()
-        shutil.rmtree(server.home, ignore_errors=True)
 
 
 def test_config_switch_turns_herdr_variables_off(no_herdr_server: ServerProcess) -> None:

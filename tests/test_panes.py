@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -154,9 +153,9 @@ def test_wait_for_output_matches_existing_text_at_once(api: Api) -> None:
 def test_wait_for_output_is_woken_by_new_output(api: Api) -> None:
     pane = api.run(["cat"])
     waiter = Api(api.server)
-    waiter.sock.sendall(json.dumps({"id": "w", "method": "pane.wait_for_output", "params": {
+    waiter.send_request("w", "pane.wait_for_output", {
         "pane_id": pane, "source": "recent",
-        "match": {"type": "substring", "value": "late-line"}}}).encode() + b"\n")
+        "match": {"type": "substring", "value": "late-line"}})
     api("pane.send_text", {"pane_id": pane, "text": "late-line\r"})
     reply = waiter.readline()
     assert reply["ok"] and reply["result"]["matched_line"] == "late-line"

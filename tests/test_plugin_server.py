@@ -67,12 +67,8 @@ def plugin_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def server(plugin_dir: Path) -> Iterator[ServerProcess]:
-    proc = start_server(["--plugins-dir", str(plugin_dir)])
-    try:
+    with start_server(["--plugins-dir", str(plugin_dir)]) as proc:
         yield proc
-    finally:
-        proc.stop()
-        shutil.rmtree(proc.home, ignore_errors=True)
 
 
 def plugins(server: ServerProcess) -> dict[str, dict[str, Any]]:

@@ -70,12 +70,9 @@ _token = itertools.count(1)
 def server(request: pytest.FixtureRequest) -> Iterator[ServerProcess]:
     """A server with pane graphics on, for each emulator backend (the commands are taken
     out before either sees them, but cursors, scrolling and screens are theirs)."""
-    srv = start_server(["--emulator", request.param],
-                       env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
-    try:
+    with start_server(["--emulator", request.param],
+                      env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"}) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def focused(server: ServerProcess) -> str:

@@ -8,8 +8,6 @@ whose manifest holds one must be classified while the server keeps serving.
 
 from __future__ import annotations
 
-import json
-import socket
 import sys
 import textwrap
 import time
@@ -18,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Raw
 
 from cmux_core.client import Client
 from cmux_core.testing import ServerProcess, start_server, wait_until
@@ -41,22 +40,11 @@ def show(line: str) -> list[str]:
     return [PY, "-c", f"import time; print({line}); print('READY'); time.sleep(600)"]
 
 
-def send_raw(server: ServerProcess, method: str, params: dict[str, Any]) -> socket.socket:
+def send_raw(server: ServerProcess, method: str, params: dict[str, Any]) -> Raw:
     """Send one request on a fresh connection without waiting for its reply."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(str(server.socket_path))
-    sock.sendall(json.dumps({"id": 1, "method": method, "params": params}).encode() + b"\n")
-    return sock
-
-
-def read_reply(sock: socket.socket, timeout: float) -> dict[str, Any]:
-    sock.settimeout(timeout)
-    buf = b""
-    while b"\n" not in buf:
-        chunk = sock.recv(65536)
-        assert chunk, "the server closed the connection"
-        buf += chunk
-    return dict(json.loads(buf.partition(b"\n")[0]))
+    conn = Raw(server.socket_path)
+    conn.send_request(1, method, params)
+    return conn
 
 
 @pytest.mark.parametrize(("pattern", "line"), PATHOLOGICAL)
@@ -79,7 +67,7 @@ def test_a_pathological_wait_neither_stalls_the_server_nor_outlives_its_timeout(
             answered = time.monotonic()
             assert answered - sent < TIMEOUT_MS / 1000, (
                 f"ping answered {answered - sent:.1f}s after the wait was sent")
-            reply = read_reply(waiter, TIMEOUT_MS / 1000 + 10)
+            reply = waiter.line(TIMEOUT_MS / 1000 + 10)
         finally:
             waiter.close()
         assert reply["ok"] is False and reply["error"]["code"] == "timeout", reply
@@ -143,11 +131,8 @@ def slowbot_server(tmp_path: Path) -> Iterator[ServerProcess]:
     manifests = tmp_path / "manifests"
     manifests.mkdir()
     (manifests / "slowbot.toml").write_text(SLOWBOT)
-    server = start_server(["--manifests-dir", str(manifests)], size="400x60")
-    try:
+    with start_server(["--manifests-dir", str(manifests)], size="400x60") as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_a_manifest_with_pathological_rules_is_classified_while_the_server_serves(
@@ -243,7 +228,7 @@ def test_a_manifest_with_a_huge_program_is_classified_off_the_loop(tmp_path: Pat
                 assert client.call("ping")
                 slowest = max(slowest, time.monotonic() - began)
                 time.sleep(0.05)
-            explained = read_reply(asking, 30)["result"]["explain"]
+            explained = asking.line(30)["result"]["explain"]
             asking.close()
         assert "bigbot:idle" in seen, seen
         assert explained["matched_rule"]["id"] == "ready", explained

@@ -19,8 +19,10 @@ from typing import Any
 import pytest
 from conftest import Api
 from fake_agent import (
+    manifest,
     manifest_server,
     pane_agent,
+    rule,
     screens_program,
     start_in_shell,
     wait_agent,
@@ -349,31 +351,12 @@ AGENT_SCRIPT = screens_program({
     "x": "TOYBOT some output no rule knows",
 })
 
-MANIFEST = textwrap.dedent("""\
-    id = "toybot"
-    version = "1.0"
-    process_names = ["toybot_agent"]
-
-    [[rules]]
-    id = "permission"
-    state = "blocked"
-    priority = 30
-    visible_blocker = true
-    contains = ["Allow this command?"]
-
-    [[rules]]
-    id = "spinner"
-    state = "working"
-    priority = 20
-    contains = ["esc to interrupt"]
-
-    [[rules]]
-    id = "idle_prompt"
-    state = "idle"
-    priority = 10
-    visible_idle = true
-    contains = ["type here"]
-""")
+MANIFEST = manifest(
+    "toybot",
+    rule("permission", "blocked", 30, visible_blocker=True, contains=["Allow this command?"]),
+    rule("spinner", "working", 20, contains=["esc to interrupt"]),
+    rule("idle_prompt", "idle", 10, visible_idle=True, contains=["type here"]),
+)
 
 PLUGIN = textwrap.dedent('''
     from cmux_core import hookimpl

@@ -79,11 +79,8 @@ def test_client_leaving_mid_wait_is_silent_and_leaves_nothing(
 
 @pytest.fixture
 def shared_api(shared_server: ServerProcess) -> Iterator[Api]:
-    conn = Api(shared_server)
-    try:
+    with Api(shared_server) as conn:
         yield conn
-    finally:
-        conn.close()
 
 
 WRONG_TYPES = [

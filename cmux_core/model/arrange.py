@@ -49,16 +49,6 @@ ZoomMode = Literal["toggle", "on", "off"]
 # -- shared pieces --------------------------------------------------------------------
 
 
-def _focus(mux: Mux, pane: Pane) -> None:
-    """Make ``pane`` the focused pane of its tab, workspace and window; no events."""
-    tab = pane.tab
-    if tab.focused != pane.key:
-        tab.previous_focus = tab.focused
-        tab.focused = pane.key
-    tab.workspace.active_tab = tab
-    mux._select_workspace(tab.workspace)
-
-
 def _focused_id(mux: Mux, tab: Tab) -> str:
     return mux.panes[tab.focused].id
 
@@ -167,7 +157,7 @@ def _swap(mux: Mux, source: Pane, target: Pane) -> Swap:
     tab = source.tab
     before = mux._focus_key()
     tab.tree = layout.swap(tab.tree, source.key, target.key)
-    _focus(mux, source)
+    mux._place_focus(source)
     mux.apply_sizes(tab)
     _publish_layout(mux, tab)
     mux._emit_focus_if_changed(before)
@@ -192,7 +182,7 @@ def focus_direction(mux: Mux, source: Pane, direction: layout.PaneDirection) -> 
     if other is None:
         return FocusMove(source, False)
     before = mux._focus_key()
-    _focus(mux, mux.panes[other])
+    mux._place_focus(mux.panes[other])
     mux.apply_sizes(tab)
     _publish_layout(mux, tab)
     mux._emit_focus_if_changed(before)
@@ -216,7 +206,7 @@ def zoom(mux: Mux, pane: Pane, mode: ZoomMode) -> Zoom:
     """
     tab = pane.tab
     before = mux._focus_key()
-    _focus(mux, pane)
+    mux._place_focus(pane)
     focus_changed = mux._focus_key() != before
     several = len(layout.panes(tab.tree)) > 1
     reason: str | None = None
@@ -421,20 +411,6 @@ def _add_workspace(mux: Mux, window: Window, cwd: str, label: str | None) -> Wor
     return ws
 
 
-def _drop_workspace(mux: Mux, ws: Workspace) -> None:
-    """Take an emptied workspace out of its window; selection falls back as on close."""
-    window = ws.window
-    index = window.workspaces.index(ws)
-    window.workspaces.remove(ws)
-    mux._forget(ws.uuid, ws.ref)
-    if window.previous is ws:
-        window.previous = None
-    if window.selected is ws:
-        # The neighbour that takes its place, else the one before it.
-        window.selected = (window.workspaces[min(index, len(window.workspaces) - 1)]
-                           if window.workspaces else None)
-
-
 # -- pane.move -----------------------------------------------------------------------
 
 
@@ -502,30 +478,8 @@ def move(mux: Mux, pane: Pane, dest: Destination, *, focus: bool = False) -> Mov
     cwd = current_cwd(mux, pane) or src_ws.cwd
     remaining = layout.remove(src_tab.tree, pane.key)
     if remaining is not None:
-        if src_tab.focused == pane.key:
-            src_tab.focused = layout.next_focus_after_remove(
-                src_tab.tree, pane.key, src_tab.previous_focus) or layout.panes(remaining)[0]
-            src_tab.previous_focus = None
-        elif src_tab.previous_focus == pane.key:
-            src_tab.previous_focus = None
-        src_tab.tree = remaining
-
-    created_ws: Workspace | None = None
-    created_tab: Tab | None = None
-    if isinstance(dest, ToTab):
-        dest_tab = dest.tab
-        dest_tab.tree = layout.split(dest_tab.tree, dest.target.key, pane.key, dest.split,
-                                     dest.ratio)
-    else:
-        if isinstance(dest, ToNewTab):
-            home, tab_label = dest.workspace, dest.label
-        else:
-            created_ws = home = _add_workspace(mux, src_ws.window, cwd, dest.label)
-            tab_label = dest.tab_label
-        dest_tab = created_tab = Tab(ids.new_uuid(), home.next_tab_number, home,
-                                     layout.Leaf(pane.key), pane.key,
-                                     label=tab_label or None)
-        _add_tab(mux, dest_tab)
+        mux._shrink_tree(src_tab, pane.key, remaining)
+    dest_tab, created_ws, created_tab = _destination(mux, pane, dest, src_ws.window, cwd)
     dest_ws = dest_tab.workspace
     if dest_ws is not src_ws:
         mux.aliases[pane.id] = pane.key
@@ -538,10 +492,10 @@ def move(mux: Mux, pane: Pane, dest: Destination, *, focus: bool = False) -> Mov
         _drop_tab(mux, src_tab)
         closed_tab_id = src_tab.id
         if not src_ws.tabs and dest_ws is not src_ws:
-            _drop_workspace(mux, src_ws)
+            mux._detach_workspace(src_ws)
             closed_ws_id = src_ws.id
     if focus or mux.focused_pane() is None:
-        _focus(mux, pane)
+        mux._place_focus(pane)
     if remaining is not None:
         mux.apply_sizes(src_tab)
     mux.apply_sizes(dest_tab)
@@ -562,6 +516,27 @@ def move(mux: Mux, pane: Pane, dest: Destination, *, focus: bool = False) -> Mov
     mux.events.publish(LayoutUpdated(dest_tab))
     mux._emit_focus_if_changed(before)
     return MoveResult(moved, None, src_tab if remaining is not None else None, dest_tab)
+
+
+def _destination(mux: Mux, pane: Pane, dest: Destination, window: Window, cwd: str
+                 ) -> tuple[Tab, Workspace | None, Tab | None]:
+    """Put ``pane`` (already out of its tab's tree) into the tree of ``dest``'s tab, making
+    that tab (and its workspace, in ``window`` with ``cwd``) when ``dest`` asks for new
+    ones. Returns the tab, then the workspace and the tab made (None: none)."""
+    if isinstance(dest, ToTab):
+        dest.tab.tree = layout.split(dest.tab.tree, dest.target.key, pane.key, dest.split,
+                                     dest.ratio)
+        return dest.tab, None, None
+    created_ws: Workspace | None = None
+    if isinstance(dest, ToNewTab):
+        home, tab_label = dest.workspace, dest.label
+    else:
+        created_ws = home = _add_workspace(mux, window, cwd, dest.label)
+        tab_label = dest.tab_label
+    tab = Tab(ids.new_uuid(), home.next_tab_number, home, layout.Leaf(pane.key), pane.key,
+              label=tab_label or None)
+    _add_tab(mux, tab)
+    return tab, created_ws, tab
 
 
 # -- tab and workspace order ------------------------------------------------------------

@@ -31,7 +31,6 @@ from typing import Any
 from cmux_core import ids
 from cmux_core.errors import CmuxError, InvalidEnv
 from cmux_core.model import layout, surfaces
-from cmux_core.model.events import LayoutUpdated, PaneCreated, TabCreated, WorkspaceCreated
 from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane, Surface, Tab, Window, Workspace
 from cmux_core.terminal.process import validate_env
@@ -293,17 +292,7 @@ def build(mux: Mux, spec: Spec, *, window: Window | None, cwd: str,
     ws.tabs.append(tab)
     ws.active_tab = tab
     mux._by_uuid[tab.uuid] = tab
-    window.workspaces.append(ws)
-    if focus:
-        mux._select_workspace(ws)
-    elif window.selected is None:
-        window.selected = ws
-    mux.events.publish(WorkspaceCreated(ws))
-    mux.events.publish(TabCreated(tab))
-    for pane in created:
-        mux.events.publish(PaneCreated(pane))
-    mux.events.publish(LayoutUpdated(tab))
-    mux._emit_focus_if_changed(before)
+    mux._open_workspace(ws, tab, created, focus=focus, before=before)
     for pane, pane_spec in zip(created, pane_specs, strict=True):
         for surface, surface_spec in zip(pane.surfaces, pane_spec.surfaces, strict=True):
             if surface_spec.command and surface.term is not None:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Literal, TypeVar, cast
+from typing import Literal, TypeVar
 
 from cmux_core import ids
 from cmux_core.config import Settings, installation_bin_dir
@@ -149,6 +149,15 @@ class Mux:
             self._enter_window(window)
         self._next_workspace += 1
         ws.uuid, ws.ref = self._mint("workspace", ws)
+        self._open_workspace(ws, tab, [pane], focus=focus, before=before)
+        return ws, tab, pane
+
+    def _open_workspace(self, ws: Workspace, tab: Tab, panes: Sequence[Pane], *, focus: bool,
+                        before: tuple[str | None, str | None]) -> None:
+        """Append the built ``ws`` (its one tab ``tab`` holding ``panes``) to its window,
+        selected there with ``focus`` or when the window has none, and publish what was
+        created and, against ``before``, the focus change."""
+        window = ws.window
         window.workspaces.append(ws)
         if focus:
             self._select_workspace(ws)
@@ -157,10 +166,10 @@ class Mux:
             window.selected = ws
         self.events.publish(WorkspaceCreated(ws))
         self.events.publish(TabCreated(tab))
-        self.events.publish(PaneCreated(pane))
+        for pane in panes:
+            self.events.publish(PaneCreated(pane))
         self.events.publish(LayoutUpdated(tab))
         self._emit_focus_if_changed(before)
-        return ws, tab, pane
 
     def _new_tab(self, ws: Workspace, *, cwd: str, command: list[str] | None,
                  env: dict[str, str] | None, label: str | None) -> tuple[Tab, Pane]:
@@ -488,6 +497,15 @@ class Mux:
         if ws.active_tab is not None:
             self._viewed(ws.active_tab)
 
+    def _place_focus(self, pane: Pane) -> None:
+        """Make ``pane`` the focused pane of its tab, workspace and window; no events."""
+        tab = pane.tab
+        if tab.focused != pane.key:
+            tab.previous_focus = tab.focused
+            tab.focused = pane.key
+        tab.workspace.active_tab = tab
+        self._select_workspace(tab.workspace)
+
     def focus_tab(self, tab: Tab) -> None:
         before = self._focus_key()
         tab.workspace.active_tab = tab
@@ -498,11 +516,7 @@ class Mux:
     def focus_pane(self, pane: Pane) -> None:
         before = self._focus_key()
         tab = pane.tab
-        if tab.focused != pane.key:
-            tab.previous_focus = tab.focused
-            tab.focused = pane.key
-        tab.workspace.active_tab = tab
-        self._select_workspace(tab.workspace)
+        self._place_focus(pane)
         self._emit_focus_if_changed(before)
         self._viewed(tab)
         if tab.zoomed:
@@ -572,18 +586,25 @@ class Mux:
         if remaining is None:
             self._remove_tab(tab)
         else:
-            if tab.focused == pane.key:
-                nxt = layout.next_focus_after_remove(tab.tree, pane.key, tab.previous_focus)
-                tab.focused = nxt or layout.panes(remaining)[0]
-                tab.previous_focus = None
-            elif tab.previous_focus == pane.key:
-                tab.previous_focus = None
-            tab.tree = remaining
-            if len(layout.panes(remaining)) < 2:
-                tab.zoomed = False
+            self._shrink_tree(tab, pane.key, remaining)
             self.apply_sizes(tab)
             self.events.publish(LayoutUpdated(tab))
         self._emit_focus_if_changed(before)
+
+    @staticmethod
+    def _shrink_tree(tab: Tab, key: str, remaining: layout.Node) -> None:
+        """Give ``tab`` the tree ``remaining``, its tree without the pane ``key``: the
+        focus moves on from ``key`` (to the pane focused before it, else a neighbour), and a
+        lone pane is not zoomed. Sizes and events are the caller's."""
+        if tab.focused == key:
+            nxt = layout.next_focus_after_remove(tab.tree, key, tab.previous_focus)
+            tab.focused = nxt or layout.panes(remaining)[0]
+            tab.previous_focus = None
+        elif tab.previous_focus == key:
+            tab.previous_focus = None
+        tab.tree = remaining
+        if len(layout.panes(remaining)) < 2:
+            tab.zoomed = False
 
     def _discard_pane(self, pane: Pane) -> None:
         """Drop ``pane`` from every lookup and close its terminals: afterwards nothing in
@@ -648,20 +669,24 @@ class Mux:
         self._emit_focus_if_changed(before)
 
     def _remove_workspace(self, ws: Workspace, closed: Prepared | None = None) -> None:
-        window = ws.window
-        idx = window.workspaces.index(ws)
         if closed is None:
             ws.tabs = []
             closed = self.events.prepare(WorkspaceClosed(ws))
+        self._detach_workspace(ws)
+        self.events.publish(closed)
+
+    def _detach_workspace(self, ws: Workspace) -> None:
+        """Take ``ws`` out of its window and forget its ids; publishes nothing."""
+        window = ws.window
+        index = window.workspaces.index(ws)
         window.workspaces.remove(ws)
         self._forget(ws.uuid, ws.ref)
         if window.previous is ws:
             window.previous = None
         if window.selected is ws:
-            # The neighbour that takes the closed one's place, else the one before it.
-            window.selected = (window.workspaces[min(idx, len(window.workspaces) - 1)]
+            # The neighbour that takes its place, else the one before it.
+            window.selected = (window.workspaces[min(index, len(window.workspaces) - 1)]
                                if window.workspaces else None)
-        self.events.publish(closed)
 
     def rename_workspace(self, ws: Workspace, label: str | None) -> None:
         ws.label = label or None
@@ -714,51 +739,12 @@ class Mux:
             return None
         return procfs.cwd(pgid)
 
-    # -- restoring a saved session ------------------------------------------------------
+    # -- restoring a saved session (cmux_core.model.restoring does the rest) ------------
 
     @property
     def next_workspace_number(self) -> int:
         """The number the next new workspace gets; no number is handed out twice."""
         return self._next_workspace
-
-    def reserve_workspace_numbers(self, upto: int) -> None:
-        """Count every workspace number below ``upto`` as handed out (a restored session's
-        closed ones too); a smaller ``upto`` changes nothing."""
-        self._next_workspace = max(self._next_workspace, upto)
-
-    def adopt(self, obj: object, uuid: str, ref: str = "") -> None:
-        """Enter a restored object under its saved uuid and short ref (``""`` for none, as
-        tabs have) so lookups find it, and make the allocators continue after them: the
-        ref's kind counts on from its number, and workspace numbers from a workspace's."""
-        self._by_uuid[uuid] = obj
-        if ref:
-            kind, _, number = ref.partition(":")
-            self._by_ref[ref] = obj
-            self.refs.reserve(cast(ids.RefKind, kind), int(number))
-        if isinstance(obj, Workspace):
-            self._next_workspace = max(self._next_workspace,
-                                       ids.decode_number(obj.id[1:]) + 1)
-
-    def restore_surface(self, pane: Pane, *, uuid: str, ref: str, cwd: str,
-                        command: list[str] | None, argv: list[str] | None = None,
-                        env: dict[str, str] | None = None, size: tuple[int, int]
-                        ) -> Surface:
-        """Spawn one surface of a restored ``pane`` under its saved uuid and ref, running
-        ``argv`` (None: ``command``), and append it to the pane; ``command`` is kept as
-        what it was launched with. The first surface is selected and enters the pane into
-        the mux; the caller adopts the pane, places it in its tab's tree and publishes.
-        Raises ``spawn_failed``, adding nothing, when the process cannot start.
-        """
-        term = self._spawn(pane.tab.workspace, pane.tab, pane, uuid, cwd=cwd,
-                           command=argv or command, env=env, size=size)
-        surface = Surface(uuid, ref, term, pane, command, cwd, env=dict(env) if env else None)
-        pane.surfaces.append(surface)
-        if pane.selected is None:
-            pane.selected = surface
-        self.adopt(surface, uuid, ref)
-        self.panes[pane.key] = pane
-        self._attach(pane, surface)
-        return surface
 
     # -- shutdown ---------------------------------------------------------------------
 

@@ -63,6 +63,12 @@ def _put(mux: Mux, pane: Pane, surface: Surface, index: int | None) -> None:
     """Insert ``surface`` into ``pane`` at ``index`` (clamped; None appends) and select it."""
     at = len(pane.surfaces) if index is None else max(0, min(index, len(pane.surfaces)))
     pane.surfaces.insert(at, surface)
+    _show(mux, pane, surface)
+
+
+def _show(mux: Mux, pane: Pane, surface: Surface) -> None:
+    """Make ``surface`` (already among ``pane``'s) the one ``pane`` shows; its terminal, if
+    it has one, is attached to the pane and takes the pane's size."""
     surface.pane = pane
     pane.selected = surface
     if surface.term is not None:
@@ -227,7 +233,7 @@ def split_off(mux: Mux, surface: Surface, direction: SplitDirection, *,
     tab.tree = layout.split(tab.tree, target.key, pane.key, shape, before=first)
     _put(mux, pane, surface, None)
     if focus:
-        arrange._focus(mux, pane)
+        mux._place_focus(pane)
     mux.apply_sizes(tab)
     mux.events.publish(PaneUpdated(src))
     mux.events.publish(PaneCreated(pane))
@@ -253,7 +259,7 @@ def _move_pane_beside(mux: Mux, pane: Pane, target: Pane, shape: layout.Directio
     assert rest is not None, "target is another pane of this tree"
     tab.tree = layout.split(rest, target.key, pane.key, shape, before=first)
     if focus:
-        arrange._focus(mux, pane)
+        mux._place_focus(pane)
     mux.apply_sizes(tab)
     mux.events.publish(LayoutUpdated(tab))
     mux._emit_focus_if_changed(before)
@@ -284,12 +290,7 @@ def swap_selected(mux: Mux, source: Pane, target: Pane, *, focus: bool = False) 
     ia, ib = source.surfaces.index(a), target.surfaces.index(b)
     source.surfaces[ia], target.surfaces[ib] = b, a
     for pane, surface in ((source, b), (target, a)):
-        surface.pane = pane
-        pane.selected = surface
-        if surface.term is not None:
-            mux._attach(pane, surface)
-            rect = _rect(mux, pane)
-            surface.term.resize(rect.width, rect.height)
+        _show(mux, pane, surface)
     mux.events.publish(PaneUpdated(source))
     mux.events.publish(PaneUpdated(target))
     if focus:

@@ -42,7 +42,7 @@ from cmux_core.agents.metadata import MetadataPatch
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.agents.views import AgentView, ViewBook, ViewPlugins, check_plugins, parse_view
 from cmux_core.errors import CmuxError
-from cmux_core.model import layout
+from cmux_core.model import layout, restoring
 from cmux_core.model.events import LayoutUpdated, PaneCreated, TabCreated, WorkspaceCreated
 from cmux_core.model.mux import Mux
 from cmux_core.model.notifications import Notification, NotificationBook
@@ -105,7 +105,7 @@ def restore(state: SessionState, mux: Mux, tracker: AgentTracker, book: ViewBook
                 continue
             window = Window(saved_window.uuid, saved_window.ref)
             mux.windows.append(window)
-            mux.adopt(window, window.uuid, window.ref)
+            restoring.adopt(mux, window, window.uuid, window.ref)
             by_number: dict[int, Workspace] = {}
             for saved_ws in saved_window.workspaces:
                 ws, tabs = _workspace(mux, window, saved_ws, done)
@@ -121,7 +121,7 @@ def restore(state: SessionState, mux: Mux, tracker: AgentTracker, book: ViewBook
         saved = state.windows[index] if index is not None else None
         mux.active_window = next((w for w in mux.windows if saved and w.uuid == saved.uuid),
                                  mux.windows[0])
-    mux.reserve_workspace_numbers(state.next_workspace_number or 1)
+    restoring.reserve_workspace_numbers(mux, state.next_workspace_number or 1)
     for kind, number in state.refs.items():
         mux.refs.reserve(kind, number)
     for alias, pane in done.aliases:
@@ -225,7 +225,7 @@ def _workspace(mux: Mux, window: Window, saved: WorkspaceState, done: Restored
     ws.next_pane_number = saved.next_pane_number
     ws.auto_title = saved.auto_title
     ws.last_prompt, ws.last_prompt_at = saved.last_prompt, saved.last_prompt_at
-    mux.adopt(ws, ws.uuid, ws.ref)
+    restoring.adopt(mux, ws, ws.uuid, ws.ref)
     window.workspaces.append(ws)
     if saved.tokens:
         done.tokens.append((ws, dict(saved.tokens)))
@@ -262,7 +262,7 @@ def _tab(mux: Mux, ws: Workspace, saved: TabState, done: Restored) -> tuple[Tab,
         tab.zoomed = False
     ws.tabs.append(tab)
     ws.next_tab_number = max(ws.next_tab_number, tab.number + 1)
-    mux.adopt(tab, tab.uuid)
+    restoring.adopt(mux, tab, tab.uuid)
     if tab.zoomed:
         mux.apply_sizes(tab)
     return tab, panes
@@ -297,9 +297,9 @@ def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Res
             attempts.append((None, None))
         for argv, command in attempts:
             try:
-                started = mux.restore_surface(pane, uuid=surface.uuid, ref=surface.ref,
-                                              cwd=cwd, command=command, argv=argv,
-                                              env=surface.env, size=size)
+                started = restoring.restore_surface(
+                    mux, pane, uuid=surface.uuid, ref=surface.ref, cwd=cwd, command=command,
+                    argv=argv, env=surface.env, size=size)
             except CmuxError as exc:
                 log.warning("restoring pane %s: %s",
                             ids.pane_id(tab.workspace.id, saved.number), exc.message)
@@ -329,7 +329,7 @@ def _pane(mux: Mux, tab: Tab, saved: PaneState, size: tuple[int, int], done: Res
         if resumed:
             done.resumed.add(started.uuid)
     pane.selected = pane.surfaces[index]
-    mux.adopt(pane, pane.key, pane.ref)
+    restoring.adopt(mux, pane, pane.key, pane.ref)
     pane.label = saved.label or None
     done.panes += 1
     done.aliases.extend((alias, pane) for alias in saved.aliases)
@@ -342,7 +342,7 @@ def _document(mux: Mux, pane: Pane, saved: SurfaceState) -> None:
                       path=saved.path, title=saved.title, pinned=saved.pinned,
                       unread=saved.unread)
     pane.surfaces.append(surface)
-    mux.adopt(surface, saved.uuid, saved.ref)
+    restoring.adopt(mux, surface, saved.uuid, saved.ref)
 
 
 def _show(surface: Surface, text: str) -> None:

@@ -51,6 +51,10 @@ class Parser:
 
     def __init__(self, screen: Screen, on_osc: Callable[[str, str], None]) -> None:
         self.screen = screen
+        self._single: dict[str, Callable[[], None]] = {
+            "\x08": screen.backspace, "\t": screen.tab, "\x0e": screen.shift_out,
+            "\x0f": screen.shift_in}
+        """The controls that are one call on the screen: BS, HT, SO, SI."""
         self._on_osc = on_osc
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._tail = ""
@@ -70,6 +74,7 @@ class Parser:
         apply_sgr = screen.apply_sgr
         search = _CONTROLS.search
         sgr_match = _SGR.match
+        single = self._single
         n = len(text)
         i = self._string_body(text, 0) if self._string is not None else 0
         while i < n:
@@ -100,17 +105,8 @@ class Parser:
                     i = sgr.end()
                 else:
                     i = self._escape(text, j)
-            elif char == "\x08":
-                screen.backspace()
-                i = j + 1
-            elif char == "\t":
-                screen.tab()
-                i = j + 1
-            elif char == "\x0e":
-                screen.shift_out()
-                i = j + 1
-            elif char == "\x0f":
-                screen.shift_in()
+            elif char in single:
+                single[char]()
                 i = j + 1
             elif char == "\x9b":
                 i = self._csi(text, j + 1, j)

@@ -273,12 +273,12 @@ class Screen(pyte.Screen):
         top, bottom = self.margins or Margins(0, self.lines - 1)
         if top == 0 and bottom == self.lines - 1:
             self.scrolled += min(count or 1, self.lines)
-        self._lift(top, bottom, count or 1)
+        self._shift(top, bottom, count or 1, up=True)
 
     def scroll_down(self, count: int) -> None:
         """SD: scroll the region down without moving the cursor."""
         top, bottom = self.margins or Margins(0, self.lines - 1)
-        self._lower(top, bottom, count or 1)
+        self._shift(top, bottom, count or 1, up=False)
 
     def delete_lines(self, count: int | None = None) -> None:
         """DL: remove lines from the cursor's down, pulling the rest of the region up.
@@ -288,32 +288,21 @@ class Screen(pyte.Screen):
         """
         top, bottom = self.margins or Margins(0, self.lines - 1)
         if top <= self.cursor.y <= bottom:
-            self._lift(self.cursor.y, bottom, count or 1)
+            self._shift(self.cursor.y, bottom, count or 1, up=True)
 
     def insert_lines(self, count: int | None = None) -> None:
         """IL: insert blank lines at the cursor, pushing the rest of the region down."""
         top, bottom = self.margins or Margins(0, self.lines - 1)
         if top <= self.cursor.y <= bottom:
-            self._lower(self.cursor.y, bottom, count or 1)
+            self._shift(self.cursor.y, bottom, count or 1, up=False)
 
-    def _lift(self, top: int, bottom: int, count: int) -> None:
-        """Move lines ``top..bottom`` up by ``count``; blank lines come in at the bottom."""
+    def _shift(self, top: int, bottom: int, count: int, *, up: bool) -> None:
+        """Move lines ``top..bottom`` up (or down) by ``count``; blank lines come in at the
+        bottom (or the top)."""
         buffer = self.buffer
-        count = min(count, bottom - top + 1)
-        for y in range(top, bottom + 1):
-            line = buffer.pop(y + count, None) if y + count <= bottom else None
-            if line is None:
-                buffer.pop(y, None)
-            else:
-                buffer[y] = line
-        self.dirty.update(range(top, bottom + 1))
-
-    def _lower(self, top: int, bottom: int, count: int) -> None:
-        """Move lines ``top..bottom`` down by ``count``; blank lines come in at the top."""
-        buffer = self.buffer
-        count = min(count, bottom - top + 1)
-        for y in range(bottom, top - 1, -1):
-            line = buffer.pop(y - count, None) if y - count >= top else None
+        step = min(count, bottom - top + 1) * (1 if up else -1)
+        for y in range(top, bottom + 1) if up else range(bottom, top - 1, -1):
+            line = buffer.pop(y + step, None) if top <= y + step <= bottom else None
             if line is None:
                 buffer.pop(y, None)
             else:
