@@ -227,11 +227,8 @@ def regex_literal(text: str) -> str:
 def shared_server() -> Iterator[ServerProcess]:
     """One default server for a whole test module, for tests that each work in panes or
     objects of their own."""
-    server = start_server()
-    try:
+    with start_server() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
