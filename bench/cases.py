@@ -21,6 +21,7 @@ from cmux_core.errors import CmuxError
 from .cmux import CmuxSide, Connection, python_argv, wait_request
 from .context import Context, ms, percentile
 from .detect_latency import case_detect_latency
+from .fleet import case_fleet
 from .graphics import case_graphics
 from .hooks import case_hooks
 from .proc import CLOCK_TICKS, cpu_seconds, rss_bytes, steady_rss
@@ -580,4 +581,5 @@ CASES: dict[str, Callable[[Context], list[Row]]] = {
     "detect_latency": case_detect_latency,
     "hooks": case_hooks,
     "graphics": case_graphics,
+    "fleet": case_fleet,
 }

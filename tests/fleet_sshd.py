@@ -88,9 +88,10 @@ def _keygen(path: Path) -> None:
 
 
 def start_sshd() -> Sshd:
-    """Start sshd; skip the test when it is not installed (``make test`` installs it)."""
+    """Start sshd; raises RuntimeError when it is not installed or does not start."""
     if not os.access(SSHD, os.X_OK):
-        pytest.skip("OpenSSH sshd is not installed (make test installs openssh-server)")
+        raise RuntimeError("OpenSSH sshd is not installed (make test installs "
+                           "openssh-server)")
     root = Path(tempfile.mkdtemp(prefix="cmux-ssh-", dir=tempfile.gettempdir()))
     _keygen(root / "host_key")
     _keygen(root / "client_key")
@@ -130,6 +131,9 @@ def start_sshd() -> Sshd:
 
 @pytest.fixture(scope="session")
 def sshd() -> Iterator[Sshd]:
+    """The shared sshd; the fleet tests skip when it is not installed."""
+    if not os.access(SSHD, os.X_OK):
+        pytest.skip("OpenSSH sshd is not installed (make test installs openssh-server)")
     server = start_sshd()
     try:
         yield server

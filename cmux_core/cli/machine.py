@@ -75,7 +75,7 @@ COMMANDS = [
     Command("remove", "machine.remove", "forget a machine (its server keeps running)",
             (NAME,), show_nothing),
     Command("rename", "machine.rename", "rename a machine",
-            (NAME, arg("new_name", metavar="NEW")), show_nothing),
+            (NAME, arg("new_name", metavar="NEW", help="the new name")), show_nothing),
     Command("enable", "machine.enable", "connect a machine and keep it connected", (NAME,),
             show_nothing),
     Command("disable", "machine.disable", "close a machine's connection", (NAME,),
@@ -116,10 +116,10 @@ def add_machine_commands(sub: Any, add_common: AddCommon) -> None:
         add_command(inner, cmd, add_common)
     p = inner.add_parser("check", help="connect now; show the remote cmux version and "
                          "protocol, the round trip and what is missing")
-    p.add_argument("machine", metavar="NAME")
+    p.add_argument("machine", metavar="NAME", help="the machine's name")
     add_common(p)
     p.set_defaults(func=cmd_check)
     p = inner.add_parser("install", help="not available in this build")
-    p.add_argument("machine", metavar="NAME")
+    p.add_argument("machine", metavar="NAME", help="the machine's name")
     add_common(p)
     p.set_defaults(func=cmd_install)

@@ -190,8 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="cmux", description="Headless terminal multiplexer for AI coding "
                     "agents.")
     add_common(parser, top=True)
-    parser.add_argument("--machine", dest="on_machine", metavar="NAME", help="run the command on this saved "
-                        "machine, through the local server (default: $CMUX_MACHINE)")
+    parser.add_argument("--machine", dest="on_machine", metavar="NAME", help="run the "
+                        "command on this saved machine, through the local server "
+                        "(default: $CMUX_MACHINE)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     add_serve_command(sub)

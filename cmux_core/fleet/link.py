@@ -298,6 +298,7 @@ class Link:
                     request_id, int) and request_id in self._pending else None
                 if future is not None and not future.done():
                     future.set_result(reply)
+        self._fail_pending()
 
     def _fail_pending(self) -> None:
         pending, self._pending = self._pending, {}
