@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from conftest import Api
 from fleet_sshd import Sshd, sshd  # noqa: F401 - the session fixture
+from pty_terminal import Terminal
 
 from cmux_core.client import Client
 from cmux_core.errors import CmuxError
@@ -102,7 +103,7 @@ def test_machines_are_saved_validated_and_listed(rig: FleetRig) -> None:
                                  "ssh_options": {"ControlPath": "/tmp/x"}})
     with pytest.raises(CmuxError, match="already exists"):
         rig.call("machine.add", {"machine": "m1", "destination": "h"})
-    assert "z" not in saved.read_text()
+    assert "[machine.z]" not in saved.read_text()
     with pytest.raises(CmuxError) as err:
         rig.call("machine.status", {"machine": "nope"})
     assert err.value.code == "machine_not_found"
@@ -184,6 +185,21 @@ def test_machine_flag_runs_any_command_there(rig: FleetRig) -> None:
     assert install.returncode == 2 and "not available" in install.stderr
     missing = rig.cli("--machine", "nope", "pane", "list")
     assert missing.returncode == 1 and "machine_not_found" in missing.stderr
+
+
+def test_attach_a_remote_pane_through_the_bridge(rig: FleetRig) -> None:
+    term = Terminal(rig.local, "attach", "m9/w1:p1", kitty=False, size=(24, 80), cell=(0, 0))
+    try:
+        term.until(lambda: term.answers > 0 or b"$" in term.out or b"#" in term.out)
+        term.type(b"echo attached-$((40+2))\r")
+        wait_until(lambda: "attached-42" in rig.call(
+            "pane.read", {"pane_id": "m9/w1:p1"})["read"]["text"], 30,
+            message="typed text in the remote pane")
+        term.type(b"\x1c")
+        assert term.exited() == 0
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
 
 
 def test_cut_links_reconnect_and_never_hang(rig: FleetRig) -> None:

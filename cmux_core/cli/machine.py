@@ -12,6 +12,7 @@ from typing import Any
 from cmux_core.cli.common import (
     AddCommon,
     Command,
+    EnvAction,
     Result,
     add_command,
     arg,
@@ -23,19 +24,6 @@ from cmux_core.cli.common import (
 )
 
 NAME = arg("machine", metavar="NAME", help="the machine's name")
-
-
-class OptionAction(argparse.Action):
-    """Collects repeated ``--ssh-option KEY=VALUE`` into one dict."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        key, sep, value = str(values).partition("=")
-        if not sep or not key:
-            parser.error(f"{option_string} wants KEY=VALUE, not {values!r}")
-        options = dict(getattr(namespace, self.dest) or {})
-        options[key] = value
-        setattr(namespace, self.dest, options)
 
 
 def show_machines(r: Result) -> None:
@@ -60,7 +48,7 @@ COMMANDS = [
     Command("add", "machine.add", "save a machine reached with ssh DESTINATION and connect it",
             (NAME, arg("destination", metavar="DESTINATION",
                        help="what ssh takes: user@host or a Host alias of ~/.ssh/config"),
-             arg("--ssh-option", dest="ssh_options", action=OptionAction,
+             arg("--ssh-option", dest="ssh_options", action=EnvAction,
                  metavar="KEY=VALUE", help="an ssh -o option (repeatable)"),
              arg("--remote-session", dest="remote_session", metavar="SESSION",
                  help="the remote server's session name (default: its default socket)"),
