@@ -137,6 +137,8 @@ def test_qualified_ids_reach_each_machine(rig: FleetRig) -> None:
         assert "fleet-42" not in api("pane.read", {"pane_id": "w1:p1"})["read"]["text"]
         with pytest.raises(CmuxError, match="acts on one machine"):
             rig.call("pane.read", {"pane_id": "w1:p1", "machines": "all"})
+        with pytest.raises(CmuxError, match="machine.relay"):
+            rig.call("pane.attach", {"pane_id": "m4/w1:p1"})
         with pytest.raises(CmuxError, match="a call goes to one machine"):
             rig.call("pane.move", {"pane_id": "m1/w1:p1", "target_pane_id": "m2/w1:p1"})
         waited = rig.call("agent.wait", {"target": "w1:p1", "machines": ["m5", "m6"],
@@ -176,6 +178,11 @@ def test_machine_flag_runs_any_command_there(rig: FleetRig) -> None:
     split = rig.cli("--machine", "m8", "pane", "split")
     assert split.returncode == 0, split.stderr
     assert rig.call("pane.get", {"pane_id": f"m8/{split.stdout.strip()}"})["machine"] == "m8"
+    rig.call("pane.report_agent", {"pane_id": "m8/w1:p1", "source": "test",
+                                   "agent": "claude", "state": "idle"})
+    agents = rig.cli("agent", "list", "--machines", "all")
+    assert agents.returncode == 0, agents.stderr
+    assert agents.stdout.startswith("MACHINE") and "m8/w1:p1" in agents.stdout
     listed = rig.cli("machine", "list")
     assert listed.returncode == 0 and "m10" in listed.stdout and "connected" in listed.stdout
     check = rig.cli("machine", "check", "m9")

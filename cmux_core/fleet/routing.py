@@ -35,6 +35,8 @@ HOLDING = frozenset({"agent.wait", "pane.wait_for_output", "agent.prompt", "even
                      "agent.start"})
 """Methods that may hold their request: each gets a channel of its own, so it never delays
 the calls behind it on the machine's shared session."""
+CONNECTION_BOUND = frozenset({"pane.attach", "attach.graphics", "pane.graphics.stream.open"})
+"""Methods that take their connection over: they reach a machine only through a relay."""
 NOT_IDS = frozenset({"client_id", "plugin_id", "session_id", "request_id"})
 WAIT_MARGIN_S = 10.0
 
@@ -141,6 +143,10 @@ class FleetRouter:
         if method == "events.subscribe":
             await self._subscribe(connection, [name], params)
             return {"type": "subscription_started", "machines": [name]}
+        if method in CONNECTION_BOUND or method.startswith("attach."):
+            raise CmuxError("not_supported", f"{method} takes its connection over: connect "
+                            f"to machine {name} with machine.relay (cmux --machine {name}, "
+                            f"cmux attach {name}/...)")
         return await self.call_remote(name, method, params, connection)
 
     async def _merged(self, method: str, params: dict[str, Any], connection: Any) -> Result:
