@@ -137,7 +137,7 @@ def test_qualified_ids_reach_each_machine(rig: FleetRig) -> None:
         assert "fleet-42" not in api("pane.read", {"pane_id": "w1:p1"})["read"]["text"]
         with pytest.raises(CmuxError, match="acts on one machine"):
             rig.call("pane.read", {"pane_id": "w1:p1", "machines": "all"})
-        with pytest.raises(CmuxError, match="machine.relay"):
+        with pytest.raises(CmuxError, match=r"machine\.relay"):
             rig.call("pane.attach", {"pane_id": "m4/w1:p1"})
         with pytest.raises(CmuxError, match="a call goes to one machine"):
             rig.call("pane.move", {"pane_id": "m1/w1:p1", "target_pane_id": "m2/w1:p1"})
@@ -160,6 +160,10 @@ def test_events_from_machines_carry_their_name(rig: FleetRig) -> None:
         event = _next_event(c)
         assert event["data"]["machine"] == "m7"
         assert event["data"]["pane_id"] == "m7/w1:p1"
+        rig.call("pane.report_agent", {"pane_id": "w1:p1", "source": "test",
+                                       "agent": "claude", "state": "working"})
+        event = _next_event(c)
+        assert event["data"]["machine"] == "local" and event["data"]["pane_id"] == "w1:p1"
 
 
 def _next_event(c: Client) -> dict[str, Any]:

@@ -220,7 +220,7 @@ class FleetRouter:
                                 connection: Any) -> Result:
         remote = [n for n in names if n != LOCAL]
         if LOCAL in names:
-            result = await self.local("events.subscribe", params, connection)
+            result = await self.local("events.subscribe", params, _Tagging(connection))
         else:
             result = {"type": "subscription_started"}
         await self._subscribe(connection, remote, params)
@@ -240,6 +240,20 @@ class FleetRouter:
                 await channel.close()
                 raise
             connection.run_task(_forward(channel, name, connection))
+
+
+class _Tagging:
+    """A connection whose event streams add ``machine: "local"`` to each event."""
+
+    def __init__(self, connection: Any) -> None:
+        self._connection = connection
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+    def start_stream(self, sub: Any) -> None:
+        sub.tag = {"machine": LOCAL}
+        self._connection.start_stream(sub)
 
 
 async def _forward(channel: Channel, name: str, connection: Any) -> None:
