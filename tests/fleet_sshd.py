@@ -63,8 +63,8 @@ class Sshd:
                 "LogLevel": "ERROR"}
 
     def remote_socket(self, home: Path, session: str | None = None) -> Path:
-        name = f"{session}.sock" if session else "cmux.sock"
-        return home / "run" / "cmux" / name
+        runtime = home / "run" / "cmux"
+        return runtime / "sessions" / f"{session}.sock" if session else runtime / "cmux.sock"
 
     def stop(self) -> None:
         self.process.terminate()

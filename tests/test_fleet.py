@@ -74,14 +74,14 @@ def rig(sshd: Sshd) -> Iterator[FleetRig]:  # noqa: F811
     fleet = FleetRig(sshd, local, homes)
     try:
         for name in MACHINES:
-            fleet.add(name, homes[name])
+            fleet.add(name, homes[name], **({"session": "alt"} if name == "m10" else {}))
         for name in MACHINES:
             fleet.wait_state(name, "connected", timeout=90)
         yield fleet
     finally:
         local.stop()
-        for home in homes.values():
-            _stop_remote(sshd.remote_socket(home))
+        for name, home in homes.items():
+            _stop_remote(sshd.remote_socket(home, "alt" if name == "m10" else None))
 
 
 def test_machines_are_saved_validated_and_listed(rig: FleetRig) -> None:
@@ -91,6 +91,8 @@ def test_machines_are_saved_validated_and_listed(rig: FleetRig) -> None:
     saved = rig.local.home / "config" / "cmux" / "machines.toml"
     assert saved.stat().st_mode & 0o777 == 0o600
     assert '[machine.m10]' in saved.read_text()
+    assert rig.sshd.remote_socket(rig.homes["m10"], "alt").is_socket()
+    assert not rig.sshd.remote_socket(rig.homes["m10"]).exists()
     for bad in ("local", "Box", "a/b", "a:b", "1box", "x" * 33, ""):
         with pytest.raises(CmuxError) as err:
             rig.call("machine.add", {"machine": bad, "destination": "127.0.0.1"})

@@ -23,6 +23,7 @@ class Fleet:
         self.local_protocol = local_protocol
         self._links: dict[str, Link] = {}
         self._started = False
+        self._stopping: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         """Read the book and connect every enabled machine (in the background: returns at
@@ -37,13 +38,15 @@ class Fleet:
         """Close every master; the remote servers keep running."""
         self._started = False
         links, self._links = list(self._links.values()), {}
-        await asyncio.gather(*(link.stop() for link in links))
+        await asyncio.gather(*(link.stop() for link in links), *self._stopping)
 
     def _follow(self, machine: Machine | None, old: str | None = None) -> None:
         """Start, restart or stop the link of ``old`` (or ``machine.name``) to match."""
         gone = self._links.pop(old or (machine.name if machine else ""), None)
         if gone is not None:
-            asyncio.get_running_loop().create_task(gone.stop())
+            task = asyncio.get_running_loop().create_task(gone.stop())
+            self._stopping.add(task)
+            task.add_done_callback(self._stopping.discard)
         if machine is not None and machine.enabled and self._started:
             link = self._links[machine.name] = Link(machine, self.control_dir,
                                                     self.local_protocol)

@@ -209,7 +209,13 @@ class Link:
         pause = BACKOFF_S[0]
         while True:
             self._set(LinkState.CONNECTING, "")
-            up = await self._connect_and_serve()
+            try:
+                up = await self._connect_and_serve()
+            except Exception:
+                log.exception("machine %s: the link failed", self.name,
+                              extra={"cmux_machine": self.name})
+                self._set(LinkState.OFFLINE, "the link failed; see the server's log")
+                up = False
             pause = BACKOFF_S[0] if up else min(pause * 2, BACKOFF_S[1])
             if self.status.state in (LinkState.AUTH_FAILED, LinkState.INCOMPATIBLE):
                 pause = max(pause, 5.0)
