@@ -326,7 +326,9 @@ class Link:
         try:
             proc.stdin.write(json.dumps({"id": request_id, "method": method,
                                          "params": params}).encode() + b"\n")
-            return await asyncio.wait_for(future, timeout)
+            async with asyncio.timeout(timeout):
+                await proc.stdin.drain()
+                return await future
         except TimeoutError:
             raise CmuxError("machine_timeout", f"machine {self.name} did not answer "
                             f"{method} within {timeout:.0f} s") from None
