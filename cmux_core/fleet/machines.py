@@ -106,6 +106,8 @@ class MachineBook:
 
     path: Path = field(default_factory=machines_file)
     _machines: dict[str, Machine] = field(default_factory=dict)
+    _unreadable: str | None = None
+    """Why the file could not be loaded; while set, no change is written over it."""
 
     def __iter__(self) -> Iterator[Machine]:
         return iter(list(self._machines.values()))
@@ -115,7 +117,16 @@ class MachineBook:
 
     def load(self) -> None:
         """Read the file (a missing one is no machines); raises MachineError when it does
-        not parse or holds an invalid machine, leaving the book as it was."""
+        not parse or holds an invalid machine, leaving the book as it was and refusing
+        every change until a load succeeds, so the file is never written over."""
+        try:
+            self._machines = self._read()
+            self._unreadable = None
+        except MachineError as exc:
+            self._unreadable = exc.message
+            raise
+
+    def _read(self) -> dict[str, Machine]:
         try:
             data = tomllib.loads(self.path.read_text())
         except FileNotFoundError:
@@ -136,9 +147,12 @@ class MachineBook:
                                    ) from None
             except (TypeError, ValueError) as exc:
                 raise MachineError(message=f"{self.path}: machine.{name}: {exc}") from None
-        self._machines = loaded
+        return loaded
 
     def _save(self, machines: dict[str, Machine]) -> None:
+        if self._unreadable is not None:
+            raise MachineError(message=f"{self._unreadable}; fix or remove the file, then "
+                               "restart the server")
         doc = tomlkit.document()
         table = tomlkit.table(is_super_table=True)
         for m in machines.values():
