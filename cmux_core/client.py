@@ -250,8 +250,14 @@ class AsyncClient:
     async def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         return _result(await self.request(method, params))
 
-    async def events(self, types: list[str]) -> AsyncIterator[dict[str, Any]]:
-        await self.call("events.subscribe", {"subscriptions": [{"type": t} for t in types]})
+    async def events(self, types: list[str], machines: str | list[str] | None = None
+                     ) -> AsyncIterator[dict[str, Any]]:
+        """Subscribe to ``types`` (on ``machines`` too, see ``events.subscribe``) and yield
+        event lines as they come."""
+        params: dict[str, Any] = {"subscriptions": [{"type": t} for t in types]}
+        if machines is not None:
+            params["machines"] = machines
+        await self.call("events.subscribe", params)
         while True:
             yield await self._readline(None)
 

@@ -189,6 +189,10 @@ def test_machine_flag_runs_any_command_there(rig: FleetRig) -> None:
     agents = rig.cli("agent", "list", "--machines", "all")
     assert agents.returncode == 0, agents.stderr
     assert agents.stdout.startswith("MACHINE") and "m8/w1:p1" in agents.stdout
+    board = rig.cli("agents", "--machines", "all", "--color", "never")
+    assert board.returncode == 0, board.stderr
+    assert "MACHINE" in board.stdout.splitlines()[0]
+    assert any(line.split()[1:2] == ["m8"] for line in board.stdout.splitlines())
     listed = rig.cli("machine", "list")
     assert listed.returncode == 0 and "m10" in listed.stdout and "connected" in listed.stdout
     check = rig.cli("machine", "check", "m9")
@@ -209,6 +213,31 @@ def test_attach_a_remote_pane_through_the_bridge(rig: FleetRig) -> None:
             "pane.read", {"pane_id": "m9/w1:p1"})["read"]["text"], 30,
             message="typed text in the remote pane")
         term.type(b"\x1c")
+        assert term.exited() == 0
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
+
+
+def test_agents_watch_shows_every_machine_live(rig: FleetRig) -> None:
+    rig.call("pane.report_agent", {"pane_id": "m6/w1:p1", "source": "test",
+                                   "agent": "claude", "state": "idle"})
+    term = Terminal(rig.local, "agents", "--watch", "--machines", "all", kitty=False,
+                    size=(40, 120), cell=(0, 0))
+    try:
+        term.until(lambda: term.shows("m6/w1:p1") and term.shows("MACHINE"))
+        new = rig.call("pane.split", {"pane_id": "m6/w1:p1"})["pane"]["pane_id"]
+        # The stream from m6 may open after the list was first drawn: report until a
+        # report's event reaches the screen.
+        deadline = time.monotonic() + 60
+        states = iter(["blocked", "working"] * 100)
+        while not term.shows(new):
+            assert time.monotonic() < deadline, "the remote agent never showed"
+            rig.call("pane.report_agent", {"pane_id": new, "source": "test",
+                                           "agent": "claude", "state": next(states)})
+            for _ in range(10):
+                term.pump()
+        term.type(b"q")
         assert term.exited() == 0
     finally:
         if term.proc.poll() is None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.fleet.fleet import Fleet
-from cmux_core.fleet.link import CALL_TIMEOUT_S, Channel
+from cmux_core.fleet.link import CALL_TIMEOUT_S, CONNECT_TIMEOUT_S, Channel
 from cmux_core.fleet.machines import LOCAL
 
 Result = dict[str, Any]
@@ -228,18 +228,32 @@ class FleetRouter:
 
     async def _subscribe(self, connection: Any, names: list[str],
                          params: dict[str, Any]) -> None:
-        """Open a subscription on each machine and forward its events to ``connection``
-        (each with ``machine`` and qualified ids) until the connection or the link ends."""
+        """Open a subscription on each machine at once and forward its events to
+        ``connection`` (each with ``machine`` and qualified ids) until the connection or the
+        link ends; when one cannot be opened, none is kept and its error is raised."""
         if connection is None:
             raise InvalidParams("machines", "events need a client connection")
-        for name in names:
-            channel = await self.fleet.link(name).open_channel()
-            try:
-                _result(await channel.request("events.subscribe", params, CALL_TIMEOUT_S))
-            except BaseException:
-                await channel.close()
-                raise
-            connection.run_task(_forward(channel, name, connection))
+        opened = await asyncio.gather(*(self._open_stream(n, params) for n in names),
+                                      return_exceptions=True)
+        failure = next((o for o in opened if isinstance(o, BaseException)), None)
+        for name, channel in zip(names, opened, strict=True):
+            if isinstance(channel, Channel):
+                if failure is None:
+                    connection.run_task(_forward(channel, name, connection))
+                else:
+                    await channel.close()
+        if failure is not None:
+            raise failure
+
+    async def _open_stream(self, name: str, params: dict[str, Any]) -> Channel:
+        channel = await self.fleet.link(name).open_channel()
+        try:
+            # The first request of a channel waits for its bridge process to start too.
+            _result(await channel.request("events.subscribe", params, CONNECT_TIMEOUT_S))
+        except BaseException:
+            await channel.close()
+            raise
+        return channel
 
 
 class _Tagging:
