@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SOCKET ?=
 PYTEST_WORKERS ?= 2
 
-.PHONY: serve test lint bench soak venv clean
+.PHONY: serve test lint bench soak venv clean sshd
 
 venv: $(STAMP)
 
@@ -31,8 +31,20 @@ $(STAMP): pyproject.toml plugins/cmux-claude/pyproject.toml plugins/cmux-codex/p
 serve: $(STAMP)
 	$(BIN)/cmux serve $(if $(SOCKET),--socket $(SOCKET)) $(SERVE_ARGS)
 
-test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+test: $(STAMP) sshd
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+# The fleet tests start their own OpenSSH sshd on 127.0.0.1: install it when missing (as
+# root, with apt-get; RUNLEVEL=1 keeps the package from starting a system-wide sshd).
+SSHD_BIN := $(firstword $(wildcard /usr/sbin/sshd /usr/local/sbin/sshd))
+sshd:
+ifeq ($(SSHD_BIN),)
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing openssh-server for the fleet tests"; \
+		apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 \
+		apt-get install -y -qq --no-install-recommends openssh-server >/dev/null; \
+	else echo "sshd is missing and cannot be installed here: the fleet tests will skip"; fi
+endif
 
 lint: $(STAMP)
 	$(BIN)/ruff check cmux_core tests bench plugins

@@ -21,6 +21,7 @@ from cmux_core.errors import CmuxError
 from .cmux import CmuxSide, Connection, python_argv, wait_request
 from .context import Context, ms, percentile
 from .detect_latency import case_detect_latency
+from .fleet import case_fleet
 from .graphics import case_graphics
 from .hooks import case_hooks
 from .mcp import case_mcp
@@ -582,4 +583,5 @@ CASES: dict[str, Callable[[Context], list[Row]]] = {
     "hooks": case_hooks,
     "graphics": case_graphics,
     "mcp": case_mcp,
+    "fleet": case_fleet,
 }

@@ -30,11 +30,14 @@ from cmux_core.api.context import ServerInfo
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.loop_monitor import LoopMonitor
 from cmux_core.api.methods import register_core_methods
+from cmux_core.api.methods.server import PROTOCOL_VERSION
 from cmux_core.api.report_socket import ReportSockets
 from cmux_core.api.server import Connection, Server
 from cmux_core.config import Settings, session_file
 from cmux_core.detect.registry import ManifestRegistry, ReloadReport
+from cmux_core.errors import CmuxError
 from cmux_core.events import Event, EventHub, Published
+from cmux_core.fleet import Fleet, FleetRouter, MachineBook
 from cmux_core.graphics.layers import GraphicsBook, Layer
 from cmux_core.graphics.leases import FrameDirectory
 from cmux_core.graphics.program import ProgramGraphics
@@ -125,6 +128,9 @@ class App:
         self.attach = AttachBook()
         self.report_sockets = ReportSockets(self.events, self.methods, self.mux, self.agents,
                                             socket_path)
+        self.fleet = Fleet(MachineBook(), socket_path.parent / f"{socket_path.name}.fleet",
+                           PROTOCOL_VERSION)
+        self.methods.router = FleetRouter(self.fleet, self._call_here)
         register_core_methods(self.methods, self._method_contexts())
         self.server = Server(self.events, self.methods, socket_path,
                              on_request=self._request_seen, on_close=self._connection_closed)
@@ -168,6 +174,7 @@ class App:
             m.events.EventServices(mux, agents, self.events, info),
             m.integration.IntegrationServices(self.plugins),
             m.layout.LayoutServices(mux, agents, settings),
+            m.machine.MachineServices(self.fleet),
             m.notification.NotificationServices(mux, self.notifications),
             m.pane.arrangement.ArrangementServices(mux, agents),
             m.pane.attach.AttachServices(mux, settings, self.attach, self.graphics),
@@ -197,6 +204,10 @@ class App:
 
     def _manifests_reloaded(self, report: ReloadReport) -> None:
         self.detection.manifests_reloaded(report)
+
+    async def _call_here(self, method: str, params: dict[str, Any], connection: Any
+                         ) -> dict[str, Any]:
+        return await self.methods.call_here(method, params, connection=connection)
 
     def _connection_count(self) -> int:
         return self.server.connection_count()
@@ -256,6 +267,10 @@ class App:
         await self.server.bind()
         self.graphics.open_frames()
         await self.plugins.load()
+        try:
+            await self.fleet.start()
+        except (CmuxError, OSError) as exc:
+            log.warning("fleet not started: %s", exc)
         await self.server.listen()
         self.keeper.restore(fresh=self._fresh_session)
         self.loop_monitor.start()
@@ -272,6 +287,7 @@ class App:
         pane, reap the children, remove the graphics frame directory, unlink the socket."""
         self.loop_monitor.stop()
         self.server.stop_accepting()
+        await self.fleet.stop()
         await self.keeper.stop()
         await self.graphics_sources.stop()
         await self.plugins.stop()

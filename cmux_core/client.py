@@ -4,6 +4,10 @@ request at a time, so replies match requests by order and by ``id``. Right after
 connecting, both ask the kernel who the server is (``SO_PEERCRED``) and refuse, before
 sending anything, a server that runs as another uid.
 
+Given a ``machine`` (by default ``$CMUX_MACHINE``; ``"local"`` or empty is this machine),
+a client asks the server it connects to for ``machine.relay`` first, so its requests reach
+that machine's server over the fleet's connection and everything else works unchanged.
+
 The module and the base modules it imports use only the standard library, so hook
 scripts can use it (importing the package also loads ``pluggy`` for the plugin marker,
 nothing heavier).
@@ -53,6 +57,15 @@ def _check_server(sock: socket.socket, path: str) -> None:
                         f"uid {os.getuid()}; nothing was sent", {"path": path, "uid": uid})
 
 
+def _machine(machine: str | None) -> str | None:
+    name = os.environ.get("CMUX_MACHINE", "") if machine is None else machine
+    return name if name and name != "local" else None
+
+
+def _relay_request(machine: str) -> bytes:
+    return _encode(0, "machine.relay", {"machine": machine})
+
+
 def _result(reply: dict[str, Any]) -> dict[str, Any]:
     if reply.get("ok") is False or "error" in reply:
         err = reply.get("error") or {}
@@ -71,9 +84,10 @@ class Client:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *,
-                 timeout: float | None = DEFAULT_TIMEOUT) -> None:
+                 timeout: float | None = DEFAULT_TIMEOUT, machine: str | None = None) -> None:
         self.path = str(path) if path is not None else _default_socket()
         self.timeout = timeout
+        self.machine = _machine(machine)
         self._sock: socket.socket | None = None
         self._buf = b""
         self._ids = itertools.count(1)
@@ -100,6 +114,13 @@ class Client:
             sock.close()
             raise
         self._sock = sock
+        if self.machine is not None:
+            try:
+                sock.sendall(_relay_request(self.machine))
+                _result(json.loads(self._readline(self.timeout)))
+            except BaseException:
+                self.close()
+                raise
 
     def close(self) -> None:
         if self._sock is not None:
@@ -164,9 +185,10 @@ class AsyncClient:
     """The asyncio twin of :class:`Client`; it raises the same errors."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *,
-                 timeout: float | None = DEFAULT_TIMEOUT) -> None:
+                 timeout: float | None = DEFAULT_TIMEOUT, machine: str | None = None) -> None:
         self.path = str(path) if path is not None else _default_socket()
         self.timeout = timeout
+        self.machine = _machine(machine)
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._ids = itertools.count(1)
@@ -190,6 +212,9 @@ class AsyncClient:
                                   ) from None
         try:
             _check_server(self._writer.get_extra_info("socket"), self.path)
+            if self.machine is not None:
+                self._writer.write(_relay_request(self.machine))
+                _result(await self._readline(self.timeout))
         except CmuxError:
             await self.close()
             raise
@@ -235,8 +260,14 @@ class AsyncClient:
         self._reader = self._writer = None
         return streams
 
-    async def events(self, types: list[str]) -> AsyncIterator[dict[str, Any]]:
-        await self.call("events.subscribe", {"subscriptions": [{"type": t} for t in types]})
+    async def events(self, types: list[str], machines: str | list[str] | None = None
+                     ) -> AsyncIterator[dict[str, Any]]:
+        """Subscribe to ``types`` (on ``machines`` too, see ``events.subscribe``) and yield
+        event lines as they come."""
+        params: dict[str, Any] = {"subscriptions": [{"type": t} for t in types]}
+        if machines is not None:
+            params["machines"] = machines
+        await self.call("events.subscribe", params)
         while True:
             yield await self._readline(None)
 

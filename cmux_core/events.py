@@ -114,6 +114,9 @@ class Subscriber:
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     overflowed: bool = False
     closed: bool = False
+    tag: dict[str, Any] | None = None
+    """Fields added to every event's wire data for this subscriber alone (the ``machine``
+    of a stream merged from several machines)."""
 
     def wants(self, kind: str) -> bool:
         return not (self.closed or self.overflowed) and (

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
@@ -119,12 +119,24 @@ def validation_error(exc: ValidationError) -> InvalidParams:
     return InvalidParams(_field_path(common), "input should be " + " or ".join(wanted))
 
 
+class Router(Protocol):
+    """Sends calls elsewhere before this server resolves them (the fleet: calls naming a
+    remote machine's ids, or taking ``machines``)."""
+
+    def route(self, method: str, params: dict[str, Any], connection: Peer | None
+              ) -> Awaitable[Result] | None:
+        """The answer to a call served elsewhere, or None when it is this server's."""
+        ...
+
+
 class MethodTable:
     """All methods the server answers, core and plugin-provided."""
 
     def __init__(self) -> None:
         self._methods: dict[str, Method] = {}
         self._families: dict[str, Method] = {}
+        self.router: Router | None = None
+        """Asked first by :meth:`call`; set by the composition root."""
 
     def add_family(self, prefix: str, params: type[Params], handler: Handler, *,
                    owner: str = "core", doc: str = "", context: object = None) -> None:
@@ -190,7 +202,23 @@ class MethodTable:
     async def call(self, name: str, raw_params: dict[str, Any], *,
                    connection: Peer | None = None, request_id: Any = None) -> Result:
         """Validate ``raw_params`` and run the handler of ``name`` for ``connection`` (None:
-        the server itself); every failure is a CmuxError."""
+        the server itself), unless the router serves it elsewhere; every failure is a
+        CmuxError."""
+        routed = self.router.route(name, raw_params, connection) if self.router else None
+        if routed is not None:
+            try:
+                return await routed
+            except (CmuxError, Disconnected):
+                raise
+            except Exception as exc:
+                log.exception("routed %s failed", name, extra={"cmux_method": name})
+                raise InternalError(message=f"{type(exc).__name__}: {exc}") from exc
+        return await self.call_here(name, raw_params, connection=connection,
+                                    request_id=request_id)
+
+    async def call_here(self, name: str, raw_params: dict[str, Any], *,
+                        connection: Peer | None = None, request_id: Any = None) -> Result:
+        """:meth:`call` on this server, never routed."""
         method = self._methods.get(name) or next(
             (m for prefix, m in self._families.items() if name.startswith(prefix)), None)
         if method is None:

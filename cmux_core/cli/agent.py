@@ -63,7 +63,9 @@ def provenance(a: Result) -> str:
 
 
 def show_agents(r: Result) -> None:
+    merged = [("MACHINE", lambda a: a.get("machine"))] if "unreachable" in r else []
     table(r["agents"], [
+        *merged,
         ("NAME", lambda a: a.get("name")),
         ("AGENT", lambda a: a.get("display_agent") or a.get("agent")),
         ("STATUS", lambda a: a["agent_status"]),
@@ -72,6 +74,15 @@ def show_agents(r: Result) -> None:
         ("PANE", lambda a: a["pane_id"] + (" (tab)" if a.get("shown") is False else "")),
         ("TITLE", lambda a: a.get("title") or a.get("terminal_title_stripped")),
     ])
+    for down in r.get("unreachable", []):
+        print(f"{down['machine']}: {down['code']}: {down['message']}")
+
+
+def list_params(ns: argparse.Namespace) -> Result:
+    if ns.machines is None:
+        return {}
+    names = ns.machines.split(",")
+    return {"machines": names[0] if ns.machines == "all" else names}
 
 
 def show_agent(r: Result) -> None:
@@ -101,7 +112,9 @@ def wait_params(ns: argparse.Namespace) -> Result:
 
 COMMANDS = [
     Command("list", "agent.list", "list agents with status, provenance and time in state",
-            render=show_agents),
+            (arg("--machines", metavar="all|NAME,...", help="also the agents of these saved "
+                 "machines (local for this one), or all: every enabled machine and this"),),
+            show_agents, params=list_params),
     Command("get", "agent.get", "show one agent", (TARGET,), show_agent),
     Command("read", "agent.read", "print an agent's screen or recent output",
             (TARGET, source_arg("visible"), LINES,

@@ -415,10 +415,14 @@ def cmd_attach(args: argparse.Namespace) -> int:
     path = socket_path(args.socket, args.session)
     ensure_server(path)
     columns, lines = terminal_size(in_fd)
-    with Client(path, timeout=30) as c:
-        pane_id, handle = resolve_target(c, args.target)
+    # A machine-qualified target (box/w1:p2) attaches through that machine's relay.
+    machine, sep, rest = (args.target or "").partition("/")
+    target = rest if sep else args.target
+    with Client(path, timeout=30, machine=machine if sep else None) as c:
+        pane_id, handle = resolve_target(c, target)
         own = os.environ.get("CMUX_PANE_ID")
-        if own and pane_id == own and os.environ.get("CMUX_SOCKET_PATH") == str(path):
+        if own and pane_id == own and os.environ.get("CMUX_SOCKET_PATH") == str(path) \
+                and c.machine is None:
             raise CmuxError("invalid_params", "target: cannot attach a pane to itself")
         attached = c.call("pane.attach", {
             "pane_id": handle, "columns": columns, "lines": lines,
@@ -463,8 +467,8 @@ def add_attach_command(sub: Any, add_common: AddCommon) -> None:
         "then live output; keys, pastes and mouse go to it. The detach key (default "
         "ctrl+\\) leaves it running. Starts a server first when none is running.")
     p.add_argument("target", nargs="?", metavar="PANE|AGENT",
-                   help="pane or surface id, ref or UUID, or an agent target (default: "
-                   "focused pane)")
+                   help="pane or surface id, ref or UUID, or an agent target, NAME/... for "
+                   "one on a saved machine (default: focused pane)")
     p.add_argument("--read-only", action="store_true",
                    help="watch only: keys other than the detach key are not sent")
     p.add_argument("--no-resize", action="store_true",

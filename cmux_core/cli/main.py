@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,12 +20,12 @@ from typing import Any, NoReturn
 
 from cmux_core.cli.agent import add_agent_commands
 from cmux_core.cli.attach import add_attach_command
+from cmux_core.cli.bridge import add_bridge_command
 from cmux_core.cli.common import (
     Command,
     Result,
     add_command,
     add_common,
-    add_group,
     arg,
     client,
     outline,
@@ -35,7 +36,7 @@ from cmux_core.cli.common import (
 from cmux_core.cli.extensions import find_extension
 from cmux_core.cli.integration import add_integration_commands
 from cmux_core.cli.layout import add_layout_commands
-from cmux_core.cli.machine_ssh import add_machine_ssh_command
+from cmux_core.cli.machine import add_machine_commands
 from cmux_core.cli.manifests import add_explain_command, add_manifest_commands
 from cmux_core.cli.markdown import add_markdown_commands
 from cmux_core.cli.new_workspace import add_new_workspace_command
@@ -192,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="cmux", description="Headless terminal multiplexer for AI coding "
                     "agents.")
     add_common(parser, top=True)
+    parser.add_argument("--machine", dest="on_machine", metavar="NAME", help="run the "
+                        "command on this saved machine, through the local server "
+                        "(default: $CMUX_MACHINE)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     add_serve_command(sub)
@@ -236,8 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_plugin_commands(sub, add_common)
     add_integration_commands(sub, add_common)
     add_notification_commands(sub, add_common)
-    add_machine_ssh_command(add_group(sub, "machine", "other machines", [], add_common),
-                            add_common)
+    add_machine_commands(sub, add_common)
+    add_bridge_command(sub, add_common)
     return parser
 
 
@@ -250,6 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return extension(argv[1:])
     args = parser.parse_args(argv)
     func: Handler | None = getattr(args, "func", None)
+    if args.on_machine:
+        os.environ["CMUX_MACHINE"] = args.on_machine
     if func is None:
         parser.print_help()
         return USAGE_ERROR

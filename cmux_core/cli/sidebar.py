@@ -163,16 +163,25 @@ class Board:
     multi_tab: frozenset[str] = frozenset()
 
 
-def fetch_board(client: Client, view: bool | str) -> Board:
-    """Fetch a :class:`Board` through ``view`` (see ``agent.list``)."""
-    return _board(client.call("agent.list", {"view": view}), client.call("agent.list"),
+Machines = str | list[str] | None
+"""The ``machines`` of ``agent.list``: None for this machine alone."""
+
+
+def fetch_board(client: Client, view: bool | str, machines: Machines = None) -> Board:
+    """Fetch a :class:`Board` through ``view`` (see ``agent.list``), merged from
+    ``machines`` when given."""
+    more = {} if machines is None else {"machines": machines}
+    return _board(client.call("agent.list", {"view": view, **more}),
+                  client.call("agent.list", more),
                   client.call("agent.view.get", _view_owner(view)),
                   client.call("workspace.list"), client.call("tab.list"))
 
 
-async def fetch_board_async(client: AsyncClient, view: bool | str) -> Board:
-    return _board(await client.call("agent.list", {"view": view}),
-                  await client.call("agent.list"),
+async def fetch_board_async(client: AsyncClient, view: bool | str,
+                            machines: Machines = None) -> Board:
+    more = {} if machines is None else {"machines": machines}
+    return _board(await client.call("agent.list", {"view": view, **more}),
+                  await client.call("agent.list", more),
                   await client.call("agent.view.get", _view_owner(view)),
                   await client.call("workspace.list"), await client.call("tab.list"))
 
@@ -239,6 +248,10 @@ def _where_cell(row: Row, board: Board, now: float, frame: int) -> tuple[str, st
     return text, STYLE["dim"]
 
 
+def _machine_cell(row: Row, board: Board, now: float, frame: int) -> tuple[str, str]:
+    return str(row.get("machine", "local")), STYLE["dim"]
+
+
 def _title_cell(row: Row, board: Board, now: float, frame: int) -> tuple[str, str]:
     for key in ("title", "message", "custom_status", "terminal_title_stripped",
                 "terminal_title"):
@@ -267,6 +280,7 @@ def _token_cell(name: str) -> Callable[[Row, Board, float, int], tuple[str, str]
 
 COLUMNS: dict[str, Column] = {
     "status": Column("status", "", 1, _status_cell),
+    "machine": Column("machine", "MACHINE", 10, _machine_cell),
     "name": Column("name", "NAME", 16, _name_cell),
     "agent": Column("agent", "AGENT", 10, _agent_cell),
     "where": Column("where", "WHERE", 20, _where_cell),
@@ -481,6 +495,9 @@ def add_sidebar_commands(sub: Any, add_common: AddCommon) -> None:
     p.add_argument("--columns", default=DEFAULT_COLUMNS,
                    help=f"comma-separated: {', '.join(COLUMNS)}, $TOKEN "
                         f"(default {DEFAULT_COLUMNS})")
+    p.add_argument("--machines", metavar="all|NAME,...",
+                   help="also the agents of these saved machines (local for this one), or "
+                        "all: every enabled machine and this; adds a MACHINE column")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                    help="colour the list: auto (when printing to a terminal and NO_COLOR is "
                         "unset), always or never")
@@ -495,18 +512,26 @@ def cmd_agents(args: argparse.Namespace) -> int:
         raise CmuxError("invalid_params", str(exc)) from None
     view: bool | str = True if params is not None else (args.client or DEFAULT_CLIENT)
     path = str(socket_path(args.socket, args.session))
+    machines: Machines = None
+    if args.machines:
+        names = args.machines.split(",")
+        machines = "all" if args.machines == "all" else names
+        if all(c.key != "machine" for c in columns):
+            columns.insert(1 if columns and columns[0].key == "status" else 0,
+                           COLUMNS["machine"])
     if args.watch:
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             raise CmuxError("invalid_params", "--watch needs a terminal")
-        return asyncio.run(Sidebar(path, columns, view, params).run())
+        return asyncio.run(Sidebar(path, columns, view, params, machines=machines).run())
     with Client(path) as client:
         if params is not None:
             client.call("agent.view.set", params)
         if args.json:
-            print(json.dumps(client.call("agent.list", {"view": view}), indent=2,
+            more = {} if machines is None else {"machines": machines}
+            print(json.dumps(client.call("agent.list", {"view": view, **more}), indent=2,
                              ensure_ascii=False))
             return 0
-        board = fetch_board(client, view)
+        board = fetch_board(client, view, machines)
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty()
                                        and "NO_COLOR" not in os.environ)
     width = os.get_terminal_size().columns if sys.stdout.isatty() else 120
@@ -524,8 +549,10 @@ class Sidebar:
     """The ``--watch`` screen: one request connection, one event stream, one terminal."""
 
     def __init__(self, path: str, columns: list[Column], view: bool | str,
-                 params: dict[str, Any] | None, out: TextIO = sys.stdout) -> None:
+                 params: dict[str, Any] | None, out: TextIO = sys.stdout, *,
+                 machines: Machines = None) -> None:
         self.path = path
+        self.machines = machines
         self.columns = columns
         self.view = view
         self.params = params
@@ -574,7 +601,8 @@ class Sidebar:
             if self.stale:
                 self.stale = False
                 try:
-                    self.board = await fetch_board_async(self.requests, self.view)
+                    self.board = await fetch_board_async(self.requests, self.view,
+                                                         self.machines)
                 except (ConnectionError, OSError, TimeoutError):
                     self._gone()
                     break
@@ -594,7 +622,7 @@ class Sidebar:
         try:
             for kinds in ((*WATCH_EVENTS, VIEW_EVENT), WATCH_EVENTS):
                 try:
-                    async for _event in events.events(list(kinds)):
+                    async for _event in events.events(list(kinds), self.machines):
                         self.stale = True
                         self.wake.set()
                 except CmuxError:

@@ -16,6 +16,7 @@ from cmux_core.api.methods import (
     events,
     integration,
     layout,
+    machine,
     notification,
     pane,
     plugin,
@@ -37,7 +38,7 @@ CORE_MODULES: tuple[tuple[ModuleType, type | None], ...] = (
     (agent, agent.AgentServices), (window, window.WindowServices),
     (integration, integration.IntegrationServices), (surface, surface.SurfaceServices),
     (cmux_v2_catalog, None), (notification, notification.NotificationServices),
-    (events, events.EventServices))
+    (events, events.EventServices), (machine, machine.MachineServices))
 """Each methods module with the type of the context its handlers use (None: none)."""
 
 

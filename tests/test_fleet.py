@@ -1,0 +1,313 @@
+"""The fleet over real OpenSSH: one local server and ten machines behind a real ``sshd``
+(:mod:`fleet_sshd`), each machine its own home, remote server and socket, reached through
+one master connection per machine carrying ``cmux bridge``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Api
+from fleet_sshd import Sshd, sshd  # noqa: F401 - the session fixture
+from pty_terminal import Terminal
+
+from cmux_core.client import Client
+from cmux_core.errors import CmuxError
+from cmux_core.testing import ServerProcess, start_server, wait_until
+
+pytestmark = pytest.mark.xdist_group("fleet")
+
+MACHINES = [f"m{i}" for i in range(1, 11)]
+
+
+@dataclass
+class FleetRig:
+    sshd: Sshd
+    local: ServerProcess
+    homes: dict[str, Path]
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        with Client(self.local.socket_path, timeout=60) as c:
+            return c.call(method, params)
+
+    def state(self, name: str) -> dict[str, Any]:
+        machine: dict[str, Any] = self.call("machine.status", {"machine": name})["machine"]
+        return machine
+
+    def wait_state(self, name: str, state: str, timeout: float = 60) -> dict[str, Any]:
+        return wait_until(lambda: (m := self.state(name))["state"] == state and m, timeout,
+                          interval=0.05, message=f"{name} {state}")
+
+    def add(self, name: str, home: Path, **params: Any) -> None:
+        options = params.pop("ssh_options", None) or self.sshd.options(home)
+        self.call("machine.add", {"machine": name, "destination": "127.0.0.1",
+                                  "ssh_options": options, **params})
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CMUX_")}
+        return subprocess.run([sys.executable, "-m", "cmux_core", *args, "--socket",
+                               str(self.local.socket_path)], capture_output=True, text=True,
+                              env=env, timeout=60)
+
+
+def _stop_remote(sock: Path) -> None:
+    try:
+        with Client(sock, timeout=10) as c:
+            c.call("server.stop")
+    except (ConnectionError, OSError, CmuxError):
+        pass
+
+
+@pytest.fixture(scope="module")
+def rig(sshd: Sshd) -> Iterator[FleetRig]:  # noqa: F811
+    local = start_server()
+    homes = {name: sshd.home(name) for name in MACHINES}
+    fleet = FleetRig(sshd, local, homes)
+    try:
+        for name in MACHINES:
+            fleet.add(name, homes[name], **({"session": "alt"} if name == "m10" else {}))
+        for name in MACHINES:
+            fleet.wait_state(name, "connected", timeout=90)
+        yield fleet
+    finally:
+        local.stop()
+        for name, home in homes.items():
+            _stop_remote(sshd.remote_socket(home, "alt" if name == "m10" else None))
+
+
+def test_machines_are_saved_validated_and_listed(rig: FleetRig) -> None:
+    listed = rig.call("machine.list")["machines"]
+    assert [m["name"] for m in listed] == MACHINES
+    assert all(m["state"] == "connected" and m["protocol"] == 20 for m in listed)
+    saved = rig.local.home / "config" / "cmux" / "machines.toml"
+    assert saved.stat().st_mode & 0o777 == 0o600
+    assert '[machine.m10]' in saved.read_text()
+    assert rig.sshd.remote_socket(rig.homes["m10"], "alt").is_socket()
+    assert not rig.sshd.remote_socket(rig.homes["m10"]).exists()
+    for bad in ("local", "Box", "a/b", "a:b", "1box", "x" * 33, ""):
+        with pytest.raises(CmuxError) as err:
+            rig.call("machine.add", {"machine": bad, "destination": "127.0.0.1"})
+        assert err.value.code == "invalid_machine", bad
+    for field, value in (("destination", "-oProxyCommand=x"), ("destination", "a b")):
+        with pytest.raises(CmuxError, match="invalid destination"):
+            rig.call("machine.add", {"machine": "z", field: value})
+    with pytest.raises(CmuxError, match="set by the fleet"):
+        rig.call("machine.add", {"machine": "z", "destination": "h",
+                                 "ssh_options": {"ControlPath": "/tmp/x"}})
+    with pytest.raises(CmuxError, match="already exists"):
+        rig.call("machine.add", {"machine": "m1", "destination": "h"})
+    assert "[machine.z]" not in saved.read_text()
+    with pytest.raises(CmuxError) as err:
+        rig.call("machine.status", {"machine": "nope"})
+    assert err.value.code == "machine_not_found"
+
+
+def test_qualified_ids_reach_each_machine(rig: FleetRig) -> None:
+    api = Api(rig.local)
+    try:
+        local_list = api("agent.list")
+        assert "unreachable" not in local_list
+        for name in MACHINES:
+            api("pane.report_agent", {"pane_id": f"{name}/w1:p1", "source": "test",
+                                      "agent": "claude", "state": "blocked"})
+        merged = rig.call("agent.list", {"machines": "all"})
+        remote = [a for a in merged["agents"] if a["machine"] != "local"]
+        assert sorted(a["machine"] for a in remote) == sorted(MACHINES)
+        assert {a["pane_id"] for a in remote} == {f"{n}/w1:p1" for n in MACHINES}
+        assert all(a["agent_status"] == "blocked" for a in remote)
+        assert merged["unreachable"] == []
+        two = rig.call("agent.list", {"machines": ["m2", "m3"]})["agents"]
+        assert [a["machine"] for a in two] == ["m2", "m3"]
+        assert api("agent.list") == local_list
+
+        rig.call("pane.send_text", {"pane_id": "m4/w1:p1", "text": "echo fleet-$((6*7))\n"})
+        found = rig.call("pane.wait_for_output", {"pane_id": "m4/w1:p1", "match":
+                                                  {"type": "substring", "value": "fleet-42"},
+                                                  "timeout_ms": 30000})
+        assert found["machine"] == "m4" and found["pane_id"] == "m4/w1:p1"
+        read = rig.call("pane.read", {"pane_id": "w1:p1", "machines": "m4"})
+        assert "fleet-42" in read["read"]["text"] and read["machine"] == "m4"
+        assert "fleet-42" not in api("pane.read", {"pane_id": "w1:p1"})["read"]["text"]
+        with pytest.raises(CmuxError, match="acts on one machine"):
+            rig.call("pane.read", {"pane_id": "w1:p1", "machines": "all"})
+        with pytest.raises(CmuxError, match=r"machine\.relay"):
+            rig.call("pane.attach", {"pane_id": "m4/w1:p1"})
+        with pytest.raises(CmuxError, match="a call goes to one machine"):
+            rig.call("pane.move", {"pane_id": "m1/w1:p1", "target_pane_id": "m2/w1:p1"})
+        waited = rig.call("agent.wait", {"target": "w1:p1", "machines": ["m5", "m6"],
+                                         "until": ["blocked"], "timeout_ms": 20000})
+        assert waited["machine"] in ("m5", "m6")
+        assert waited["agent"]["pane_id"] == f"{waited['machine']}/w1:p1"
+    finally:
+        api.close()
+
+
+def test_events_from_machines_carry_their_name(rig: FleetRig) -> None:
+    with Client(rig.local.socket_path, timeout=30) as c:
+        started = c.call("events.subscribe", {
+            "machines": ["local", "m7"],
+            "subscriptions": [{"type": "pane.agent_status_changed"}]})
+        assert started["machines"] == ["local", "m7"]
+        rig.call("pane.report_agent", {"pane_id": "m7/w1:p1", "source": "test",
+                                       "agent": "claude", "state": "working"})
+        event = _next_event(c)
+        assert event["data"]["machine"] == "m7"
+        assert event["data"]["pane_id"] == "m7/w1:p1"
+        rig.call("pane.report_agent", {"pane_id": "w1:p1", "source": "test",
+                                       "agent": "claude", "state": "working"})
+        event = _next_event(c)
+        assert event["data"]["machine"] == "local" and event["data"]["pane_id"] == "w1:p1"
+
+
+def _next_event(c: Client) -> dict[str, Any]:
+    while True:
+        line = json.loads(c._readline(30))  # the stream after the reply
+        if "event" in line:
+            return dict(line)
+
+
+def test_machine_flag_runs_any_command_there(rig: FleetRig) -> None:
+    done = rig.cli("--machine", "m8", "pane", "list", "--json")
+    assert done.returncode == 0, done.stderr
+    panes = json.loads(done.stdout)["panes"]
+    assert [p["pane_id"] for p in panes] == ["w1:p1"]
+    assert panes[0]["cwd"] != str(rig.local.home)
+    split = rig.cli("--machine", "m8", "pane", "split")
+    assert split.returncode == 0, split.stderr
+    assert rig.call("pane.get", {"pane_id": f"m8/{split.stdout.strip()}"})["machine"] == "m8"
+    rig.call("pane.report_agent", {"pane_id": "m8/w1:p1", "source": "test",
+                                   "agent": "claude", "state": "idle"})
+    agents = rig.cli("agent", "list", "--machines", "all")
+    assert agents.returncode == 0, agents.stderr
+    assert agents.stdout.startswith("MACHINE") and "m8/w1:p1" in agents.stdout
+    board = rig.cli("agents", "--machines", "all", "--color", "never")
+    assert board.returncode == 0, board.stderr
+    assert "MACHINE" in board.stdout.splitlines()[0]
+    assert any(line.split()[1:2] == ["m8"] for line in board.stdout.splitlines())
+    listed = rig.cli("machine", "list")
+    assert listed.returncode == 0 and "m10" in listed.stdout and "connected" in listed.stdout
+    check = rig.cli("machine", "check", "m9")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "protocol 20" in check.stdout and "round trip" in check.stdout
+    install = rig.cli("machine", "install", "m9")
+    assert install.returncode == 2 and "not available" in install.stderr
+    missing = rig.cli("--machine", "nope", "pane", "list")
+    assert missing.returncode == 1 and "machine_not_found" in missing.stderr
+
+
+def test_attach_a_remote_pane_through_the_bridge(rig: FleetRig) -> None:
+    term = Terminal(rig.local, "attach", "m9/w1:p1", kitty=False, size=(24, 80), cell=(0, 0))
+    try:
+        term.until(lambda: term.answers > 0 or b"$" in term.out or b"#" in term.out)
+        term.type(b"echo attached-$((40+2))\r")
+        wait_until(lambda: "attached-42" in rig.call(
+            "pane.read", {"pane_id": "m9/w1:p1"})["read"]["text"], 30,
+            message="typed text in the remote pane")
+        term.type(b"\x1c")
+        assert term.exited() == 0
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
+
+
+def test_agents_watch_shows_every_machine_live(rig: FleetRig) -> None:
+    rig.call("pane.report_agent", {"pane_id": "m6/w1:p1", "source": "test",
+                                   "agent": "claude", "state": "idle"})
+    term = Terminal(rig.local, "agents", "--watch", "--machines", "all", kitty=False,
+                    size=(40, 120), cell=(0, 0))
+    try:
+        term.until(lambda: term.shows("m6/w1:p1") and term.shows("MACHINE"))
+        new = rig.call("pane.split", {"pane_id": "m6/w1:p1"})["pane"]["pane_id"]
+        # The stream from m6 may open after the list was first drawn: report until a
+        # report's event reaches the screen.
+        deadline = time.monotonic() + 60
+        states = iter(["blocked", "working"] * 100)
+        while not term.shows(new):
+            assert time.monotonic() < deadline, "the remote agent never showed"
+            rig.call("pane.report_agent", {"pane_id": new, "source": "test",
+                                           "agent": "claude", "state": next(states)})
+            for _ in range(10):
+                term.pump()
+        term.type(b"q")
+        assert term.exited() == 0
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
+
+
+def test_cut_links_reconnect_and_never_hang(rig: FleetRig) -> None:
+    before = rig.state("m2")
+    os.kill(before["master_pid"], signal.SIGKILL)
+    started = time.monotonic()
+    for _ in range(20):
+        try:
+            rig.call("pane.read", {"pane_id": "m2/w1:p1"})
+        except CmuxError as exc:
+            assert exc.code in ("machine_offline", "machine_timeout")
+    assert time.monotonic() - started < 30
+    back = rig.wait_state("m2", "connected")
+    assert back["connects"] == before["connects"] + 1
+    assert back["master_pid"] != before["master_pid"]
+
+    _stop_remote(rig.sshd.remote_socket(rig.homes["m3"]))
+    wait_until(lambda: rig.state("m3")["connects"] > 1 and rig.state("m3")["state"]
+               == "connected", 60, interval=0.05, message="m3 back with a new server")
+    assert [p["pane_id"] for p in rig.call("pane.list", {"workspace_id": "m3/w1"})["panes"]
+            ] == ["m3/w1:p1"]
+
+    rig.call("machine.disable", {"machine": "m10"})
+    assert rig.state("m10")["state"] == "offline" and rig.state("m10")["reason"] == "disabled"
+    merged = rig.call("agent.list", {"machines": "all"})
+    assert "m10" not in {a["machine"] for a in merged["agents"]}
+    with pytest.raises(CmuxError) as err:
+        rig.call("pane.read", {"pane_id": "m10/w1:p1"})
+    assert err.value.code == "machine_offline"
+    rig.call("machine.enable", {"machine": "m10"})
+    rig.wait_state("m10", "connected")
+    rig.call("machine.rename", {"machine": "m10", "new_name": "tenth"})
+    rig.wait_state("tenth", "connected")
+    read = rig.call("pane.read", {"pane_id": "tenth/w1:p1"})
+    assert read["read"]["pane_id"] == "tenth/w1:p1"
+    rig.call("machine.rename", {"machine": "tenth", "new_name": "m10"})
+    rig.wait_state("m10", "connected")
+
+
+def test_failure_states_say_why(rig: FleetRig, tmp_path: Path) -> None:
+    home = rig.homes["m1"]
+    empty_known = tmp_path / "known_hosts"
+    empty_known.touch()
+    rig.add("stranger", home, ssh_options=rig.sshd.options(home, empty_known))
+    stranger = rig.wait_state("stranger", "auth_failed")
+    assert "host key" in stranger["reason"]
+    assert "Host key verification failed" in stranger["ssh_error"]
+    rig.call("machine.remove", {"machine": "stranger"})
+    rig.add("trusting", home, ssh_options=rig.sshd.options(home, empty_known),
+            accept_new=True)
+    rig.wait_state("trusting", "connected")
+    assert "ssh-ed25519" in empty_known.read_text()
+    rig.call("machine.remove", {"machine": "trusting"})
+
+    bare = rig.sshd.home("bare", cmux=False)
+    rig.add("bare", bare)
+    state = rig.wait_state("bare", "incompatible")
+    assert "cmux machine install" in state["reason"]
+    refused = {**rig.sshd.options(home), "Port": "1"}
+    rig.add("gone", home, ssh_options=refused)
+    state = rig.wait_state("gone", "offline")
+    assert "refused" in state["ssh_error"].lower()
+    wrong_key = {**rig.sshd.options(home), "IdentityFile": str(rig.sshd.root / "host_key")}
+    rig.add("denied", home, ssh_options=wrong_key)
+    state = rig.wait_state("denied", "auth_failed")
+    assert "Permission denied" in state["ssh_error"]
+    for name in ("bare", "gone", "denied"):
+        rig.call("machine.remove", {"machine": name})
+    assert [m["name"] for m in rig.call("machine.list")["machines"]] == MACHINES
