@@ -157,6 +157,7 @@ def start_server(args: list[str] | None = None, env: dict[str, str] | None = Non
     full_env.update({
         "XDG_CONFIG_HOME": str(home / "config"),
         "XDG_STATE_HOME": str(home / "state"),
+        "XDG_CACHE_HOME": str(home / "cache"),
         "SHELL": "/bin/sh",
         "PS1": "$ ",
         "ENV": "",

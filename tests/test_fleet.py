@@ -198,8 +198,8 @@ def test_machine_flag_runs_any_command_there(rig: FleetRig) -> None:
     check = rig.cli("machine", "check", "m9")
     assert check.returncode == 0, check.stdout + check.stderr
     assert "protocol 20" in check.stdout and "round trip" in check.stdout
-    install = rig.cli("machine", "install", "m9")
-    assert install.returncode == 2 and "not available" in install.stderr
+    install = rig.cli("machine", "install", "nope")
+    assert install.returncode == 1 and "machine_not_found" in install.stderr
     missing = rig.cli("--machine", "nope", "pane", "list")
     assert missing.returncode == 1 and "machine_not_found" in missing.stderr
 
@@ -300,6 +300,12 @@ def test_failure_states_say_why(rig: FleetRig, tmp_path: Path) -> None:
     rig.add("bare", bare)
     state = rig.wait_state("bare", "incompatible")
     assert "cmux machine install" in state["reason"]
+    # What the reason says to do brings it up: the running cmux is copied there over ssh.
+    with Client(rig.local.socket_path, timeout=600) as c:
+        installed = c.call("machine.install", {"machine": "bare"})
+        assert installed["copied"] and installed["version"]
+        rig.wait_state("bare", "connected")
+        assert c.call("machine.install", {"machine": "bare"})["copied"] == []
     refused = {**rig.sshd.options(home), "Port": "1"}
     rig.add("gone", home, ssh_options=refused)
     state = rig.wait_state("gone", "offline")
