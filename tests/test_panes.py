@@ -130,8 +130,8 @@ def test_read_sources_and_line_limits(api: Api) -> None:
     wait_until(lambda: api("pane.get", {"pane_id": pane})["pane"].get("exited"),
                timeout=30, message="seq's exit")
     recent = api("pane.read", {"pane_id": pane, "source": "recent", "lines": 5})["read"]
-    # Five rows counted before the blank tail (the cursor's empty row) is trimmed.
-    assert recent["text"] == "297\n298\n299\n300\n" and recent["truncated"] is True
+    # The last five lines of output: the cursor's empty row below them is not output.
+    assert recent["text"] == "296\n297\n298\n299\n300\n" and recent["truncated"] is True
     assert recent["revision"] == 0 and recent["source"] == "recent"
     everything = api.read(pane, "recent", lines=5000)
     assert everything.splitlines()[0] == "1"
