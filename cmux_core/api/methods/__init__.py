@@ -14,6 +14,7 @@ from cmux_core.api.methods import (
     agent,
     cmux_v2_catalog,
     events,
+    herdr_extras,
     integration,
     layout,
     notification,
@@ -37,7 +38,7 @@ CORE_MODULES: tuple[tuple[ModuleType, type | None], ...] = (
     (agent, agent.AgentServices), (window, window.WindowServices),
     (integration, integration.IntegrationServices), (surface, surface.SurfaceServices),
     (cmux_v2_catalog, None), (notification, notification.NotificationServices),
-    (events, events.EventServices))
+    (events, events.EventServices), (herdr_extras, None))
 """Each methods module with the type of the context its handlers use (None: none)."""
 
 
