@@ -25,11 +25,11 @@ _WORKTREE = ("git worktrees are not managed by the server; create one with git a
              "workspace in it (workspace.create with cwd)")
 
 NOT_SUPPORTED: dict[str, str] = {
-    "worktree.list": _WORKTREE, "worktree.create": _WORKTREE, "worktree.open": _WORKTREE,
-    "worktree.remove": _WORKTREE,
-    "plugin.action.list": _PLUGIN_KIND, "plugin.action.invoke": _PLUGIN_KIND,
-    "plugin.log.list": _PLUGIN_KIND, "plugin.pane.open": _PLUGIN_KIND,
-    "plugin.pane.focus": _PLUGIN_KIND, "plugin.pane.close": _PLUGIN_KIND,
+    **dict.fromkeys(("worktree.list", "worktree.create", "worktree.open", "worktree.remove"),
+                    _WORKTREE),
+    **dict.fromkeys(("plugin.action.list", "plugin.action.invoke", "plugin.log.list",
+                     "plugin.pane.open", "plugin.pane.focus", "plugin.pane.close"),
+                    _PLUGIN_KIND),
     "pane.input.set": "right-click handling is a setting of herdr's own client; cmux attach "
                       "passes mouse input to programs that ask for it",
     "server.live_handoff": "a running server cannot hand its panes to another executable; "
