@@ -9,9 +9,12 @@ from cmux_core.api.methods.herdr_extras import NOT_SUPPORTED
 
 
 def test_herdr_methods_outside_the_seed_answer_as_a_headless_server_can(api: Api) -> None:
+    listed = set(api("system.capabilities")["methods"])
     for method, reason in NOT_SUPPORTED.items():
         err = api.error(method, {})
         assert err["code"] == "not_supported" and reason in err["message"], method
+        assert method not in listed
+    assert {"notification.show", "server.reload_config", "popup.close"} <= listed
     shown = api("notification.show", {"title": "build\ndone", "sound": "done"})
     assert shown == {"type": "notification_show", "shown": False,
                      "reason": "no_foreground_client"}
