@@ -2,7 +2,7 @@
 
 The import tests run a real ``cmux serve`` with a one-second import budget
 (``CMUX_PLUGIN_IMPORT_BUDGET``); the others run the host on a fresh event loop with real
-plugin files, real worker threads and real watchfiles.
+plugin files, real worker threads and real directory watches.
 """
 
 from __future__ import annotations
