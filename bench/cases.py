@@ -27,7 +27,7 @@ from .hooks import case_hooks
 from .mcp import case_mcp
 from .proc import CLOCK_TICKS, cpu_seconds, rss_bytes, steady_rss
 from .report import Row
-from .scale import case_idle, case_scale
+from .scale import case_idle, case_lists, case_scale
 from .storm import STORM_NOTIFICATIONS, STORM_SUBSCRIBERS, storm_cmux
 from .tmux import ControlClient, Tmux
 
@@ -578,6 +578,7 @@ CASES: dict[str, Callable[[Context], list[Row]]] = {
     "flood": case_flood,
     "scale": case_scale,
     "idle": case_idle,
+    "lists": case_lists,
     "storm": case_storm,
     "detect_latency": case_detect_latency,
     "hooks": case_hooks,

@@ -12,6 +12,10 @@ round trip on a ``tmux -C`` client stand against cmux's; it has no detection.
 
 ``idle``: 100 idle panes and nothing else; the server's wake-ups per second
 (voluntary context switches of all its threads, from ``/proc``) and CPU.
+
+``lists``: 1,000 idle panes; the round trip of ``pane.list``, ``workspace.list``,
+``agent.list`` and ``system.tree`` (p50 and p99 of 50 calls each) beside tmux's
+``list-panes -a`` over a ``tmux -C`` client with the same panes.
 """
 
 from __future__ import annotations
@@ -341,3 +345,54 @@ def case_idle(ctx: Context) -> list[Row]:
         Row("idle_cpu_100_pct", f"idle: server CPU, {panes} idle panes (% of a core)", c_cpu,
             t_cpu, "lower", "over the same window"),
     ]
+
+
+LIST_METHODS = ("pane.list", "workspace.list", "agent.list", "system.tree")
+LIST_CALLS = 50
+
+
+def lists_cmux(side: CmuxSide, panes: int) -> dict[str, list[float]]:
+    """Seconds of each call of every list method with ``panes`` idle panes."""
+    new_tabs(side, {"command": IDLE_ARGV}, panes - 1)
+    times: dict[str, list[float]] = {}
+    for method in LIST_METHODS:
+        times[method] = []
+        for _ in range(LIST_CALLS):
+            start = time.perf_counter()
+            side.conn.call(method)
+            times[method].append(time.perf_counter() - start)
+    return times
+
+
+def lists_tmux(tmux: Tmux, panes: int) -> list[float]:
+    """Seconds of each ``list-panes -a`` with ``panes`` idle panes."""
+    tmux.new_session("main", ["sh"])
+    new_windows(tmux, "main", IDLE_ARGV, panes - 1)
+    client = ControlClient(tmux, "main")
+    times: list[float] = []
+    try:
+        for _ in range(LIST_CALLS):
+            start = time.perf_counter()
+            client.command("list-panes -a")
+            times.append(time.perf_counter() - start)
+    finally:
+        client.close()
+    return times
+
+
+def case_lists(ctx: Context) -> list[Row]:
+    panes = 100 if ctx.sizes == QUICK else 1000
+    with ctx.cmux() as side:
+        cmux = lists_cmux(side, panes)
+        ctx.backends.add(side.backend)
+    with ctx.tmux() as tmux:
+        tmux_times = lists_tmux(tmux, panes)
+    rows = []
+    for method in LIST_METHODS:
+        rows.append(Row(
+            f"lists_{method.replace('.', '_')}_p99_ms", f"lists: {method} p99 (ms), "
+            f"{panes} panes", p(cmux[method], 99), p(tmux_times, 99), "lower",
+            f"{LIST_CALLS} calls; p50 cmux {ms(percentile(cmux[method], 50)):.1f} ms, tmux "
+            f"list-panes -a {ms(percentile(tmux_times, 50)):.1f} ms",
+            {"cmux_ms": [ms(t) for t in cmux[method]]}))
+    return rows

@@ -17,7 +17,8 @@ The load, all at once for ``--minutes`` (default 10):
   then a tab created and closed;
 * a manifest rewritten in ``--manifests-dir`` every 3 s (every fifth time invalid) and a
   plugin rewritten in ``--plugins-dir`` every 5 s (every fourth time broken), so both
-  hot-reload all along, and the plugin's method is called.
+  hot-reload all along, and the plugin's method is called; the plugin is disabled and
+  enabled again in turn every 7 s, and a second plugin file appears or goes every 11 s.
 
 Watched: a dedicated connection pings every 10 ms (p50/p99); every 5 s the server's RSS,
 open fds, threads and zombie children (those still unreaped 5 s later) from ``/proc``.
@@ -244,7 +245,9 @@ def toggler(server: ServerProcess, load: Load, probes: list[str]) -> Callable[[]
 
 def editor(server: ServerProcess, load: Load, manifests: Path,
            plugins: Path) -> Callable[[], None]:
-    """Rewrite the manifest every 3 s and the plugin every 5 s (some broken), call it."""
+    """Rewrite the manifest every 3 s and the plugin every 5 s (some broken), call it; every
+    7 s disable the plugin or enable it again, and every 11 s drop a second plugin in or
+    delete it, so plugins load and unload all along."""
     conn = Connection(server.socket_path)
     ticks = itertools.count()
 
@@ -260,6 +263,21 @@ def editor(server: ServerProcess, load: Load, manifests: Path,
             text = BROKEN_PLUGIN if version % 4 == 3 else PLUGIN.format(version=version)
             (plugins / "soakplug.py").write_text(text)
             load.count("plugin edits")
+        if tick % 7 == 0:
+            method = "plugin.disable" if tick // 7 % 2 == 0 else "plugin.enable"
+            try:
+                conn.call(method, {"plugin_id": "soakplug"}, timeout=10.0)
+                load.count(f"{method} answered")
+            except CmuxError:
+                load.count(f"{method} refused (not known yet)")
+        if tick % 11 == 0:
+            extra = plugins / "soakextra.py"
+            if extra.exists():
+                extra.unlink()
+                load.count("second plugin removed")
+            else:
+                extra.write_text(PLUGIN.format(version=tick).replace("hello", "extra"))
+                load.count("second plugin added")
         try:
             conn.call("plugin.soakplug.hello", timeout=10.0)
             load.count("plugin calls answered")

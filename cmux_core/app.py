@@ -9,10 +9,13 @@ receives what it needs from here. :func:`serve` runs an app in the foreground fo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
+import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -115,6 +118,7 @@ class App:
             restore=settings.restore, text_lines=settings.restore_text_lines,
             notifications=self.notifications)
         self.loop_monitor = LoopMonitor()
+        self._restore_signals: Callable[[], None] = lambda: None
         self.info = ServerInfo(__version__, socket_path, session,
                                connection_count=self._connection_count,
                                loop_lag=self.loop_monitor.summary,
@@ -262,8 +266,7 @@ class App:
         # A fact of the run, not a connection: the app may be built before its loop exists.
         self.info.event_loop = ("uvloop" if type(loop).__module__.startswith("uvloop")
                                 else "asyncio")
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, self.info.stopping.set)
+        self._restore_signals = _stop_on_signals(loop, self.info.stopping.set, self._force_stop)
         await self.server.bind()
         self.graphics.open_frames()
         await self.plugins.load()
@@ -277,6 +280,17 @@ class App:
         await self.plugins.start()
         await self.detection.start()
         self.keeper.start()
+
+    def _force_stop(self) -> None:
+        """The way out when the loop does not stop in time: on a watchdog thread, remove
+        the socket and the graphics frames and end the process (the panes get their hangup
+        as the process's PTY masters close)."""
+        log.warning("the server did not stop within %gs of the signal; exiting now",
+                    STOP_GRACE_S)
+        with contextlib.suppress(Exception):
+            self.server.unlink()
+            self.graphics.remove_frames()
+        os._exit(1)
 
     async def run_until_stopped(self) -> None:
         await self.info.stopping.wait()
@@ -297,6 +311,46 @@ class App:
         await _reap(self.mux.close_all())
         self.graphics.remove_frames()
         self.server.unlink()
+        self._restore_signals()
+
+
+GIL_SWITCH_INTERVAL_S = 0.0005
+"""How long a thread holding the GIL keeps it when another one asks (``sys.setswitchinterval``)."""
+
+STOP_GRACE_S = 5.0
+"""Seconds after SIGINT or SIGTERM within which the server must have stopped; past them a
+watchdog thread removes the socket and ends the process, however stuck the loop is."""
+
+
+def _stop_on_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[], None],
+                     force: Callable[[], None]) -> Callable[[], None]:
+    """On SIGINT or SIGTERM ask ``loop`` to ``stop`` and start a watchdog thread that calls
+    ``force`` if the process still runs :data:`STOP_GRACE_S` later; a second signal forces at
+    once. Plain ``signal`` handlers run on the main thread between bytecodes, so they need no
+    turn of the loop. Returns what puts the previous handlers back."""
+    again = threading.Event()
+    watching = False
+
+    def watchdog() -> None:
+        again.wait(STOP_GRACE_S)
+        force()
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal watching
+        if watching:
+            again.set()
+            return
+        watching = True
+        threading.Thread(target=watchdog, name="cmux-stop-watchdog", daemon=True).start()
+        with contextlib.suppress(RuntimeError):  # the loop has closed: it stopped already
+            loop.call_soon_threadsafe(stop)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+    return restore
 
 
 async def _reap(terms: list[Terminal]) -> None:
@@ -357,5 +411,8 @@ def serve(settings: Settings, socket_path: Path, *, session: str | None = None,
     except ValueError as exc:
         print(f"cmux: {exc}", file=sys.stderr)
         return 1
+    # A plugin thread busy in Python code takes the GIL from the loop for up to this long
+    # at a time (Python's default is 5 ms, several of which a request may wait for).
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     with asyncio.Runner(loop_factory=factory) as runner:
         return runner.run(_run(settings, socket_path, session, on_ready))

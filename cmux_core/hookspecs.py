@@ -17,9 +17,10 @@ How the host calls hooks (``cmux_core.plugin_host.host.PluginHost``):
   hookimpl that raises is logged with the plugin's id, recorded against that plugin and
   contained; the other plugins' results are kept. A plugin whose hookimpls fail five times in
   a row is blocked (unloaded and shown with its errors in ``plugin.list``).
-* A hookimpl may be ``def`` or ``async def``. Coroutines run on the server's event loop and
-  must not block it. Plain functions run on the plugin's own worker thread, so a slow one
-  delays only that plugin; such a function must not touch server objects.
+* A hookimpl may be ``def`` or ``async def``; neither runs on the server's event loop.
+  Coroutines run on an event loop of the plugin's own (on a thread of its own), plain
+  functions on the plugin's worker thread, so a slow or stuck one delays only that plugin;
+  neither may touch server objects.
 * Every call has a time budget: past a soft limit a warning is recorded, past the hard limit
   the host stops waiting and counts a failure.
 * Contribution hooks (``cmux_register_*``) receive a ``register`` callback. They are called
@@ -103,7 +104,7 @@ class PluginCall(Protocol):
                       ) -> dict[str, Any]:
         """Answer one socket API call in-process, as the calling client, and return its
         ``result``; raises :class:`cmux_core.errors.CmuxError` when the call fails. For async
-        handlers (on the server loop)."""
+        handlers (on the plugin's loop; the call is answered on the server loop)."""
         ...
 
     def request_blocking(self, method: str, params: Mapping[str, Any] | None = None, *,
@@ -171,8 +172,8 @@ def cmux_register_manifests(register: RegisterManifest) -> None:
     treats plugin manifests as the lowest-precedence source (bundled, user and
     ``--manifests-dir`` manifests override them). Two plugins may not register the same ``id``.
 
-    Called once when the plugin is loaded, on the server loop (async impls) or the plugin's
-    worker thread (sync impls). Read files here if needed; do not start background work.
+    Called once when the plugin is loaded, on the plugin's loop (async impls) or its worker
+    thread (sync impls). Read files here if needed; do not start background work.
     """
 
 
@@ -245,7 +246,7 @@ def cmux_register_graphics_sources(register: RegisterGraphicsSource) -> None:
     iterator of frames (mappings with ``format`` png/rgb/rgba/bgra, ``image_width``,
     ``image_height``, ``data`` bytes, optional ``placement``); a frame may be ``None``,
     meaning nothing new. Names are unique across plugins. ``pane.graphics.attach_source``
-    calls ``open`` and then pulls one frame at a time on the server loop, each pull a plugin
+    calls ``open`` and then pulls one frame at a time on the plugin's loop, each pull a plugin
     call under the time budget; each frame replaces the layer's image. A source that
     raises, yields an invalid frame or overruns the budget is stopped, recorded against the
     plugin, and its layer cleared; the iterator is closed (``aclose``) when the source is
@@ -267,8 +268,7 @@ def cmux_register_methods(register: RegisterMethod) -> None:
     sync or async and returns the result dict (the host adds ``"type": "plugin_result"``
     when it has none). Raising :class:`cmux_core.errors.CmuxError` answers with that error;
     anything else answers ``internal_error`` and is recorded against the plugin. Async
-    handlers run on the server loop and must not block it; sync handlers run on the
-    plugin's worker thread.
+    handlers run on the plugin's own loop, sync handlers on its worker thread.
 
     Called once when the plugin is loaded.
     """

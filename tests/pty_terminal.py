@@ -181,8 +181,14 @@ class Terminal:
                     and now[3] == self.cooked[3])
 
     def close(self) -> None:
+        # SIGTERM first: a client still probing the terminal ends on it once the probe is
+        # over, removing its probe file; SIGKILL only for one that does not end.
         if self.proc.poll() is None:
-            self.proc.kill()
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
         self.proc.wait(10)
         if self.master_open:
             os.close(self.master)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import signal
 import socket
 import tempfile
@@ -150,6 +151,7 @@ def test_attach_starts_a_server_when_none_runs(tmux: Tmux) -> None:
         with Client(sock, timeout=10) as c:
             c.call("server.stop")
         wait_until(lambda: not sock.exists(), timeout=30)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 # -- the frames themselves ----------------------------------------------------------------

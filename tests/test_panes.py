@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Api, regex_literal
@@ -129,8 +131,8 @@ def test_read_sources_and_line_limits(api: Api) -> None:
     wait_until(lambda: api("pane.get", {"pane_id": pane})["pane"].get("exited"),
                timeout=30, message="seq's exit")
     recent = api("pane.read", {"pane_id": pane, "source": "recent", "lines": 5})["read"]
-    # Five rows counted before the blank tail (the cursor's empty row) is trimmed.
-    assert recent["text"] == "297\n298\n299\n300\n" and recent["truncated"] is True
+    # The last five lines of output: the cursor's empty row below them is not output.
+    assert recent["text"] == "296\n297\n298\n299\n300\n" and recent["truncated"] is True
     assert recent["revision"] == 0 and recent["source"] == "recent"
     everything = api.read(pane, "recent", lines=5000)
     assert everything.splitlines()[0] == "1"
@@ -346,3 +348,21 @@ def test_cursor_position_query_is_answered_through_the_pty(api: Api) -> None:
               "sys.stdout.flush()\nimport time\ntime.sleep(30)\n")
     pane = api.run([PY, "-c", script])
     api.wait_line(pane, regex_literal("got b'\\x1b[5;9R'"))
+
+
+def test_pane_list_shows_each_change_in_the_next_list(api: Api, tmp_path: Path) -> None:
+    """pane.list remembers rectangles and foreground directories between lists; a split,
+    a zoom and a cd each show in the very next one."""
+    def rows() -> dict[str, dict[str, Any]]:
+        return {row["pane_id"]: row for row in api("pane.list")["panes"]}
+
+    pane = api.focused_pane()
+    width = rows()[pane]["pixel_frame"]["width"]
+    other = api("pane.split", {"pane_id": pane, "direction": "right"})["pane"]["pane_id"]
+    listed = rows()
+    assert listed[pane]["pixel_frame"]["width"] < width and other in listed
+    api("pane.zoom", {"pane_id": other})
+    assert rows()[other]["pixel_frame"]["width"] == width
+    api("pane.send_text", {"pane_id": pane, "text": f"cd {tmp_path} && echo moved-$((2*3))\n"})
+    api.wait_text(pane, "moved-6")
+    assert rows()[pane].get("foreground_cwd") == os.path.realpath(tmp_path)

@@ -2,12 +2,13 @@
 
 The import tests run a real ``cmux serve`` with a one-second import budget
 (``CMUX_PLUGIN_IMPORT_BUDGET``); the others run the host on a fresh event loop with real
-plugin files, real worker threads and real watchfiles.
+plugin files, real worker threads and real directory watches.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import sys
 import textwrap
 import threading
@@ -21,7 +22,9 @@ from conftest import plugin_version, wait_version
 
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.methods import plugin as plugin_methods
+from cmux_core.app import STOP_GRACE_S
 from cmux_core.config import Settings
+from cmux_core.errors import CmuxError
 from cmux_core.plugin_host.host import PluginHost
 from cmux_core.plugin_host.loader import WatchRoot
 from cmux_core.testing import ServerProcess, async_wait_until, start_server, wait_until
@@ -308,3 +311,77 @@ def test_the_import_budget_comes_from_the_environment_when_not_given(
         caplog.clear()
         assert make_host(tmp_path).import_budget == 10.0
         assert f"ignoring CMUX_PLUGIN_IMPORT_BUDGET={bad!r}" in caplog.text
+
+
+SPINNER = """
+    import threading
+    from cmux_core.hookspecs import hookimpl
+
+    @hookimpl
+    def cmux_register_methods(register):
+        async def spin(call, params):
+            while True:
+                pass
+
+        async def where(call, params):
+            return {"thread": threading.current_thread().name}
+        register("spin", spin)
+        register("where", where)
+
+    @hookimpl
+    async def cmux_shutdown():
+        while True:
+            pass
+"""
+
+
+def test_a_spinning_coroutine_neither_stalls_clients_nor_holds_up_sigterm(tmp_path: Path
+                                                                          ) -> None:
+    """A plugin coroutine that never yields spins on the plugin's own loop: another client's
+    pings stay quick, and SIGTERM ends the server (within its stop grace, socket removed)
+    although the plugin's shutdown spins too."""
+    d = tmp_path / "plugins"
+    write(d, "spinner.py", SPINNER)
+    server = serve(d)
+    try:
+        with socket.socket(socket.AF_UNIX) as spinning, server.client() as other:
+            assert other.call("plugin.spinner.where")["thread"] != "MainThread"
+            spinning.connect(str(server.socket_path))
+            spinning.sendall(b'{"id": "s", "method": "plugin.spinner.spin", "params": {}}\n')
+            worst = 0.0
+            for _ in range(20):
+                asked = time.monotonic()
+                assert other.call("ping")
+                worst = max(worst, time.monotonic() - asked)
+            assert worst < 0.05, f"a ping took {worst * 1000:.0f} ms"
+            signalled = time.monotonic()
+            server.process.terminate()
+            server.process.wait(STOP_GRACE_S + 5)
+        assert time.monotonic() - signalled < STOP_GRACE_S + 3
+        assert not server.socket_path.exists()
+        assert "did not stop within" in server.log()
+    finally:
+        server.stop()
+
+
+def test_a_spinning_method_times_out_and_blocks_its_plugin(tmp_path: Path) -> None:
+    d = tmp_path / "plugins"
+    write(d, "spinner.py", SPINNER)
+    write(d, "live.py", LIVE.format(version=1, hangs=False))
+
+    async def main() -> None:
+        host = make_host(tmp_path, d, budget=0.5)
+        await host.start()
+        with pytest.raises(CmuxError) as raised:
+            await host.methods.call("plugin.spinner.spin", {}, request_id=1)
+        assert raised.value.code == "plugin_timeout"
+        spinner = host.get("spinner")
+        await async_wait_until(lambda: spinner.status == "blocked", timeout=30,
+                               message="the spinner blocked")
+        assert spinner.error is not None and "is still running" in spinner.error
+        assert "plugin.spinner.where" not in host.methods
+        assert spinner.abandoned_threads == 1
+        assert await plugin_version(host) == 1
+        await host.stop()
+
+    run(main())

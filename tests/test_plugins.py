@@ -1,4 +1,4 @@
-"""The plugin host on its own: real plugin files, real threads, real watchfiles.
+"""The plugin host on its own: real plugin files, real threads, real directory watches.
 
 Each test runs its host on a fresh event loop (``asyncio.run``); plugin files are written
 to ``tmp_path`` or taken from ``docs/examples/plugins`` (the files the docs include).

@@ -244,3 +244,21 @@ def test_event_loop_choice(tmp_path: Path) -> None:
     assert done.stderr == f"cmux: {config / 'config.toml'}: [server] event_loop must be one of " \
                           "auto, asyncio, uvloop, not 'trio'\n"
     assert not (tmp_path / "s.sock").exists()
+
+
+def test_a_server_lifecycle_leaves_nothing_in_the_temporary_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start, panes, pane graphics, a close and a stop: the temporary directory the test
+    and the server share is as empty afterwards as before."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    server = start_server(env={"CMUX_EXPERIMENTAL_KITTY_GRAPHICS": "1"})
+    try:
+        pane = server.call("tab.create", {"command": ["cat"]})["root_pane"]["pane_id"]
+        server.call("pane.close", {"pane_id": pane})
+        assert server.call("pane.list")["panes"]
+    finally:
+        server.stop()
+    assert list(scratch.iterdir()) == []

@@ -16,13 +16,25 @@ from cmux_core.agents.launch import Launch
 from cmux_core.agents.metadata import MetadataStore, PresentationEntry
 from cmux_core.detect.manifest import AgentState
 
-__all__ = ["ATTENTION", "AgentRecord", "AgentStatus", "StatusSource"]
+__all__ = ["ATTENTION", "AgentRecord", "AgentStatus", "IgnoredReport", "StatusSource"]
 
 AgentStatus = Literal[AgentState, "done"]
 StatusSource = Literal["none", "hook", "screen", "process_exit", "release"]
 
 ATTENTION: dict[str, int] = {"blocked": 4, "done": 3, "working": 2, "idle": 1, "unknown": 0}
 """Rollup priority: the terminal needing the most attention speaks for its tab and workspace."""
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoredReport:
+    """A hook report the tracker answered ``ok`` to but did not apply, and why."""
+
+    method: str
+    source: str
+    agent: str | None
+    reason: str
+    at: float
+    """Wall-clock time of the report (seconds since the epoch)."""
 
 
 @dataclass(eq=False)
@@ -51,6 +63,8 @@ class AgentRecord:
     launch: Launch | None = None
     authority_recheck: float | None = None
     """When the authority's state may next change on its own (a TTL, a confirmation)."""
+    last_ignored: IgnoredReport | None = None
+    """The latest hook report about this terminal that was not applied."""
 
     @property
     def status(self) -> AgentStatus:
@@ -58,13 +72,15 @@ class AgentRecord:
             return "done"
         return self.state
 
-    def accept_hook_seq(self, source: str, seq: int | None) -> bool:
+    def hook_seq_refusal(self, source: str, seq: int | None) -> str | None:
         """Hook ordering per source: sequenced reports must increase; once a source has
-        sent one, its unsequenced reports are ignored. Records the accepted seq."""
+        sent one, its unsequenced reports are ignored. None when accepted (the seq is
+        recorded), else why the report is out of order."""
         last = self.hook_seqs.get(source)
         if seq is None:
-            return last is None
+            return None if last is None else (
+                f"unsequenced report after source {source!r} sent seq {last}")
         if last is not None and seq <= last:
-            return False
+            return f"stale seq {seq}: source {source!r} is at seq {last}"
         self.hook_seqs[source] = seq
-        return True
+        return None

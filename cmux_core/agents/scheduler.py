@@ -47,7 +47,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cmux_core.agents.authority import ScreenReport
 from cmux_core.agents.events import ServerManifestsReloaded
-from cmux_core.detect.engine import Classification, ScreenInput, classify, explain
+from cmux_core.detect.engine import (
+    Classification,
+    ScreenInput,
+    classify,
+    explain,
+    explain_unknown_agent,
+)
 from cmux_core.detect.identify import Identity, identify_group
 from cmux_core.detect.manifest import Manifest
 from cmux_core.detect.registry import ManifestRegistry, ReloadReport
@@ -526,13 +532,22 @@ class DetectionScheduler:
         pane's: the one it shows; a costly one is worked out beside the loop, as
         classifications are).
 
-        Raises ``agent_explain_unavailable`` when the terminal has no agent with a manifest.
+        ``last_ignored_report`` is the latest hook report about the terminal that was not
+        applied (method, source, agent, reason, ``at`` in epoch seconds), or None.
+
+        A terminal without an agent that has a manifest answers with state ``unknown``
+        and no rules when it has an ignored report, and otherwise raises
+        ``agent_explain_unavailable``.
         """
         tracker = self.tracker
         surface = tracker.surface_of(target)
         pane = surface.pane
+        rec = tracker.record(surface)
+        ignored = rec.last_ignored
+        ignored_wire = None if ignored is None else {
+            "method": ignored.method, "source": ignored.source, "agent": ignored.agent,
+            "reason": ignored.reason, "at": ignored.at}
         if tracker.screen_detection_skipped(surface):
-            rec = tracker.record(surface)
             return {
                 "agent": tracker.effective_agent(surface), "state": rec.state,
                 "manifest_source": None, "manifest_version": None,
@@ -542,13 +557,18 @@ class DetectionScheduler:
                 "visible_working": False, "screen_detection_skipped": True,
                 "screen_detection_skip_reason": "full_lifecycle_hook_authority",
                 "skip_state_update": False, "skipped_update_reason": None,
-                "fallback_reason": None, "warning": None, "evaluated_rules": []}
+                "fallback_reason": None, "warning": None, "evaluated_rules": [],
+                "last_ignored_report": ignored_wire}
         st = self._state(surface)
         label = st.agent if st.agent is not None and not st.exited else None
         if label is None:
             effective = tracker.effective_agent(surface)
             label = self.registry.lookup(effective) if effective is not None else None
         manifest = self.registry.get(label) if label is not None else None
+        if (label is None or manifest is None) and ignored is not None:
+            out = explain_unknown_agent(tracker.effective_agent(surface))
+            out["last_ignored_report"] = ignored_wire
+            return out
         if label is None or manifest is None:
             raise CmuxError("agent_explain_unavailable",
                             f"pane {pane.id} has no detected agent with a manifest")
@@ -572,4 +592,5 @@ class DetectionScheduler:
         if st.identity is not None and st.identity.label == label:
             out["identified_by"] = st.identity.evidence
         out["startup_grace"] = time.monotonic() < st.grace_until
+        out["last_ignored_report"] = ignored_wire
         return out

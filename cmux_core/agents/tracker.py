@@ -45,6 +45,7 @@ at the API edge (``cmux_core.api.wire``). All methods run on the event loop.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
@@ -75,6 +76,7 @@ from cmux_core.agents.record import (
     ATTENTION,
     AgentRecord,
     AgentStatus,
+    IgnoredReport,
     StatusSource,
 )
 from cmux_core.detect.manifest import AgentState
@@ -92,6 +94,8 @@ from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane, Surface, Tab, Workspace
 
 __all__ = ["REACQUIRE_SUPPRESS_S", "AgentTracker"]
+
+log = logging.getLogger(__name__)
 
 AgentTarget = Pane | Surface
 """What the tracker's methods take: a terminal surface, or a pane meaning the terminal it
@@ -252,32 +256,40 @@ class AgentTracker:
         a ``shared`` ``blocked`` without one gets the declaration's or the default TTL.
         """
         s = self.surface_of(target)
-        if subagent:
-            return False
         rec = self.record(s)
+        method = "pane.report_agent"
+        if subagent:
+            return self._ignore(rec, method, source, agent,
+                                "a subagent's report never moves the state", quiet=True)
         decl = self.declaration_of(source, agent)
         authority = decl.authority if decl is not None else None
         if not self.is_declared_source(source):
             session = None
         if authority == "session":
-            if session is not None and rec.accept_hook_seq(source, seq):
-                self._store_session(s, rec, session)
-                return True
-            return False
+            if session is None:
+                return self._ignore(rec, method, source, agent,
+                                    "a session source's state is not used, and the report "
+                                    "carries no valid session reference")
+            if (refusal := rec.hook_seq_refusal(source, seq)) is not None:
+                return self._ignore(rec, method, source, agent, refusal)
+            self._store_session(s, rec, session)
+            return True
         if rec.exited_agent is not None and agent == rec.exited_agent:
-            return False
+            return self._ignore(rec, method, source, agent, f"agent {agent!r} has exited")
         if authority == "lifecycle":
             if rec.detected != agent:
-                return False
+                return self._ignore(rec, method, source, agent,
+                                    f"lifecycle source: agent {agent!r} is not the detected "
+                                    f"process ({rec.detected or 'none'})")
             if source in rec.cleared_lifecycle:
                 if session is None or session == rec.cleared_lifecycle[source]:
-                    return False
+                    return self._ignore(rec, method, source, agent,
+                                        "the authority was cleared for this session")
                 del rec.cleared_lifecycle[source]
-        elif (rec.detected is not None and self.canonical_agent(agent) is not None
-              and agent != rec.detected):
-            return False
-        if not rec.accept_hook_seq(source, seq):
-            return False
+        elif (conflict := self._label_conflict(rec, agent)) is not None:
+            return self._ignore(rec, method, source, agent, conflict)
+        if (refusal := rec.hook_seq_refusal(source, seq)) is not None:
+            return self._ignore(rec, method, source, agent, refusal)
         before = self._snapshot(s, rec)
         previous = rec.authority
         if session is None and previous is not None and previous.source == source:
@@ -307,17 +319,23 @@ class AgentTracker:
         """
         s = self.surface_of(target)
         rec = self.record(s)
-        if session is None or not self.is_declared_source(source):
-            return False
-        if (rec.detected is not None and self.canonical_agent(agent) is not None
-                and agent != rec.detected):
-            return False
-        if not rec.accept_hook_seq(source, seq):
-            return False
+        method = "pane.report_agent_session"
+        if not self.is_declared_source(source):
+            return self._ignore(rec, method, source, agent,
+                                "the source is not declared by any integration; only "
+                                "declared sources carry session references")
+        if session is None:
+            return self._ignore(rec, method, source, agent,
+                                "no valid agent_session_id or absolute agent_session_path")
+        if (refusal := self._label_conflict(rec, agent)
+                or rec.hook_seq_refusal(source, seq)) is not None:
+            return self._ignore(rec, method, source, agent, refusal)
         current = self._session(rec)
         if (current is not None and current != session and not replaces
                 and (current.source, current.agent) == (session.source, session.agent)):
-            return False
+            return self._ignore(rec, method, source, agent,
+                                "another session of this source is stored and "
+                                "session_start_source does not start a new one")
         self._store_session(s, rec, session)
         return True
 
@@ -326,15 +344,18 @@ class AgentTracker:
         """Apply a ``pane.release_agent``; declared sources are ignored. True if released."""
         s = self.surface_of(target)
         rec = self.record(s)
-        if self.is_declared_source(source):
-            return False
+        method = "pane.release_agent"
         auth = rec.authority
-        if auth is not None and (auth.source, auth.agent) != (source, agent):
-            return False
-        if self.effective_agent(s) != agent:
-            return False
-        if not rec.accept_hook_seq(source, seq):
-            return False
+        if self.is_declared_source(source):
+            refusal: str | None = "a declared source's agent is not released by a report"
+        elif auth is not None and (auth.source, auth.agent) != (source, agent):
+            refusal = f"the authority is source {auth.source!r}'s, agent {auth.agent!r}"
+        elif (effective := self.effective_agent(s)) != agent:
+            refusal = f"the terminal's agent is {effective or 'none'}, not {agent!r}"
+        else:
+            refusal = rec.hook_seq_refusal(source, seq)
+        if refusal is not None:
+            return self._ignore(rec, method, source, agent, refusal)
         before = self._snapshot(s, rec)
         rec.authority = None
         rec.session = None
@@ -388,12 +409,16 @@ class AgentTracker:
         s = self.surface_of(target)
         rec = self.record(s)
         exited = rec.exited_agent
+        method = "pane.report_metadata"
         if exited is not None and exited in (patch.agent, self._owner_agent(patch.source),
                                              self._owner_agent(patch.applies_to_source)):
-            return False
+            return self._ignore(rec, method, patch.source, patch.agent,
+                                f"agent {exited!r} has exited")
         store = rec.metadata
         if not store.accept_seq(patch.source, patch.seq):
-            return False
+            return self._ignore(rec, method, patch.source, patch.agent,
+                                f"stale seq {patch.seq}: source {patch.source!r} is at seq "
+                                f"{store.seqs.get(patch.source)}")
         store.check_tokens(patch.source, patch.seq, patch.tokens, "pane")
         before = self._snapshot(s, rec)
         if patch.seq is not None:
@@ -545,6 +570,23 @@ class AgentTracker:
                 self._emit(s, rec, before)
 
     # -- internals ----------------------------------------------------------------------
+
+    def _label_conflict(self, rec: AgentRecord, agent: str) -> str | None:
+        """Why a report naming known agent ``agent`` cannot be about the detected process,
+        or None when it can."""
+        if (rec.detected is not None and self.canonical_agent(agent) is not None
+                and agent != rec.detected):
+            return f"agent {agent!r} conflicts with the detected process {rec.detected!r}"
+        return None
+
+    @staticmethod
+    def _ignore(rec: AgentRecord, method: str, source: str, agent: str | None, reason: str,
+                *, quiet: bool = False) -> bool:
+        """Keep and log a report that is not applied; False, for the caller to return."""
+        rec.last_ignored = IgnoredReport(method, source, agent, reason, time.time())
+        log.log(logging.INFO if quiet else logging.WARNING,
+                "ignored %s from source %r (agent %r): %s", method, source, agent, reason)
+        return False
 
     def _effective(self, rec: AgentRecord, auth: HookAuthority) -> bool:
         return hook_speaks(auth, rec.detected, rec.exited_agent)

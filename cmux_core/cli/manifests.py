@@ -437,6 +437,10 @@ def _render_explain(result: dict[str, Any], verbose: bool) -> None:
                                                     "visible_working") if result.get(k)]
     if visible:
         print(f"visible evidence: {', '.join(visible)}")
+    ignored = result.get("last_ignored_report")
+    if ignored:
+        print(f"last ignored report: {ignored['method']} from source {ignored['source']!r}"
+              f" (agent {ignored['agent']!r}): {ignored['reason']}")
     if result.get("manifest_source"):
         version = result.get("manifest_version")
         print(f"manifest: {result['manifest_source']}" + (f" (version {version})"

@@ -88,7 +88,8 @@ class Feed:
 
 
 class SourceRunner:
-    """Attaches plugin sources to layers and runs them on the server loop."""
+    """Attaches plugin sources to layers and runs them: the feeding on the server loop, each
+    pull of a frame on the plugin's own loop."""
 
     def __init__(self, book: GraphicsBook, plugins: PluginHost) -> None:
         self.book = book
@@ -203,12 +204,15 @@ class SourceRunner:
                     feed.ended = feed.ended or "failed"
                     self.book.release(feed.pane, feed.layer.layer_id, feed.owner)
             if iterator is not None:
-                await _close(iterator)
+                await self._close(source, iterator)
 
-
-async def _close(iterator: AsyncIterator[Any]) -> None:
-    aclose = getattr(iterator, "aclose", None)
-    if aclose is None:
-        return
-    with contextlib.suppress(Exception, asyncio.CancelledError):
-        await asyncio.wait_for(aclose(), CLOSE_TIMEOUT_S)
+    async def _close(self, source: GraphicsSource, iterator: AsyncIterator[Any]) -> None:
+        """Close ``iterator`` where it runs, on its plugin's loop; a plugin that is gone
+        closed its loop, and the iterator with it."""
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is None:
+            return
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            label = f"graphics source {source.name} close"
+            await asyncio.wait_for(self.plugins.invoke(source.plugin_id, label, aclose),
+                                   CLOSE_TIMEOUT_S)

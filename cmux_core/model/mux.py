@@ -46,9 +46,9 @@ from cmux_core.model.events import (
     WorkspaceFocused,
     WorkspaceRenamed,
 )
+from cmux_core.model.readings import Readings
 from cmux_core.model.throttle import SignalThrottle
 from cmux_core.model.tree import Pane, Surface, Tab, Window, Workspace, auto_label
-from cmux_core.terminal import procfs
 from cmux_core.terminal.emulator import TerminalSignal, strip_title
 from cmux_core.terminal.process import Terminal
 
@@ -79,6 +79,8 @@ class Mux:
         self.events = events
         self.socket_path = socket_path
         self.area = layout.Rect(0, 0, settings.columns, settings.rows)
+        self.readings = Readings()
+        """Memos of pane rectangles and foreground directories, for lists of many panes."""
         self.windows: list[Window] = []
         self.active_window: Window | None = None
         self.panes: dict[str, Pane] = {}
@@ -699,9 +701,9 @@ class Mux:
     # -- geometry -------------------------------------------------------------------
 
     def pane_rects(self, tab: Tab) -> dict[str, layout.Rect]:
-        if tab.zoomed:
-            return {tab.focused: self.area}
-        return layout.rects(tab.tree, self.area)
+        """Each pane's rectangle in ``tab``, remembered while the tab's layout is the same;
+        the caller must not change the dict."""
+        return self.readings.pane_rects(tab, self.area)
 
     def apply_sizes(self, tab: Tab) -> None:
         """Size every terminal of ``tab`` to its rectangle (zoom gives all to the focus)."""
@@ -733,11 +735,9 @@ class Mux:
         return pane.cwd or pane.terminal_surface.launch_cwd
 
     def foreground_cwd(self, term: Terminal) -> str | None:
-        """Where ``term``'s foreground program works now (None when it cannot be read)."""
-        pgid = term.foreground_pgid()
-        if pgid is None:
-            return None
-        return procfs.cwd(pgid)
+        """Where ``term``'s foreground program works now (None when it cannot be read), read
+        again once the terminal prints or within a second (:mod:`cmux_core.model.readings`)."""
+        return self.readings.foreground_cwd(term)
 
     # -- restoring a saved session (cmux_core.model.restoring does the rest) ------------
 

@@ -1,13 +1,16 @@
 """Calling plugin code, contained: the time budget, the worker thread, faults and failures.
 
-The host makes every call into a plugin through its :class:`PluginCaller`. A coroutine runs on
-the loop, anything else on the plugin's worker thread
-(:class:`~cmux_core.plugin_host.record.PluginWorker`), both within ``budget`` seconds; a call
-longer than ``slow_after`` is warned about. A call that raises or outlasts the budget is a
-fault: kept in the plugin's history, logged with its name and published as ``plugin_error``.
-A failed hook call also counts towards ``max_failures`` consecutive failures, after which the
-caller hands the plugin to its ``failing`` callback (the host blocks it); any successful hook
-call resets the count.
+The host makes every call into a plugin through its :class:`PluginCaller`. Plugin code never
+runs on the server loop: a coroutine runs on the plugin's own event loop, anything else on its
+worker thread (both :class:`~cmux_core.plugin_host.record.PluginWorker`'s), within ``budget``
+seconds; a call longer than ``slow_after`` is warned about. A call that raises or outlasts the
+budget is a fault: kept in the plugin's history, logged with its name and published as
+``plugin_error``. A failed hook call also counts towards ``max_failures`` consecutive
+failures, after which the caller hands the plugin to its ``failing`` callback (the host blocks
+it); any successful hook call resets the count. Every call that outlasts the budget is also
+handed, with its worker, to the ``hanging`` callback: the host watches whether the worker is
+still stuck in it a budget later (a spinning coroutine, a call that never returns) and then
+blocks the plugin.
 
 ``CMUX_TRACE_PLUGINS=1`` logs every call on the ``cmux_core.plugin_host.host.trace`` logger (to
 stderr when nothing else handles it), the name ``docs/plugins.md`` gives.
@@ -57,18 +60,21 @@ class PluginCaller:
     ``publish`` sends ``plugin_error`` (may be None); ``serving(module)`` is the plugin whose
     current or incoming version ``module`` is, so a failure of a version already withdrawn
     does not count; ``failing(plugin)`` is called on the loop when a loaded plugin reaches
-    ``max_failures`` consecutive failures. All methods run on the server loop.
+    ``max_failures`` consecutive failures; ``hanging(plugin, worker, label)`` when a call
+    ``label`` on ``worker`` outlasts the budget. All methods run on the server loop.
     """
 
     def __init__(self, *, slow_after: float, budget: float, max_failures: int,
                  publish: Publish | None, serving: Callable[[object], Plugin | None],
-                 failing: Callable[[Plugin], None]) -> None:
+                 failing: Callable[[Plugin], None],
+                 hanging: Callable[[Plugin, PluginWorker, str], None]) -> None:
         self.slow_after = slow_after
         self.budget = budget
         self.max_failures = max_failures
         self._publish = publish
         self._serving = serving
         self._failing = failing
+        self._hanging = hanging
         self.trace = os.environ.get("CMUX_TRACE_PLUGINS", "") not in ("", "0")
         if self.trace and not trace_log.handlers and not logging.getLogger().handlers:
             trace_log.addHandler(logging.StreamHandler(sys.stderr))
@@ -122,28 +128,34 @@ class PluginCaller:
     async def execute(self, plugin: Plugin, label: str, fn: Callable[..., Any],
                       args: tuple[Any, ...], kwargs: Mapping[str, Any], *,
                       worker: PluginWorker | None = None) -> Any:
-        """Run ``fn`` under the budget: a coroutine on the loop, anything else on ``worker``
-        (default: the serving version's)."""
+        """Run ``fn`` on ``worker`` (default: the serving version's) under the budget: a
+        coroutine function on the plugin's loop, anything else on its thread, and an
+        awaitable that returns on the plugin's loop too."""
         started = time.monotonic()
         if self.trace:
             trace_log.info("plugin %s: %s(%s)", plugin.plugin_id, label, ", ".join(kwargs),
                            extra={"cmux_plugin": plugin.plugin_id, "cmux_hook": label})
+        if worker is None:
+            worker = plugin.worker
+        if worker is None:
+            worker = plugin.worker = PluginWorker(f"cmux-plugin-{plugin.plugin_id}")
         outcome = "raised"
+        call = functools.partial(fn, *args, **kwargs)
         try:
             if inspect.iscoroutinefunction(fn):
-                result = await asyncio.wait_for(fn(*args, **kwargs), self.budget)
+                result = await asyncio.wait_for(worker.submit_async(call), self.budget)
             else:
-                if worker is None:
-                    worker = plugin.worker
-                if worker is None:
-                    worker = plugin.worker = PluginWorker(f"cmux-plugin-{plugin.plugin_id}")
-                result = await asyncio.wait_for(
-                    worker.submit(functools.partial(fn, *args, **kwargs)), self.budget)
+                result = await asyncio.wait_for(worker.submit(call), self.budget)
                 if inspect.isawaitable(result):
                     left = max(0.001, self.budget - (time.monotonic() - started))
-                    result = await asyncio.wait_for(result, left)
+                    awaitable = result
+                    result = await asyncio.wait_for(
+                        worker.submit_async(lambda: awaitable), left)
             outcome = "ok"
             return result
+        except TimeoutError:
+            self._hanging(plugin, worker, label)
+            raise
         finally:
             elapsed = time.monotonic() - started
             if self.trace:

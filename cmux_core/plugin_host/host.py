@@ -15,10 +15,13 @@ unloading and reloading runs under one lock on the server loop; a reload builds 
 version's registrations completely before the old version is withdrawn, so readers see
 either the old set or the new one.
 
-Plugin code never runs on the loop unless it is a coroutine: each loaded version of a plugin
-gets a worker thread of its own, which imports it (within ``import_budget``) and then runs its
-synchronous hookimpls. Python cannot stop a thread, so a worker stuck in a call the host gave
-up on is abandoned (and counted in ``plugin.list``) when its version is replaced or unloaded.
+Plugin code never runs on the server loop: each loaded version of a plugin gets a worker of
+its own, whose thread imports it (within ``import_budget``) and then runs its synchronous
+callables, and whose event loop (on a second thread) runs its coroutines. A call past its
+budget fails with ``plugin_timeout``; when the worker is still stuck in it a budget later (a
+coroutine that never yields, a call that never returns) the plugin is blocked with that
+reason. Python cannot stop a thread, so a stuck worker is abandoned (and counted in
+``plugin.list``) when its version is blocked, replaced or unloaded.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import inspect
 import logging
 import os
 import re
@@ -145,7 +147,7 @@ class PluginHost:
         self._calls = PluginCaller(slow_after=slow_after, budget=budget,
                                    max_failures=max_failures, publish=publish,
                                    serving=lambda module: self._by_module.get(id(module)),
-                                   failing=self._on_failing)
+                                   failing=self._on_failing, hanging=self._on_hanging)
         self._observers = ObserverQueues(self._plugins, impls=self._impls, caller=self._calls)
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -248,7 +250,7 @@ class PluginHost:
                      *args: Any, **kwargs: Any) -> Any:
         """Run a callable a plugin registered (an integration's ``install``, ...).
 
-        Sync callables run on the plugin's worker thread, coroutines on the loop, both under
+        Sync callables run on the plugin's worker thread, coroutines on its loop, both under
         the time budget. A :class:`CmuxError` passes through; any other failure is recorded
         against the plugin and raised as ``plugin_failed`` (``plugin_timeout`` past the
         budget); ``plugin_disabled`` when the plugin is no longer loaded.
@@ -486,6 +488,19 @@ class PluginHost:
             await self._withdraw(plugin, reason="reloaded")
         elif plugin.worker is not None:
             self._retire(plugin, plugin.worker)
+        self._install(plugin, module, digest, staged, worker)
+        self._changed(plugin, old.changed_kinds(staged))
+        log.info("plugin %s loaded from %s", plugin.plugin_id, plugin.source.origin,
+                 extra={"cmux_plugin": plugin.plugin_id})
+        if self._started:
+            await self._startup(plugin)
+        self._calls.emit(PluginLoaded(plugin, reloading))
+        return True
+
+    def _install(self, plugin: Plugin, module: object, digest: str, staged: Registrations,
+                 worker: PluginWorker) -> None:
+        """Make ``module`` (its registrations ``staged``, run by ``worker``) the serving
+        version of ``plugin`` and add its methods to the server's table."""
         plugin.worker = worker
         plugin.module = module
         plugin.source_digest = digest
@@ -501,13 +516,6 @@ class PluginHost:
                                      api=self._api)
             self.methods.add(method.name, method.params or RawParams, handler,
                              owner=plugin.plugin_id, doc=method.doc)
-        self._changed(plugin, old.changed_kinds(staged))
-        log.info("plugin %s loaded from %s", plugin.plugin_id, plugin.source.origin,
-                 extra={"cmux_plugin": plugin.plugin_id})
-        if self._started:
-            await self._startup(plugin)
-        self._calls.emit(PluginLoaded(plugin, reloading))
-        return True
 
     def _check_impls(self, module: object) -> str | None:
         for caller in self.pm.get_hookcallers(module) or ():
@@ -570,8 +578,7 @@ class PluginHost:
         worker = plugin.worker
         if plugin.started:
             for impl in self._impls(module, "cmux_shutdown"):
-                if worker is not None and worker.stuck \
-                        and not inspect.iscoroutinefunction(impl.function):
+                if worker is not None and worker.stuck:
                     self._calls.warn(plugin, "cmux_shutdown not called: its thread is stuck "
                                              "in an earlier call")
                     continue
@@ -629,6 +636,26 @@ class PluginHost:
         task = asyncio.get_running_loop().create_task(self._block_failing(plugin))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _on_hanging(self, plugin: Plugin, worker: PluginWorker, label: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._block_hung(plugin, worker, label))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _block_hung(self, plugin: Plugin, worker: PluginWorker, label: str) -> None:
+        """Block ``plugin`` when ``worker`` is still stuck a budget after ``label`` timed out
+        and is still the one serving it."""
+        if not await worker.hung(self._calls.budget):
+            return
+        async with self._lock:
+            if plugin.status != "loaded" or plugin.worker is not worker:
+                return
+            message = (f"blocked: {label} ran past its {self._calls.budget:g}s budget and "
+                       "is still running (a coroutine that never yields or a call that never "
+                       "returns)")
+            await self._unload(plugin, "blocked", reason="blocked")
+            plugin.error = message
+            self._calls.fault(plugin, "block", message, count=False, blocked=True)
 
     async def _block_failing(self, plugin: Plugin) -> None:
         async with self._lock:

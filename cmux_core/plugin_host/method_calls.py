@@ -66,9 +66,18 @@ class PluginMethodCall:
 
     async def request(self, method: str, params: Mapping[str, Any] | None = None
                       ) -> dict[str, Any]:
-        if self._api is None:
+        api = self._api
+        if api is None:
             raise CmuxError("not_supported", "this plugin host is not serving a socket API")
-        return await self._api(method, dict(params or {}), self._connection)
+
+        async def answer() -> dict[str, Any]:
+            assert api is not None
+            return await api(method, dict(params or {}), self._connection)
+
+        if asyncio.get_running_loop() is self._loop:
+            return await answer()
+        # From the plugin's own loop: the call is answered on the server loop.
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(answer(), self._loop))
 
     def request_blocking(self, method: str, params: Mapping[str, Any] | None = None, *,
                          timeout: float = 30.0) -> dict[str, Any]:

@@ -280,7 +280,9 @@ def read_text(
     rest is joined with ``\\n`` plus a final ``\\n``. ``fmt="ansi"`` keeps SGR
     styling except for ``detection``, which is always plain. ``truncated`` is
     true when ``lines`` cut text off (``visible``/``detection``) or when the
-    buffer holds more rows than were read (``recent*``).
+    buffer holds more rows than ``lines`` (``recent*``). ``recent*`` reads the last
+    ``lines`` lines of output: the blank rows below the last written row, the
+    cursor's included, are left out before counting.
     """
     if lines is not None:
         lines = max(0, min(lines, READ_LINES_MAX))
@@ -294,13 +296,17 @@ def read_text(
         return _join(kept), len(texts) > lines
     wanted = RECENT_LINES_DEFAULT if lines is None else lines
     unwrap = source == "recent_unwrapped"
+    # The blank rows below the last written one (the cursor's among them) are not
+    # output, and they are at most a screen: read that much more, drop them, keep the
+    # last ``wanted`` lines.
+    reach = wanted + emulator.lines if wanted else 0
     if styled:
-        rows, total = emulator.history_rows(wanted, styled=True)
+        rows, total = emulator.history_rows(reach, styled=True)
         texts = _styled_texts(_unwrap(rows) if unwrap else rows)
     else:
-        plain, total = emulator.history_text(wanted, unwrap=unwrap)
+        plain, total = emulator.history_text(reach, unwrap=unwrap)
         texts = _drop_blank_tail(plain)
-    return _join(texts), total > wanted
+    return _join(texts[-wanted:]), total > wanted
 
 
 def join_wrapped(texts: list[str], wrapped: Collection[int]) -> list[str]:

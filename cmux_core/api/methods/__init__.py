@@ -14,6 +14,7 @@ from cmux_core.api.methods import (
     agent,
     cmux_v2_catalog,
     events,
+    herdr_extras,
     integration,
     layout,
     machine,
@@ -38,7 +39,8 @@ CORE_MODULES: tuple[tuple[ModuleType, type | None], ...] = (
     (agent, agent.AgentServices), (window, window.WindowServices),
     (integration, integration.IntegrationServices), (surface, surface.SurfaceServices),
     (cmux_v2_catalog, None), (notification, notification.NotificationServices),
-    (events, events.EventServices), (machine, machine.MachineServices))
+    (events, events.EventServices), (machine, machine.MachineServices),
+    (herdr_extras, None))
 """Each methods module with the type of the context its handlers use (None: none)."""
 
 

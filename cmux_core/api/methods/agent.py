@@ -643,10 +643,21 @@ class AgentTargetParams(Params):
 
 @methods.method("agent.explain", AgentTargetParams)
 async def agent_explain(call: Call[AgentServices], p: AgentTargetParams) -> Result:
-    """Why the agent's screen reads as its state: the manifest in force and every rule's
-    evidence. ``agent_explain_unavailable`` when the pane has no agent with a manifest."""
+    """Why the agent's screen reads as its state: the manifest in force, every rule's
+    evidence and the last ignored hook report. ``agent_explain_unavailable`` when the pane
+    has no agent with a manifest and no ignored report; a pane that is not an agent but
+    has an ignored report is explained too."""
     runtime = await _runtime(call)
-    surface = resolve_agent_target(call.ctx.agents, p.target)
+    tracker = call.ctx.agents
+    try:
+        surface = resolve_agent_target(tracker, p.target)
+    except CmuxError as exc:
+        # A terminal that is not an agent may be one whose reports were all ignored.
+        found = call.ctx.mux.find_surface(p.target)
+        if (exc.code != "agent_not_found" or found is None or found.term is None
+                or tracker.record(found).last_ignored is None):
+            raise
+        surface = found
     return {"type": "agent_explain", "explain": await runtime.explain(surface)}
 
 

@@ -138,7 +138,8 @@ class AnyParams(Params):
     """Any params: the answer is the same whatever they are."""
 
 
-def _refusal(name: str, reason: str) -> Callable[[Call[None], AnyParams], Awaitable[Result]]:
+def refusal(name: str, reason: str) -> Callable[[Call[None], AnyParams], Awaitable[Result]]:
+    """A handler answering ``not_supported`` for ``name`` with ``reason``."""
     async def refuse(call: Call[None], p: AnyParams) -> Result:
         raise CmuxError("not_supported", f"{name} is not supported: {reason}",
                         {"method": name})
@@ -146,7 +147,7 @@ def _refusal(name: str, reason: str) -> Callable[[Call[None], AnyParams], Awaita
 
 
 for _name, _reason in NOT_SUPPORTED.items():
-    methods.add(_name, AnyParams, _refusal(_name, _reason),
+    methods.add(_name, AnyParams, refusal(_name, _reason),
                 doc=f"Not supported on a headless server: {_reason}.")
 
 GUI_ONLY_REASON = "browser surfaces are web views of the cmux app, which a headless server has not"

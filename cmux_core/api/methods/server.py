@@ -1,5 +1,5 @@
-"""Server-level methods: ping, stop, stats, area, the session snapshot, and the agent
-manifests' status and reload.
+"""Server-level methods: ping, stop, stats, area, the session snapshot, the agent
+manifests' status and reload, and herdr's config reload.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.config import ConfigError, Settings
 from cmux_core.events import EventHub
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
@@ -149,6 +150,25 @@ async def _runtime(call: Call[ServerServices]) -> DetectionScheduler:
 async def server_agent_manifests(call: Call[ServerServices], p: Empty) -> Result:
     """The manifest in force per agent, its source and any warning; reloads nothing."""
     return (await _runtime(call)).registry.status()
+
+
+@methods.method("server.reload_config", Empty)
+async def server_reload_config(call: Call[ServerServices], p: Empty) -> Result:
+    """herdr's config reload, for what this server can change while it runs: the agent
+    manifests are reloaded and ``config.toml`` is checked; its settings take effect at the
+    next start. ``failed`` when the file is invalid, ``partial`` when a manifest is."""
+    diagnostics: list[str] = []
+    try:
+        Settings.load()
+        readable = True
+    except ConfigError as exc:
+        diagnostics.append(str(exc))
+        readable = False
+    report = await (await _runtime(call)).registry.reload("request", force=True)
+    diagnostics += [f"manifest {r.key}: {r.error}" for r in report.errors]
+    diagnostics.append("config.toml settings take effect at the next start")
+    status = "failed" if not readable else "partial" if report.errors else "applied"
+    return {"type": "config_reload", "status": status, "diagnostics": diagnostics}
 
 
 @methods.method("server.reload_agent_manifests", Empty)

@@ -19,6 +19,7 @@ from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api.attach import AttachBook
 from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.methods import herdr_extras
 from cmux_core.api.methods.cmux_v2_catalog import NOT_SUPPORTED
 from cmux_core.api.methods.shared.input import key_bytes, write
 from cmux_core.api.methods.shared.routing import (
@@ -69,11 +70,12 @@ async def system_ping(call: Call[SystemServices], p: Empty) -> Result:
 
 @methods.method("system.capabilities", Empty)
 async def system_capabilities(call: Call[SystemServices], p: Empty) -> Result:
-    """Every method this server answers, sorted; the cmux methods that only answer
-    ``not_supported`` are left out."""
+    """Every method this server answers, sorted; the cmux and herdr methods that only
+    answer ``not_supported`` are left out."""
+    refused = NOT_SUPPORTED.keys() | herdr_extras.NOT_SUPPORTED.keys()
     return {"type": "capabilities", "protocol": "cmux-socket", "version": 2,
             "socket_path": str(call.ctx.info.socket_path), "access_mode": "automation",
-            "methods": [m for m in call.ctx.info.method_names() if m not in NOT_SUPPORTED]}
+            "methods": [m for m in call.ctx.info.method_names() if m not in refused]}
 
 
 class AuthParams(Params):

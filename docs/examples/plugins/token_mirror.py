@@ -11,7 +11,7 @@ LATEST: dict[str, dict[str, str]] = {}
 
 @hookimpl
 async def cmux_on_report_metadata(pane_id: str, tokens: Mapping[str, str | None]) -> None:
-    # An async function: it runs on the server loop, so it must be quick and never block.
+    # An async function: it runs on the plugin's own event loop, never the server's.
     pane = LATEST.setdefault(pane_id, {})
     for key, value in tokens.items():
         if value is None:

@@ -150,7 +150,7 @@ def cmux_register_graphics_sources(register: RegisterGraphicsSource) -> None:
 
 @hookimpl
 async def cmux_startup(socket_path: str | None) -> None:
-    # async: on the server loop, with nothing to wait for (a sync impl would wait on a thread)
+    # async: on the plugin's loop, where its sources and event wake-ups run too
     global _socket_path
     _socket_path = socket_path
 
