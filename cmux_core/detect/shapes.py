@@ -33,10 +33,10 @@ _CURSOR_LINE = re.compile(
 _OPTION = re.compile(rf"^(?P<lead>[\s{_BORDER}]*)(?P<label>\S.*)$")
 _NUMBERED = re.compile(r"^\(?\d{1,2}[.):]\s")
 _CONFIRM = re.compile(r"(?i)(?:\benter\b|\breturn\b|[↵⏎]).{0,24}?"
-                      r"\b(?:confirm|select|submit|continue|choose|save|accept|send)\b"
+                      r"\b(?:confirm|select|submit|continue|choose|pick|save|accept|send|apply)"
                       r"|\b(?:confirm|select|submit|choose)\b.{0,4}(?:\benter\b|[↵⏎])")
-_CANCEL = re.compile(r"(?i)\b(?:esc|escape)\b.{0,16}?\b(?:cancel|back|exit|close|dismiss|"
-                     r"skip|reject|deny)\b|\bcancel\b|\bgo back\b")
+_CANCEL = re.compile(r"(?i)\b(?:esc|escape)\b.{0,24}?\b(?:cancel|back|exit|close|dismiss|"
+                     r"skip|reject|deny|quit)|\bcancel|\bgo back\b")
 _NOTICE = re.compile(r"(?i)^\W*press (?:enter|return|any key) to (?:continue|proceed|"
                      r"dismiss|acknowledge|go on)\b")
 _STATUS = re.compile(r"(?i)\(\d+m?s\b|\binterrupt\b")
