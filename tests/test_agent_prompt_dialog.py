@@ -1,4 +1,4 @@
-# ruff: noqa: RUF001  (agent screens are made of these look-alike glyphs)
+
 """``agent.prompt`` never types into a dialog, through a real server and scripted agents.
 
 ``dialogbot_agent.py`` starts on a folder-trust dialog in words no manifest rule knows:
@@ -133,6 +133,9 @@ def test_a_launch_that_times_out_unrecognised_sends_nothing(
     again = refused(api, "blind", "hi there")
     assert again["code"] == "agent_not_ready", "still refused once the launch is over"
     assert status(api, "blind") == "unknown"
+    explained = api("agent.explain", {"target": "blind"})["explain"]
+    assert (explained["state"], explained["matched_rule"]) == ("unknown", None), \
+        "explain says what the server publishes, not the idle fallback"
 
 
 def test_an_agent_exiting_on_the_prompt_is_a_failure(api: Api, scripts: dict[str, Path]

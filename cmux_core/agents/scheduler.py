@@ -47,7 +47,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cmux_core.agents.authority import ScreenReport
 from cmux_core.agents.events import ServerManifestsReloaded
-from cmux_core.detect.engine import Classification, ScreenInput, classify, explain
+from cmux_core.detect.engine import (
+    OSC_REGIONS,
+    Classification,
+    ScreenInput,
+    classify,
+    explain,
+)
 from cmux_core.detect.identify import Identity, identify_group
 from cmux_core.detect.manifest import Manifest
 from cmux_core.detect.registry import ManifestRegistry, ReloadReport
@@ -106,6 +112,9 @@ SAFETY_INTERVAL_S = 2.0
 SAFETY_QUIET_S = 10.0
 AGENT_REPROBE_S = 5.0
 STARTUP_GRACE_S = 3.0
+NOT_DRAWN = "agent_screen_not_recognised_yet"
+"""``agent.explain``'s ``fallback_reason`` when no screen rule of the agent has matched
+since it started: the server publishes ``unknown`` then, not the idle fallback."""
 LOSS_PROBES = 6
 LOSS_PROBE_INTERVAL_S = 1.0
 EXIT_CLEAR_DELAY_S = 1.0
@@ -572,4 +581,9 @@ class DetectionScheduler:
         if st.identity is not None and st.identity.label == label:
             out["identified_by"] = st.identity.evidence
         out["startup_grace"] = time.monotonic() < st.grace_until
+        rule = out["matched_rule"]
+        if not st.drawn and (rule is None or rule["region"] in OSC_REGIONS):
+            # What the server publishes: nothing until a screen rule matched, so unknown.
+            out["state"] = "unknown"
+            out["fallback_reason"] = NOT_DRAWN
         return out

@@ -28,6 +28,7 @@ from typing import Any
 from cmux_core.cli.common import AddCommon, print_json, run_and_print, table
 from cmux_core.config import Settings
 from cmux_core.detect.engine import (
+    FALLBACK_IDLE,
     Classification,
     ScreenInput,
     classify,
@@ -425,7 +426,12 @@ def find_manifest(label: str) -> Manifest | None:
 
 def _render_explain(result: dict[str, Any], verbose: bool) -> None:
     rule = result.get("matched_rule")
-    print(f"agent: {result.get('agent')}  state: {result.get('state')}")
+    state = result.get("state")
+    if result.get("fallback_reason") == FALLBACK_IDLE:
+        # A saved screen: no rule matched, and a server publishes the idle fallback only
+        # for an agent one of whose screen rules has matched since it started.
+        state = "unknown (idle only once a screen rule of the agent has matched)"
+    print(f"agent: {result.get('agent')}  state: {state}")
     if rule:
         print(f"matched rule: {rule['id']} (priority {rule['priority']}, region "
               f"{rule['region']})")

@@ -2,10 +2,11 @@
 """Screen shapes every agent draws the same way, whatever its words: the shared rule
 library that manifest rules reference with ``shape = [...]``.
 
-A *choice dialog* is a selection cursor (``❯ › > ▸ ▶ ➜ →``) in front of one of several
-option lines, with a key hint near it that confirms or cancels (``Enter to confirm · Esc
-to cancel``, ``esc to go back``, ``↵ select``, in any order). Options may be numbered or
-not, drawn inside a box or not, and say anything.
+A *choice dialog* is a selection cursor (``❯ › > ▸ ▶ ➜ →``, or a radio mark ``●``) in
+front of one of several option lines, with a key hint near it that confirms or cancels
+(``Enter to confirm · Esc to cancel``, ``esc to go back``, ``↵ select``, in any order) or
+a question right above the options (a line ending in ``?`` or ``:``). Options may be
+numbered or not, drawn inside a box or not, and say anything.
 
 An *input dialog* is a field inside a box (or between two horizontal rules) with a hint
 below it that both submits and cancels (``Enter to submit · Esc to cancel``): a key or
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 SHAPES = ("choice_dialog", "input_dialog", "notice")
 """The shape names a manifest's ``shape`` matcher may use."""
 
-CURSORS = "❯›>▸▶➜→"
+CURSORS = "❯›>▸▶➜→●"
 _BORDER = "│┃║|"
 _CURSOR_LINE = re.compile(
     rf"^(?P<lead>[\s{_BORDER}]*)[{CURSORS}]\s+(?:[✔✓☑●◉]\s*)?(?P<label>\S.*)$")
@@ -40,10 +41,17 @@ _CANCEL = re.compile(r"(?i)\b(?:esc|escape)\b.{0,24}?\b(?:cancel|back|exit|close
 _NOTICE = re.compile(r"(?i)^\W*press (?:enter|return|any key) to (?:continue|proceed|"
                      r"dismiss|acknowledge|go on)\b")
 _STATUS = re.compile(r"(?i)\(\d+m?s\b|\binterrupt\b")
-"""A working status line ("(4s · esc to cancel)"): its Esc stops a turn, it cancels no dialog."""
+"""A working status line ("(4s · esc to cancel)"): its Esc stops a turn, it cancels no
+dialog, unless the line also confirms ("enter to submit answer | esc to interrupt")."""
 _MARKER = re.compile(r"^[✦●⏺✻✳✶✢⎿•◆■✓✗⚠\u2800-\u28ff]")
 """What starts a message or status line of a transcript rather than an option."""
 _BOX_EDGE = re.compile(r"^\s*[╭┌╔+┏╰└╚┗][─━═\-╌┄]{3,}|^\s*[─━═╌┄]{8,}")
+_ASKS = re.compile(r"(?i)(?:[?:]|\bto continue\.?)$")
+_QUESTION = re.compile(r"^(?!.*://\S*$).*\w\)?\?$")
+"""A line that asks: it ends in ``?`` after a word, and is not a link."""
+_QUESTION_LINK = re.compile(r"://\S*$")
+QUESTION_REACH = 10
+"""Lines above a dialog's options searched for its question."""
 WINDOW = 14
 """Lines a dialog's parts may lie apart: the cursor, its sibling options, the hint."""
 HEADING_REACH = 24
@@ -66,11 +74,14 @@ def _strip(line: str) -> str:
 
 def _hint_near(lines: list[str], start: int, *, both: bool) -> bool:
     """A confirm or cancel hint (``both``: a hint line that does both) within
-    :data:`WINDOW` lines below ``start``, or a few above it."""
-    for line in lines[max(0, start - 3):start + WINDOW]:
-        if _STATUS.search(line):
+    :data:`WINDOW` lines below ``start``, or a few above it, not on ``start`` itself."""
+    for i in range(max(0, start - 3), min(len(lines), start + WINDOW)):
+        line = lines[i]
+        if i == start:
             continue
         confirm, cancel = bool(_CONFIRM.search(line)), bool(_CANCEL.search(line))
+        if _STATUS.search(line) and not confirm:
+            continue
         if (confirm and cancel) if both else (confirm or cancel):
             return True
     return False
@@ -108,6 +119,28 @@ def _siblings(lines: list[str], at: int, column: int, numbered: bool) -> int:
     return count
 
 
+def _asked_above(lines: list[str], at: int, column: int) -> bool:
+    """The options around the cursor line ``at`` sit under a question: a line ending in
+    ``?`` among the few above their block (within the same box), or one ending in ``:``
+    or "to continue." right above it (one blank line between allowed)."""
+    top = at
+    while top > 0 and _strip(lines[top - 1]) and (
+            len(lines[top - 1]) - len(lines[top - 1].lstrip(" " + _BORDER)) >= column - 1):
+        top -= 1
+    above = top - 1
+    if above >= 0 and not _strip(lines[above]):
+        above -= 1
+    if above >= 0 and _ASKS.search(_strip(lines[above])) \
+            and not _QUESTION_LINK.search(lines[above]):
+        return True
+    for i in range(above, max(-1, above - QUESTION_REACH), -1):
+        if _BOX_EDGE.match(lines[i]):
+            return False
+        if _QUESTION.search(_strip(lines[i])):
+            return True
+    return False
+
+
 def _heading(lines: list[str], top: int) -> str:
     """The first line of the dialog whose options start at ``top``: the first non-blank
     line under the nearest border above it, else the nearest paragraph's first line."""
@@ -134,7 +167,8 @@ def choice_dialog(lines: list[str]) -> Dialog | None:
         numbered = bool(_NUMBERED.match(found.group("label")))
         if _siblings(lines, at, found.start("label"), numbered) < 1:
             continue
-        if not _hint_near(lines, at, both=False):
+        if not _hint_near(lines, at, both=False) \
+                and not _asked_above(lines, at, found.start("label")):
             continue
         return Dialog("choice_dialog", at, _heading(lines, at))
     return None
