@@ -24,6 +24,7 @@ from fake_agent import agent_argv, manifest_server, write_agent, write_manifests
 
 from cmux_core.cli.agent import add_agent_commands
 from cmux_core.cli.common import add_common
+from cmux_core.cli.manifests import add_explain_command
 from cmux_core.errors import CmuxError
 from cmux_core.testing import ServerProcess, wait_until
 
@@ -147,3 +148,34 @@ def test_an_agent_exiting_on_the_prompt_is_a_failure(api: Api, scripts: dict[str
                message="the agent at its prompt")
     error = refused(api, pane, "bye")
     assert error["code"] == "agent_not_running"
+
+
+def test_a_hook_saying_blocked_is_the_second_witness(api: Api, scripts: dict[str, Path],
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    """A hook reports a permission the screen rules do not see: the pane is blocked, and
+    the mismatch is kept with the screen for ``cmux agent explain --last-mismatch``."""
+    pane = api.run([sys.executable, str(scripts["blindbot"]), "prompt"])
+    wait_until(lambda: status(api, pane) == "idle" or None, timeout=WAIT_S,
+               message="the agent at its prompt")
+    assert api("agent.explain", {"target": pane})["explain"]["last_mismatch"] is None
+    api("pane.report_agent", {"pane_id": pane, "source": "custom:test", "agent": "blindbot",
+                              "state": "blocked"})
+    assert status(api, pane) == "blocked"
+    api("pane.send_text", {"pane_id": pane, "text": "typed"})
+    found = wait_until(lambda: api("agent.explain", {"target": pane})["explain"]
+                       ["last_mismatch"], timeout=WAIT_S, message="the mismatch noted")
+    assert (found["hook_state"], found["screen_state"], found["matched_rule"]) == (
+        "blocked", "idle", "prompt")
+    assert "bot> typed" in found["screen"]
+    assert status(api, pane) == "blocked", "the hook's blocked holds"
+    parser = argparse.ArgumentParser()
+    add_common(parser, top=True)
+    add_explain_command(parser.add_subparsers().add_parser("agent").add_subparsers(),
+                        add_common)
+    capsys.readouterr()
+    args = parser.parse_args(["agent", "explain", "--socket", str(api.server.socket_path),
+                              pane, "--last-mismatch"])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "hook said blocked, screen read idle (rule prompt)" in out and "bot> typed" in out
