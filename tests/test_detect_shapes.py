@@ -188,3 +188,12 @@ def test_shape_matcher_is_checked_and_explained() -> None:
     assert classify(manifest, ScreenInput(DIALOG)).state == "blocked"
     with pytest.raises(ManifestError, match="shape names"):
         parse_manifest('id = "x"\n[[rules]]\nid = "d"\nshape = ["circle"]\n')
+
+
+def test_title_spinners_of_every_glyph_family_read_alike() -> None:
+    """Claude Code 2.1.332 spins half discs in its title where 2.1.197 spun braille."""
+    for manifest, _ in bundled():
+        braille = classify(manifest, ScreenInput("", "⠋ fix the tests")).state
+        for glyph in "◐◑◒◓◴◵◶◷◜◝◞◟":
+            state = classify(manifest, ScreenInput("", f"{glyph} fix the tests")).state
+            assert state == braille, (manifest.id, glyph)
