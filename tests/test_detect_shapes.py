@@ -170,6 +170,10 @@ def test_input_dialog_and_notice() -> None:
     prompt_box = ["╭" + "─" * 30 + "╮", "│ > Type your message          │",
                   "╰" + "─" * 30 + "╯", "? for shortcuts"]
     assert input_dialog(prompt_box) is None, "the agent's own prompt box is no dialog"
+    labelled = ["╭API key" + "─" * 30 + "╮", "│Paste or type your API key      │",
+                "╰" + "─" * 37 + "╯", "  Press enter to save", "  Press esc to go back"]
+    found = input_dialog(labelled)
+    assert found is not None and found.heading == "Paste or type your API key"
     assert notice(["Security notes:", "", " Press Enter to continue"]) is not None
 
 

@@ -45,7 +45,7 @@ _STATUS = re.compile(r"(?i)\(\d+m?s\b|\binterrupt\b")
 dialog, unless the line also confirms ("enter to submit answer | esc to interrupt")."""
 _MARKER = re.compile(r"^[✦●⏺✻✳✶✢⎿•◆■✓✗⚠\u2800-\u28ff]")
 """What starts a message or status line of a transcript rather than an option."""
-_BOX_EDGE = re.compile(r"^\s*[╭┌╔+┏╰└╚┗][─━═\-╌┄]{3,}|^\s*[─━═╌┄]{8,}")
+_BOX_EDGE = re.compile(r"^\s*[╭┌╔+┏╰└╚┗][^│┃║|]{0,40}?[─━═\-╌┄]{3,}|^\s*[─━═╌┄]{8,}")
 _ASKS = re.compile(r"(?i)(?:[?:]|\bto continue\.?)$")
 _QUESTION = re.compile(r"^(?!.*://\S*$).*\w\)?\?$")
 """A line that asks: it ends in ``?`` after a word, and is not a link."""
@@ -175,15 +175,18 @@ def choice_dialog(lines: list[str]) -> Dialog | None:
 
 
 def input_dialog(lines: list[str]) -> Dialog | None:
-    """The lowest input dialog of ``lines``: a boxed field above a hint that submits and
-    cancels."""
+    """The lowest input dialog of ``lines``: a boxed field above hints that submit and
+    cancel (on one line or on lines next to each other)."""
     for at in range(len(lines) - 1, -1, -1):
-        line = lines[at]
-        if not (_CONFIRM.search(line) and _CANCEL.search(line)):
+        if not _CONFIRM.search(lines[at]):
             continue
-        edges = [i for i in range(max(0, at - 10), at) if _BOX_EDGE.match(lines[i])]
-        if len(edges) >= 2 or (edges and any(
-                lines[i].lstrip()[:1] in _BORDER for i in range(edges[-1], at) if lines[i])):
+        near = lines[max(0, at - 2):at + 3]
+        if not any(_CANCEL.search(line) for line in near):
+            continue
+        first = next(i for i in range(max(0, at - 2), at + 1)
+                     if _CONFIRM.search(lines[i]) or _CANCEL.search(lines[i]))
+        edges = [i for i in range(max(0, first - 10), first) if _BOX_EDGE.match(lines[i])]
+        if len(edges) >= 2:
             return Dialog("input_dialog", edges[0], _heading(lines, edges[0] + 1))
     return None
 
