@@ -175,6 +175,9 @@ def test_input_dialog_and_notice() -> None:
     found = input_dialog(labelled)
     assert found is not None and found.heading == "Paste or type your API key"
     assert notice(["Security notes:", "", " Press Enter to continue"]) is not None
+    assert notice(["$ touch approved.txt", "Run shell command? (Y)es/(N)o [Yes]:"]) is not None
+    assert notice(["Would you like to log in? [(y)es, (n)o]:", "> later"]) is None, \
+        "a yes/no question counts while it is the last line"
 
 
 def test_every_manifest_reads_a_question_form_with_an_interrupt_footer_as_blocked() -> None:

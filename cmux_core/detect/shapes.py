@@ -13,7 +13,8 @@ below it that both submits and cancels (``Enter to submit · Esc to cancel``): a
 code entry box of a sign-in flow, as opposed to an agent's own prompt box, whose hints
 neither submit nor cancel.
 
-A *notice* waits for one key before anything goes on: ``Press Enter to continue``.
+A *notice* waits for one key before anything goes on: ``Press Enter to continue``, or a
+yes/no question on the last line (``Run it? (Y)es/(N)o [Yes]:``).
 
 :func:`find_dialog` returns where a dialog is and its first line (its heading), which
 ``agent.prompt`` names when it refuses to type into one.
@@ -40,6 +41,8 @@ _CANCEL = re.compile(r"(?i)\b(?:esc|escape)\b.{0,24}?\b(?:cancel|back|exit|close
                      r"skip|reject|deny|quit)|\bcancel|\bgo back\b")
 _NOTICE = re.compile(r"(?i)^\W*press (?:enter|return|any key) to (?:continue|proceed|"
                      r"dismiss|acknowledge|go on)\b")
+_YES_NO = re.compile(r"(?i)\?\s*[\[(]?\s*\(?y\)?(?:es)?\s*[/,|]\s*\(?n\)?(?:o)?\b.*[:?\])]$")
+"""A question whose last words offer yes and no, waiting on the last line."""
 _STATUS = re.compile(r"(?i)\(\d+m?s\b|\binterrupt\b")
 """A working status line ("(4s · esc to cancel)"): its Esc stops a turn, it cancels no
 dialog, unless the line also confirms ("enter to submit answer | esc to interrupt")."""
@@ -192,7 +195,12 @@ def input_dialog(lines: list[str]) -> Dialog | None:
 
 
 def notice(lines: list[str]) -> Dialog | None:
-    """The lowest ``Press Enter to continue`` line of ``lines``, or None."""
+    """The lowest ``Press Enter to continue`` line of ``lines``, or a yes/no question on
+    the last line (``Run it? (Y)es/(N)o [Yes]:``, ``Log in? [(y)es, (n)o]:``, ``(y/n)``);
+    None without one."""
+    last = next((i for i in range(len(lines) - 1, -1, -1) if _strip(lines[i])), None)
+    if last is not None and _YES_NO.search(_strip(lines[last])):
+        return Dialog("notice", last, _strip(lines[last]))
     for at in range(len(lines) - 1, -1, -1):
         if _NOTICE.match(_strip(lines[at])):
             return Dialog("notice", at, _heading(lines, at))
