@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 SOCKET ?=
 PYTEST_WORKERS ?= 2
 
-.PHONY: serve test lint bench soak venv clean sshd
+.PHONY: serve test lint bench soak venv clean sshd record-latest
 
 venv: $(STAMP)
 
@@ -55,6 +55,11 @@ bench: $(STAMP)
 
 soak: $(STAMP)
 	$(BIN)/python -m bench.soak $(SOAK_ARGS)
+
+# Not part of test: installs each recorded agent's newest release from the npm registry
+# and replays its recorded flows (tests/captured/record_latest.py).
+record-latest: $(STAMP)
+	$(BIN)/python tests/captured/record_latest.py $(RECORD_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache

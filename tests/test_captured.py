@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -83,6 +84,10 @@ def test_recording_is_complete(recording: Path) -> None:
     if "agent" in meta:
         assert meta["agent"]["state"] in STATES
         assert meta["agent"]["note"]
+        version = meta["agent"].get("version")
+        if version is not None:
+            assert re.fullmatch(r"\d+(\.\d+)+", version), "a dotted release number"
+            assert f"-{version}-" in meta["name"], "the case's name says the version too"
     renderings = meta["renderings"]
     if not renderings.get("tmux_matches", True):
         assert renderings.get("tmux_note"), "a difference from tmux must say why it is accepted"

@@ -139,3 +139,7 @@ def test_offline_explain_command(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert '"state": "working"' in capsys.readouterr().out
     assert run_cli(["agent", "explain", "--file", str(screen), "--agent", "nobody"]) == 0
     assert "fallback reason: unknown_agent" in capsys.readouterr().out
+    screen.write_text("nothing any rule knows\n")
+    assert run_cli(["agent", "explain", "--file", str(screen), "--agent", "claude"]) == 0
+    out = capsys.readouterr().out
+    assert "state: unknown (idle only once" in out and "state: idle" not in out

@@ -8,7 +8,9 @@ only when that state is really visible on it.
 * Another agent's recording shows that agent's recorded state. A manifest may read a
   recorded permission prompt as ``blocked`` and a recorded running turn as ``working``
   (the evidence is on screen, whoever drew it), but never ``blocked`` or ``working`` on a
-  recorded idle prompt, menu or start-up error.
+  recorded idle prompt or start-up error. A menu the user opened is drawn as a dialog is
+  (a cursor on options, a confirm/cancel hint): only its own agent's manifest knows who
+  opened it, so another manifest may read it ``blocked``, never ``working``.
 
 ``idle``, ``unknown`` and ``skip_state_update`` verdicts are not checked here: a known
 agent falls back to ``idle`` on any screen it does not recognise. A manifest's own
@@ -76,6 +78,8 @@ def unseen_verdicts(manifest: Manifest, recording: Recording) -> list[str]:
     if recording.agent is not None and recording.agent in manifest.labels:
         return []
     result = classify(manifest, recording.screen)
+    if recording.state == "menu" and result.state == "blocked":
+        return []
     if result.state in VISIBLE_ONLY and result.state != recording.state:
         return [f"{manifest.id}: {result.state} by rule {result.matched_rule!r} on "
                 f"{recording.name} (recorded: {recording.state or 'no agent'})"]

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cmux_core.agents.authority import ScreenReport
 from cmux_core.agents.events import ServerManifestsReloaded
 from cmux_core.detect.engine import (
+    OSC_REGIONS,
     Classification,
     ScreenInput,
     classify,
@@ -112,6 +113,9 @@ SAFETY_INTERVAL_S = 2.0
 SAFETY_QUIET_S = 10.0
 AGENT_REPROBE_S = 5.0
 STARTUP_GRACE_S = 3.0
+NOT_DRAWN = "agent_screen_not_recognised_yet"
+"""``agent.explain``'s ``fallback_reason`` when no screen rule of the agent has matched
+since it started: the server publishes ``unknown`` then, not the idle fallback."""
 LOSS_PROBES = 6
 LOSS_PROBE_INTERVAL_S = 1.0
 EXIT_CLEAR_DELAY_S = 1.0
@@ -169,6 +173,9 @@ class PaneDetection:
     """A classification of this pane is running on a thread."""
     rescan: bool = False
     """The screen changed while it ran: classify again when it returns."""
+    mismatch: dict[str, Any] | None = None
+    """The last time a hook said ``blocked`` and the screen read otherwise (see
+    :meth:`DetectionScheduler._witness`); logged the first time only."""
 
     @property
     def pane(self) -> Pane:
@@ -482,6 +489,7 @@ class DetectionScheduler:
             if result.matched_rule is None or not result.on_screen:
                 return
             st.drawn = result.state != "unknown"
+        self._witness(st, result)
         report = ScreenReport(result.state, result.visible_idle, result.visible_blocker,
                               result.visible_working, matched_rule=result.matched_rule)
         if (st.published is not None and st.published[0] == "working"
@@ -496,6 +504,23 @@ class DetectionScheduler:
                 return
         st.hold_since = None
         self._publish(st, report)
+
+    def _witness(self, st: PaneDetection, result: Classification) -> None:
+        """The hook is the second witness: when it says ``blocked`` (a permission or a
+        question) and the screen reads otherwise, the rules missed a dialog. Kept with the
+        screen for ``agent.explain`` (``last_mismatch``), logged once per pane."""
+        if result.state == "blocked" or self.tracker.hook_reported(st.surface) != "blocked":
+            return
+        first = st.mismatch is None
+        screen = st.term.read("detection", None, "text")[0]
+        st.mismatch = {"at": time.time(), "agent": st.agent, "hook_state": "blocked",
+                       "screen_state": result.state, "matched_rule": result.matched_rule,
+                       "screen": screen}
+        if first:
+            log.warning("pane %s: the %s hook says blocked, the screen reads %s (rule %s); "
+                        "a dialog the manifest misses? screen:\n%s", st.pane.id, st.agent,
+                        result.state, result.matched_rule, screen,
+                        extra={"cmux_pane": st.pane.id})
 
     def _publish(self, st: PaneDetection, report: ScreenReport, *, force: bool = False) -> None:
         key = (report.state, report.visible_idle, report.visible_blocker,
@@ -592,5 +617,10 @@ class DetectionScheduler:
         if st.identity is not None and st.identity.label == label:
             out["identified_by"] = st.identity.evidence
         out["startup_grace"] = time.monotonic() < st.grace_until
-        out["last_ignored_report"] = ignored_wire
+        out["last_mismatch"] = st.mismatch
+        rule = out["matched_rule"]
+        if not st.drawn and (rule is None or rule["region"] in OSC_REGIONS):
+            # What the server publishes: nothing until a screen rule matched, so unknown.
+            out["state"] = "unknown"
+            out["fallback_reason"] = NOT_DRAWN
         return out

@@ -463,6 +463,16 @@ class AgentTracker:
         rec.launch = Launch(time.monotonic() + timeout_s)
         self._emit(s, rec, before)
 
+    def hook_reported(self, target: AgentTarget) -> AgentState | None:
+        """The state the terminal's hook authority reported while it still counts (not
+        overridden by the screen, before its deadline); None without one."""
+        rec = self.records.get(self.surface_of(target).uuid)
+        auth = rec.authority if rec is not None else None
+        if auth is None or auth.spent or (auth.expires_at is not None
+                                          and time.monotonic() >= auth.expires_at):
+            return None
+        return auth.state
+
     def launch_pending(self, target: AgentTarget) -> bool:
         """True while the target terminal is a managed launch that is not settled yet."""
         s = self.surface_of(target)

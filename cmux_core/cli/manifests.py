@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from typing import Any
 from cmux_core.cli.common import AddCommon, print_json, run_and_print, table
 from cmux_core.config import Settings
 from cmux_core.detect.engine import (
+    FALLBACK_IDLE,
     Classification,
     ScreenInput,
     classify,
@@ -381,6 +383,9 @@ def add_explain_command(agent_subparsers: Any, add_common: AddCommon) -> None:
     p.add_argument("--progress", default="", help="OSC 9 progress payload for --file")
     p.add_argument("--manifest", type=Path, help="manifest file for --file")
     p.add_argument("--verbose", "-v", action="store_true", help="show every rule's evidence")
+    p.add_argument("--last-mismatch", action="store_true",
+                   help="online: the last screen the rules read otherwise while a hook said "
+                   "blocked, with the screen")
     p.set_defaults(func=cmd_explain)
 
 
@@ -388,6 +393,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.file is None:
         if not args.target:
             raise CmuxError("invalid_params", "give a TARGET, or --file with --agent")
+        if args.last_mismatch:
+            return run_and_print(args, "agent.explain", {"target": args.target},
+                                 lambda result: _render_mismatch(result["explain"]))
         return run_and_print(args, "agent.explain", {"target": args.target},
                              lambda result: _render_explain(result.get("explain", result),
                                                             args.verbose))
@@ -423,9 +431,26 @@ def find_manifest(label: str) -> Manifest | None:
     return registry.get(label)
 
 
+def _render_mismatch(result: dict[str, Any]) -> None:
+    found = result.get("last_mismatch")
+    if not found:
+        print(f"agent: {result.get('agent')}  no mismatch: no hook said blocked while the "
+              "screen read otherwise")
+        return
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(found["at"]))
+    print(f"agent: {found['agent']}  at {when}: hook said {found['hook_state']}, screen read "
+          f"{found['screen_state']} (rule {found['matched_rule']})")
+    print(found["screen"], end="")
+
+
 def _render_explain(result: dict[str, Any], verbose: bool) -> None:
     rule = result.get("matched_rule")
-    print(f"agent: {result.get('agent')}  state: {result.get('state')}")
+    state = result.get("state")
+    if result.get("fallback_reason") == FALLBACK_IDLE:
+        # A saved screen: no rule matched, and a server publishes the idle fallback only
+        # for an agent one of whose screen rules has matched since it started.
+        state = "unknown (idle only once a screen rule of the agent has matched)"
+    print(f"agent: {result.get('agent')}  state: {state}")
     if rule:
         print(f"matched rule: {rule['id']} (priority {rule['priority']}, region "
               f"{rule['region']})")

@@ -19,6 +19,7 @@ from typing import Any
 from cmux_core.detect.manifest import AgentState, Gate, Manifest, Region, Rule
 from cmux_core.detect.pattern import encode
 from cmux_core.detect.regions import ScreenView, split_lines
+from cmux_core.detect.shapes import FINDERS
 
 FALLBACK_IDLE = "default_known_agent_idle_fallback"
 UNKNOWN_AGENT = "unknown_agent"
@@ -113,6 +114,9 @@ def gate_matches(gate: Gate, text: _Text) -> bool:
     for pattern in gate.line_regex:
         if not pattern.search_lines(text.utf8, text.utf8_lines):
             return False
+    for shape in gate.shape:
+        if FINDERS[shape](text.lines) is None:
+            return False
     for sub in gate.all:
         if not gate_matches(sub, text):
             return False
@@ -164,7 +168,8 @@ def _evidence(rule: Rule, text: _Text) -> dict[str, Any]:
         "not_count": len(gate.not_),
         "region_bytes": len(text.text.encode("utf-8")),
         "region_preview": _preview(text.text),
-    }
+    } | ({"shape": [{"value": name, "matched": FINDERS[name](text.lines) is not None}
+                    for name in gate.shape]} if gate.shape else {})
 
 
 def _rule_ref(rule: Rule) -> dict[str, Any]:

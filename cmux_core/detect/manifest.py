@@ -1,8 +1,10 @@
 """Detection manifests: parse, validate and compile the manifest TOML format.
 
 The format is the herdr agent-detection manifest at engine version 3 (a herdr manifest
-file loads unchanged) plus two keys of our own: ``process_names``, and the ``[resume]``
-table whose ``argv`` restarts a recorded agent session after a server restart. Everything is
+file loads unchanged and classifies as it would there) plus keys of our own:
+``process_names``, the ``[resume]`` table whose ``argv`` restarts a recorded agent session
+after a server restart, and the ``shape`` matcher, which references the shared screen
+shapes of :mod:`cmux_core.detect.shapes` (a dialog as any agent draws it). Everything is
 validated when a manifest is loaded and every regex is compiled then, so classifying a
 screen never compiles or fails. Any problem raises :class:`ManifestError` naming the
 file, the line and column (or the rule) and what is wrong.
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from cmux_core.detect.pattern import Pattern, compile_pattern
+from cmux_core.detect.shapes import SHAPES
 
 AgentState = Literal["idle", "working", "blocked", "unknown"]
 """An agent's state, the one type for what a rule classifies, a hook reports and a terminal's
@@ -47,7 +50,7 @@ STATES: tuple[AgentState, ...] = ("idle", "working", "blocked", "unknown")
 
 _TOP_KEYS = frozenset({"id", "version", "min_engine_version", "updated_at", "aliases",
                        "process_names", "resume", "rules"})
-_MATCHER_KEYS = ("contains", "regex", "line_regex", "all", "any", "not")
+_MATCHER_KEYS = ("contains", "regex", "line_regex", "shape", "all", "any", "not")
 _RULE_KEYS = frozenset({"id", "state", "priority", "region", "visible_idle", "visible_blocker",
                         "visible_working", "skip_state_update", *_MATCHER_KEYS})
 
@@ -126,6 +129,8 @@ class Gate:
     folded: tuple[str, ...] = ()
     regex: tuple[Pattern, ...] = ()
     line_regex: tuple[Pattern, ...] = ()
+    shape: tuple[str, ...] = ()
+    """Names of :data:`~cmux_core.detect.shapes.SHAPES`, each found in the region."""
     all: tuple[Gate, ...] = ()
     any: tuple[Gate, ...] = ()
     not_: tuple[Gate, ...] = ()
@@ -504,6 +509,10 @@ class _Builder:
                     raise _GateError(f"{where}{key}: matcher longer than {MAX_MATCHER_CHARS} "
                                      f"characters ({len(v)})", key)
             strings[key] = tuple(value)
+        shape = raw.get("shape", [])
+        if not isinstance(shape, list) or not all(v in SHAPES for v in shape):
+            raise _GateError(f"{where}shape: must be an array of shape names "
+                             f"({', '.join(SHAPES)})", "shape")
         nested: dict[str, tuple[dict[str, Any], ...]] = {}
         for key in ("all", "any", "not"):
             value = raw.get(key, [])
@@ -515,7 +524,7 @@ class _Builder:
             raise _GateError(f"{where.rstrip('.') or 'rule'}: {direct} matchers in one gate "
                              f"(at most {MAX_MATCHERS_PER_GATE})", None)
         positive = bool(strings["contains"] or strings["regex"] or strings["line_regex"]
-                        or nested["all"] or nested["any"])
+                        or shape or nested["all"] or nested["any"])
         if negative:
             if not positive and not nested["not"]:
                 raise _GateError(f"{where.rstrip('.')}: a 'not' gate needs at least one "
@@ -523,7 +532,7 @@ class _Builder:
         elif not positive:
             what = where.rstrip(".") or "rule"
             raise _GateError(f"{what}: needs at least one positive matcher (contains, regex, "
-                             "line_regex, all or any); 'not' alone never matches anything",
+                             "line_regex, shape, all or any); 'not' alone never matches anything",
                              None)
         self.matchers += direct
         compiled: dict[str, tuple[Pattern, ...]] = {}
@@ -546,7 +555,8 @@ class _Builder:
         contains = strings["contains"]
         return Gate(contains=contains, folded=tuple(s.lower() for s in contains),
                     regex=compiled["regex"], line_regex=compiled["line_regex"],
-                    all=children["all"], any=children["any"], not_=children["not"])
+                    shape=tuple(shape), all=children["all"], any=children["any"],
+                    not_=children["not"])
 
 
 class _GateError(Exception):

@@ -47,6 +47,7 @@ from cmux_core.api.methods.shared.waiting import (
     served,
     watching,
 )
+from cmux_core.detect.shapes import find_dialog
 from cmux_core.errors import CmuxError, WaitTimeout
 from cmux_core.events import EventHub, Published
 from cmux_core.hookspecs import Params
@@ -213,6 +214,27 @@ async def ready_agent(call: Call[AgentServices], target: str, timeout_ms: int | 
     return surface
 
 
+def refuse_unanswered(tracker: AgentTracker, surface: Surface, target: str) -> None:
+    """Raise ``agent_not_ready`` when typing now would answer something else than the
+    agent's prompt: a ``blocked`` agent (a dialog, named by its first line), or an agent
+    started by name whose screen was never recognised (``unknown``: its launch timed out,
+    maybe on a dialog no rule knows)."""
+    status = tracker.status(surface)
+    name = tracker.record(surface).name or target
+    if status == "blocked":
+        lines = surface.terminal.read("detection", None, "text")[0].splitlines()
+        dialog = find_dialog(lines)
+        shown = dialog.heading if dialog is not None else next(
+            (line.strip() for line in reversed(lines) if line.strip()), "")
+        raise CmuxError("agent_not_ready",
+                        f"agent {name} is blocked on a dialog: {shown!r}; answer it first "
+                        "(agent.send_keys); nothing was sent")
+    if status == "unknown" and tracker.record(surface).name is not None:
+        raise CmuxError("agent_not_ready",
+                        f"agent {name} is not ready: its screen is not recognised (state "
+                        "unknown), it may be showing a dialog; nothing was sent")
+
+
 async def until_launched(call: Call[AgentServices], pin: Pinned, bound_ms: int) -> None:
     """Return once ``pin``'s launch is no longer pending (see ``ready_agent``)."""
     mux = call.ctx.mux
@@ -224,6 +246,12 @@ async def until_launched(call: Call[AgentServices], pin: Pinned, bound_ms: int) 
                 raise CmuxError("agent_not_running", "agent exited before it was ready")
             pin.check(mux, tracker)
             if not tracker.launch_pending(pin.surface):
+                if tracker.status(pin.surface) == "unknown":
+                    raise CmuxError(
+                        "agent_not_ready",
+                        f"agent {pin.name or pin.pane.id} did not become ready: its launch "
+                        "ended with its screen not recognised (state unknown); nothing was "
+                        "sent")
                 return
             try:
                 await next_batch(sub, deadline)
@@ -232,7 +260,8 @@ async def until_launched(call: Call[AgentServices], pin: Pinned, bound_ms: int) 
                     raise CmuxError(
                         "agent_not_ready",
                         f"agent {pin.name or pin.pane.id} is still starting (launch_pending) "
-                        f"after {bound_ms} ms; wait longer with timeout_ms") from None
+                        f"after {bound_ms} ms; wait longer with timeout_ms; nothing was "
+                        "sent") from None
 
 
 class AgentSendKeysParams(Params):
@@ -522,6 +551,7 @@ async def agent_prompt(call: Call[AgentServices], p: AgentPromptParams) -> Resul
         raise CmuxError("empty_agent_prompt", "prompt text must not be empty")
     tracker = call.ctx.agents
     surface = await ready_agent(call, p.target, p.timeout_ms)
+    refuse_unanswered(tracker, surface, p.target)
     term = surface.terminal
     pin = Pinned.of(tracker, surface, p.target)
     before_seq = tracker.record(surface).state_change_seq
@@ -565,8 +595,8 @@ async def prompt_taken(call: Call[AgentServices], pin: Pinned, before_seq: int,
     Taken means: its state changed since ``before_seq`` (it went ``working``, or asked
     something), or its screen changed after Enter and detection then had
     :data:`PROMPT_SETTLE_S` to report a change. After :data:`PROMPT_TAKEN_LIMIT_S` with
-    neither, or when the pane stops running the agent, the info is what it is then: a
-    prompt without ``wait`` never fails for want of an effect.
+    neither, the info is what it is then: a prompt without ``wait`` never fails for want
+    of an effect. An agent that exits or leaves the pane meanwhile is ``agent_not_running``.
     """
     mux = call.ctx.mux
     tracker = call.ctx.agents
@@ -592,8 +622,9 @@ async def prompt_taken(call: Call[AgentServices], pin: Pinned, before_seq: int,
             finally:
                 for wake in wakes:
                     wake.cancel()
-    if not tracker.live(surface):
-        raise CmuxError("agent_not_running", "agent is no longer running in the target pane")
+    if not pin.running(mux, tracker):
+        raise CmuxError("agent_not_running",
+                        "the agent exited (or left the pane) while taking the prompt")
     return wire.agent_info(mux, tracker, surface)
 
 
