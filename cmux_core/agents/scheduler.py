@@ -617,6 +617,7 @@ class DetectionScheduler:
         if st.identity is not None and st.identity.label == label:
             out["identified_by"] = st.identity.evidence
         out["startup_grace"] = time.monotonic() < st.grace_until
+        out["last_ignored_report"] = ignored_wire
         out["last_mismatch"] = st.mismatch
         rule = out["matched_rule"]
         if not st.drawn and (rule is None or rule["region"] in OSC_REGIONS):
