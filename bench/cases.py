@@ -26,6 +26,7 @@ from .hooks import case_hooks
 from .proc import CLOCK_TICKS, cpu_seconds, rss_bytes, steady_rss
 from .report import Row
 from .scale import case_idle, case_scale
+from .startup import case_startup
 from .storm import STORM_NOTIFICATIONS, STORM_SUBSCRIBERS, storm_cmux
 from .tmux import ControlClient, Tmux
 
@@ -580,4 +581,5 @@ CASES: dict[str, Callable[[Context], list[Row]]] = {
     "detect_latency": case_detect_latency,
     "hooks": case_hooks,
     "graphics": case_graphics,
+    "startup": case_startup,
 }

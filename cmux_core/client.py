@@ -11,7 +11,6 @@ nothing heavier).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import json
@@ -19,10 +18,13 @@ import os
 import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmux_core.errors import CmuxError
 from cmux_core.socket_safety import peer_credentials
+
+if TYPE_CHECKING:
+    import asyncio
 
 DEFAULT_TIMEOUT = 30.0
 CLIENT_DEFAULT = -1.0
@@ -165,6 +167,10 @@ class AsyncClient:
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *,
                  timeout: float | None = DEFAULT_TIMEOUT) -> None:
+        # asyncio is imported by the asynchronous client only: the ``cmux`` command, which
+        # uses the other one, starts faster without it.
+        import asyncio
+
         self.path = str(path) if path is not None else _default_socket()
         self.timeout = timeout
         self._reader: asyncio.StreamReader | None = None
@@ -180,6 +186,8 @@ class AsyncClient:
         await self.close()
 
     async def connect(self) -> None:
+        import asyncio
+
         if self._writer is not None:
             return
         try:
@@ -202,6 +210,8 @@ class AsyncClient:
         self._reader = self._writer = None
 
     async def _readline(self, timeout: float | None) -> dict[str, Any]:
+        import asyncio
+
         assert self._reader is not None
         line = await asyncio.wait_for(self._reader.readline(), timeout)
         if not line:

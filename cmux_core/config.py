@@ -9,22 +9,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import logging
 import os
 import re
 import sys
 import sysconfig
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-log = logging.getLogger(__name__)
 
 _SESSION_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-_CHOICES = {"emulator": ("auto", "pyte", "ghostty"), "event_loop": ("auto", "asyncio", "uvloop")}
-_SERVER_KEYS = ("size", "emulator", "event_loop", "scrollback_lines", "shell", "herdr_env",
-                "restore_text_lines")
 MAX_RESTORE_TEXT_LINES = 10_000
 
 
@@ -108,7 +100,8 @@ def default_shell() -> str:
 
 @dataclass(slots=True)
 class Settings:
-    """Settings from ``config.toml`` overlaid by command-line options."""
+    """Settings from ``config.toml`` (:func:`cmux_core.config_file.load_settings`) overlaid
+    by command-line options."""
 
     columns: int = 120
     rows: int = 40
@@ -142,95 +135,6 @@ class Settings:
     """cmux-family creating calls (``workspace.create``, ``surface.split``, ...) take focus
     unless the request says ``"focus": false``, as older cmux builds did: ``[cmux]
     focus_on_create = true``, or ``CMUX_FOCUS_ON_CREATE=1`` in the server's environment."""
-
-    @classmethod
-    def load(cls, path: Path | None = None) -> Settings:
-        """Read ``config.toml`` when it exists.
-
-        Raises :class:`ConfigError` when the file cannot be read, is not valid TOML or
-        holds a value of the wrong type or range; an unknown table or key is logged as a
-        warning and ignored.
-        """
-        settings = cls()
-        path = path or config_dir() / "config.toml"
-        try:
-            data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return settings
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read {path}: {exc}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-        for key in data:
-            if key not in ("server", "experimental", "cmux"):
-                kind = "table" if isinstance(data[key], dict) else "key"
-                log.warning("%s: unknown %s %r ignored (settings go in [server])", path,
-                            kind, key)
-        experimental = data.get("experimental", {})
-        if not isinstance(experimental, dict):
-            raise ConfigError(f"{path}: 'experimental' must be a table, [experimental]")
-        for key in experimental:
-            if key != "kitty_graphics":
-                log.warning("%s: unknown key %r in [experimental] ignored (known: "
-                            "kitty_graphics)", path, key)
-        if "kitty_graphics" in experimental:
-            if not isinstance(experimental["kitty_graphics"], bool):
-                raise ConfigError(f"{path}: [experimental] kitty_graphics must be true or "
-                                  f"false, not {experimental['kitty_graphics']!r}")
-            settings.kitty_graphics = settings.kitty_graphics or experimental["kitty_graphics"]
-        cmux = data.get("cmux", {})
-        if not isinstance(cmux, dict):
-            raise ConfigError(f"{path}: 'cmux' must be a table, [cmux]")
-        for key in cmux:
-            if key != "focus_on_create":
-                log.warning("%s: unknown key %r in [cmux] ignored (known: focus_on_create)",
-                            path, key)
-        if "focus_on_create" in cmux:
-            if not isinstance(cmux["focus_on_create"], bool):
-                raise ConfigError(f"{path}: [cmux] focus_on_create must be true or false, "
-                                  f"not {cmux['focus_on_create']!r}")
-            settings.focus_on_create = settings.focus_on_create or cmux["focus_on_create"]
-        server = data.get("server", {})
-        if not isinstance(server, dict):
-            raise ConfigError(f"{path}: 'server' must be a table, [server]")
-        for key in server:
-            if key not in _SERVER_KEYS:
-                log.warning("%s: unknown key %r in [server] ignored (known: %s)", path, key,
-                            ", ".join(_SERVER_KEYS))
-        for key, choices in _CHOICES.items():
-            if key in server:
-                if server[key] not in choices:
-                    raise ConfigError(f"{path}: [server] {key} must be one of "
-                                      f"{', '.join(choices)}, not {server[key]!r}")
-                setattr(settings, key, server[key])
-        if "scrollback_lines" in server:
-            lines = server["scrollback_lines"]
-            if type(lines) is not int or lines < 0:
-                raise ConfigError(f"{path}: [server] scrollback_lines must be a whole number "
-                                  f"of lines, not {lines!r}")
-            settings.scrollback_lines = lines
-        if "restore_text_lines" in server:
-            lines = server["restore_text_lines"]
-            if type(lines) is not int or not 0 <= lines <= MAX_RESTORE_TEXT_LINES:
-                raise ConfigError(f"{path}: [server] restore_text_lines must be a whole number "
-                                  f"from 0 to {MAX_RESTORE_TEXT_LINES}, not {lines!r}")
-            settings.restore_text_lines = lines
-        if "shell" in server:
-            if not isinstance(server["shell"], str) or not server["shell"]:
-                raise ConfigError(f"{path}: [server] shell must be a program path, not "
-                                  f"{server['shell']!r}")
-            settings.shell = server["shell"]
-        if "herdr_env" in server:
-            if not isinstance(server["herdr_env"], bool):
-                raise ConfigError(f"{path}: [server] herdr_env must be true or false, not "
-                                  f"{server['herdr_env']!r}")
-            settings.herdr_env = server["herdr_env"]
-        if "size" in server:
-            try:
-                settings.columns, settings.rows = parse_size(str(server["size"]))
-            except ValueError as exc:
-                raise ConfigError(f"{path}: [server] {exc}") from None
-        return settings
 
 
 @functools.cache

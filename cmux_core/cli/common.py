@@ -23,11 +23,10 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from cmux_core.client import Client
-from cmux_core.config import parse_size, socket_path, valid_session_name
+if TYPE_CHECKING:
+    from cmux_core.client import Client
 
 Result = dict[str, Any]
 Render = Callable[[Result], None]
@@ -41,6 +40,8 @@ AddCommon = Callable[[argparse.ArgumentParser], None]
 
 def session_name(text: str) -> str:
     """``--session``'s type: a name the socket path can be made from."""
+    from cmux_core.config import valid_session_name
+
     if not valid_session_name(text):
         raise argparse.ArgumentTypeError(f"invalid session name {text!r}: use 1-64 of "
                                          "A-Z a-z 0-9 . _ -")
@@ -65,6 +66,10 @@ def add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
 
 def client(args: argparse.Namespace, timeout: float | None = 30.0) -> Client:
     """A client for the server ``--socket``/``--session`` name (not yet connected)."""
+    # Imported here, so that building the parser (and ``--help``) does not load it.
+    from cmux_core.client import Client
+    from cmux_core.config import socket_path
+
     return Client(socket_path(args.socket, args.session), timeout=timeout)
 
 
@@ -109,6 +114,8 @@ class EnvAction(argparse.Action):
 
 def size_arg(text: str) -> tuple[int, int]:
     """``COLSxROWS`` as an argument type, so a bad size is a usage error."""
+    from cmux_core.config import parse_size
+
     try:
         return parse_size(text)
     except ValueError as exc:
@@ -212,8 +219,7 @@ def show_list(key: str, id_key: str) -> Render:
 # -- the command table ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(NamedTuple):
     name: str
     method: str
     help: str
