@@ -3,8 +3,10 @@ table and the renderers.
 
 The modules of ``cmux_core.cli`` import as a tree: :mod:`~cmux_core.cli.main` builds the
 parser from the group modules (``workspace``, ``tab``, ``pane``, ``layout``, ``window``,
-``server``, ``session``, ``agent``, ``sidebar``, ``manifests``, ``plugin``); each group
-module imports only this one; this one imports nothing from ``cmux_core.cli``.
+``server``, ``session``, ``agent``, ``sidebar``, ``manifests``, ``plugin``, ...), importing
+only the one of the command being run; each group module imports this one (and its own
+helpers); this one imports nothing from ``cmux_core.cli``, and the client and the
+configuration only inside the functions that use them, so building the parser stays cheap.
 
 A group made of socket methods is a list of :class:`Command` rows: the method a
 subcommand calls, its arguments and how the result is shown. An argument's ``dest`` is
