@@ -16,7 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from cmux_core.cli.main import COMMANDS, COMPAT, MAIN, build_parser
+from cmux_core.cli.commands import COMMANDS, COMPAT, MAIN, build_parser
 from cmux_core.config import ConfigError
 from cmux_core.config_file import load_settings
 from cmux_core.detect import manifest
@@ -87,8 +87,8 @@ def test_building_the_parser_imports_no_command_module_and_no_pydantic() -> None
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=30)
     loaded = eval(done.stdout)
-    assert loaded == ["cmux_core", "cmux_core.cli", "cmux_core.cli.common",
-                      "cmux_core.cli.main", "cmux_core.errors"], loaded
+    assert loaded == ["cmux_core", "cmux_core.cli", "cmux_core.cli.commands",
+                      "cmux_core.cli.common", "cmux_core.cli.main", "cmux_core.errors"], loaded
 
 
 def test_unknown_commands_and_no_command_are_usage_errors() -> None:

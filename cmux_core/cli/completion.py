@@ -11,6 +11,7 @@ import argparse
 import shlex
 from typing import Any, NamedTuple
 
+from cmux_core.cli.commands import build_parser
 from cmux_core.cli.common import AddCommon
 
 SHELLS = ("bash", "zsh", "fish")
@@ -36,8 +37,6 @@ def add_completion_command(sub: Any, add_common: AddCommon) -> None:
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
-    from cmux_core.cli.main import build_parser
-
     nodes = tree(build_parser())
     print(fish_script(nodes) if args.shell == "fish" else bash_script(nodes, args.shell))
     return 0

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cmux_core.cli.common import AddCommon, client, print_json
+from cmux_core.cli.plugin_install import cmd_install, cmd_outdated, cmd_uninstall
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.version import __version__
 
@@ -44,12 +45,12 @@ def add_plugin_commands(subparsers: Any, add_common: AddCommon) -> None:
         add_common(p)
         p.add_argument("target", metavar="NAME|PATH|URL", help="a distribution name, a "
                        "project directory, a wheel file or a URL")
-        p.set_defaults(func=_installing)
+        p.set_defaults(func=cmd_install)
 
     p = sub.add_parser("uninstall", help="uninstall a plugin distribution and unload it")
     add_common(p)
     p.add_argument("name", metavar="NAME", help="the distribution's name (pip's)")
-    p.set_defaults(func=_uninstalling)
+    p.set_defaults(func=cmd_uninstall)
 
     for action, text in (("enable", "load a plugin and keep it enabled"),
                          ("disable", "unload a plugin and keep it disabled")):
@@ -110,22 +111,8 @@ def describe(plugin: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _installing(args: argparse.Namespace) -> int:
-    from cmux_core.cli.plugin_install import cmd_install
-
-    return cmd_install(args)
-
-
-def _uninstalling(args: argparse.Namespace) -> int:
-    from cmux_core.cli.plugin_install import cmd_uninstall
-
-    return cmd_uninstall(args)
-
-
 def cmd_list(args: argparse.Namespace) -> int:
     if args.outdated:
-        from cmux_core.cli.plugin_install import cmd_outdated
-
         return cmd_outdated(args)
     result = _call(args, "plugin.list", {"plugin_id": args.plugin_id} if args.plugin_id else {})
     plugins = result.get("plugins") or []
