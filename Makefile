@@ -10,20 +10,18 @@ PYTEST_WORKERS ?= 2
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml plugins/cmux-claude/pyproject.toml plugins/cmux-codex/pyproject.toml \
-		plugins/cmux-gemini/pyproject.toml plugins/cmux-opencode/pyproject.toml \
-		plugins/cmux-qwen/pyproject.toml plugins/cmux-status-card/pyproject.toml \
-		plugins/cmux-copilot/pyproject.toml plugins/cmux-mcp/pyproject.toml
+# The first-party integrations (plugins/cmux-{claude,codex,copilot,gemini,opencode,qwen}) are
+# part of cmux-core itself; the uninstall drops the separate distributions an older .venv
+# holds, whose entry points would name the same plugins twice.
+BUNDLED := cmux-claude cmux-codex cmux-copilot cmux-gemini cmux-opencode cmux-qwen
+
+$(STAMP): pyproject.toml plugins/cmux-views/pyproject.toml plugins/cmux-status-card/pyproject.toml \
+		plugins/cmux-mcp/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip uninstall --quiet --yes $(BUNDLED) 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet -e '.[dev,ghostty]'
 	$(BIN)/python -m pip install --quiet -e plugins/cmux-views
-	$(BIN)/python -m pip install --quiet -e plugins/cmux-claude
-	$(BIN)/python -m pip install --quiet -e plugins/cmux-codex
-	$(BIN)/python -m pip install --quiet -e plugins/cmux-gemini
-	$(BIN)/python -m pip install --quiet -e plugins/cmux-opencode
-	$(BIN)/python -m pip install --quiet -e plugins/cmux-qwen
-	$(BIN)/python -m pip install --quiet -e plugins/cmux-copilot
 	$(BIN)/python -m pip install --quiet -e plugins/cmux-status-card
 	$(BIN)/python -m pip install --quiet -e plugins/cmux-mcp
 	touch $(STAMP)

@@ -28,6 +28,7 @@ from .mcp import case_mcp
 from .proc import CLOCK_TICKS, cpu_seconds, rss_bytes, steady_rss
 from .report import Row
 from .scale import case_idle, case_lists, case_scale
+from .startup import case_startup
 from .storm import STORM_NOTIFICATIONS, STORM_SUBSCRIBERS, storm_cmux
 from .tmux import ControlClient, Tmux
 
@@ -585,4 +586,5 @@ CASES: dict[str, Callable[[Context], list[Row]]] = {
     "graphics": case_graphics,
     "mcp": case_mcp,
     "fleet": case_fleet,
+    "startup": case_startup,
 }

@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from cmux_core import __version__
 from cmux_core.agents.authority import SessionRef, declarations_from
 from cmux_core.agents.events import SurfaceAgentDetected
 from cmux_core.agents.scheduler import DetectionScheduler
@@ -65,10 +64,11 @@ from cmux_core.plugin_host.host import PluginHost
 from cmux_core.socket_safety import ServerAlreadyRunning, SocketPathError
 from cmux_core.state import SessionKeeper
 from cmux_core.terminal.process import Terminal
+from cmux_core.version import __version__
 
 log = logging.getLogger(__name__)
 
-__all__ = ["App", "loop_factory", "method_schema", "serve"]
+__all__ = ["App", "integration_call", "loop_factory", "method_schema", "serve"]
 
 
 def method_schema() -> dict[str, Any]:
@@ -76,6 +76,26 @@ def method_schema() -> dict[str, Any]:
     table = MethodTable()
     register_core_methods(table)
     return table.schema()
+
+
+def integration_call(settings: Settings, method: str, params: Mapping[str, Any]
+                     ) -> dict[str, Any]:
+    """Answer one ``integration.*`` method in this process, without a server: the plugins
+    this environment installs or links are loaded here, so an install edits the files of
+    the user running it (its ``HOME``, ``CLAUDE_CONFIG_DIR``, ...). Raises CmuxError as the
+    server would."""
+    async def run() -> dict[str, Any]:
+        host = PluginHost(settings, methods=MethodTable(), watch=False)
+        table = MethodTable()
+        table.merge(core_methods.integration.methods,
+                    context=core_methods.integration.IntegrationServices(host))
+        await host.load()
+        try:
+            return await table.call(method, dict(params))
+        finally:
+            await host.stop()
+
+    return asyncio.run(run())
 
 
 def connect_agents(events: EventHub, agents: AgentTracker) -> None:

@@ -15,18 +15,26 @@ nothing heavier).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import json
 import os
 import socket
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cmux_core.errors import CmuxError
 from cmux_core.socket_safety import peer_credentials
+
+if TYPE_CHECKING:
+    import asyncio
+
+SERVER_START_S = 30.0
+"""How long :func:`ensure_server` waits for a server it started to answer."""
 
 DEFAULT_TIMEOUT = 30.0
 CLIENT_DEFAULT = -1.0
@@ -186,6 +194,10 @@ class AsyncClient:
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *,
                  timeout: float | None = DEFAULT_TIMEOUT, machine: str | None = None) -> None:
+        # asyncio is imported by the asynchronous client only: the ``cmux`` command, which
+        # uses the other one, starts faster without it.
+        import asyncio
+
         self.path = str(path) if path is not None else _default_socket()
         self.timeout = timeout
         self.machine = _machine(machine)
@@ -202,6 +214,8 @@ class AsyncClient:
         await self.close()
 
     async def connect(self) -> None:
+        import asyncio
+
         if self._writer is not None:
             return
         try:
@@ -227,6 +241,8 @@ class AsyncClient:
         self._reader = self._writer = None
 
     async def _readline(self, timeout: float | None) -> dict[str, Any]:
+        import asyncio
+
         assert self._reader is not None
         line = await asyncio.wait_for(self._reader.readline(), timeout)
         if not line:
@@ -274,3 +290,34 @@ class AsyncClient:
 
 def socket_for(path: str | Path | None) -> str:
     return str(path) if path is not None else _default_socket()
+
+
+def ensure_server(path: Path) -> bool:
+    """Start a server at ``path`` in the background unless one answers there; True when
+    one was started. Raises CmuxError ``server_unavailable`` when it does not come up."""
+    try:
+        with Client(path, timeout=5) as c:
+            c.call("ping")
+        return False
+    except (ConnectionError, OSError):
+        pass
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    log_path = path.parent / "cmux-serve.log"
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cmux_core", "serve", "--quiet", "--socket", str(path)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+            env={k: v for k, v in os.environ.items() if not k.startswith("CMUX_")})
+    deadline = time.monotonic() + SERVER_START_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise CmuxError("server_unavailable", f"the server exited with {proc.returncode} "
+                            f"at start; see {log_path}")
+        try:
+            with Client(path, timeout=5) as c:
+                c.call("ping")
+            return True
+        except (ConnectionError, OSError):
+            time.sleep(0.05)
+    raise CmuxError("server_unavailable", f"the server did not answer within "
+                    f"{SERVER_START_S:.0f} s; see {log_path}")

@@ -10,23 +10,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import logging
 import os
 import re
 import sys
 import sysconfig
-import tomllib
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-log = logging.getLogger(__name__)
 
 _SESSION_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-_CHOICES = {"emulator": ("auto", "pyte", "ghostty"), "event_loop": ("auto", "asyncio", "uvloop")}
-_SERVER_KEYS = ("size", "emulator", "event_loop", "scrollback_lines", "shell", "herdr_env",
-                "restore_text_lines")
 MAX_RESTORE_TEXT_LINES = 10_000
 
 
@@ -115,7 +106,8 @@ def default_shell() -> str:
 
 @dataclass(slots=True)
 class Settings:
-    """Settings from ``config.toml`` overlaid by command-line options."""
+    """Settings from ``config.toml`` (:func:`cmux_core.config_file.load_settings`) overlaid
+    by command-line options."""
 
     columns: int = 120
     rows: int = 40
@@ -149,99 +141,6 @@ class Settings:
     """cmux-family creating calls (``workspace.create``, ``surface.split``, ...) take focus
     unless the request says ``"focus": false``, as older cmux builds did: ``[cmux]
     focus_on_create = true``, or ``CMUX_FOCUS_ON_CREATE=1`` in the server's environment."""
-
-    @classmethod
-    def load(cls, path: Path | None = None) -> Settings:
-        """Read ``config.toml`` when it exists.
-
-        Raises :class:`ConfigError` when the file cannot be read, is not valid TOML or
-        holds a value of the wrong type or range; an unknown table or key is logged as a
-        warning and ignored.
-        """
-        settings = cls()
-        path = path or config_dir() / "config.toml"
-        try:
-            data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return settings
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read {path}: {exc}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-        for key in data:
-            if key not in ("server", "experimental", "cmux"):
-                kind = "table" if isinstance(data[key], dict) else "key"
-                log.warning("%s: unknown %s %r ignored (settings go in [server])", path,
-                            kind, key)
-        experimental = _table(data, "experimental", ("kitty_graphics",), path)
-        if (kitty_graphics := _flag(experimental, "experimental", "kitty_graphics", path)
-                ) is not None:
-            settings.kitty_graphics = settings.kitty_graphics or kitty_graphics
-        cmux = _table(data, "cmux", ("focus_on_create",), path)
-        if (focus_on_create := _flag(cmux, "cmux", "focus_on_create", path)) is not None:
-            settings.focus_on_create = settings.focus_on_create or focus_on_create
-        _apply_server(settings, _table(data, "server", _SERVER_KEYS, path), path)
-        return settings
-
-
-def _table(data: dict[str, Any], name: str, known: Sequence[str],
-           path: Path) -> dict[str, Any]:
-    """The table ``[name]`` of the file (empty when absent); its keys not in ``known`` are
-    logged and ignored. Raises ConfigError when ``name`` is not a table."""
-    table = data.get(name, {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: {name!r} must be a table, [{name}]")
-    for key in table:
-        if key not in known:
-            log.warning("%s: unknown key %r in [%s] ignored (known: %s)", path, key, name,
-                        ", ".join(known))
-    return table
-
-
-def _flag(table: dict[str, Any], name: str, key: str, path: Path) -> bool | None:
-    """The boolean ``key`` of ``[name]``; None when absent. Raises ConfigError when it is not
-    true or false."""
-    if key not in table:
-        return None
-    value = table[key]
-    if not isinstance(value, bool):
-        raise ConfigError(f"{path}: [{name}] {key} must be true or false, not {value!r}")
-    return value
-
-
-def _apply_server(settings: Settings, server: dict[str, Any], path: Path) -> None:
-    """Set what the ``[server]`` table holds; raises ConfigError for a value of the wrong
-    type or range."""
-    for key, choices in _CHOICES.items():
-        if key in server:
-            if server[key] not in choices:
-                raise ConfigError(f"{path}: [server] {key} must be one of "
-                                  f"{', '.join(choices)}, not {server[key]!r}")
-            setattr(settings, key, server[key])
-    if "scrollback_lines" in server:
-        lines = server["scrollback_lines"]
-        if type(lines) is not int or lines < 0:
-            raise ConfigError(f"{path}: [server] scrollback_lines must be a whole number "
-                              f"of lines, not {lines!r}")
-        settings.scrollback_lines = lines
-    if "restore_text_lines" in server:
-        lines = server["restore_text_lines"]
-        if type(lines) is not int or not 0 <= lines <= MAX_RESTORE_TEXT_LINES:
-            raise ConfigError(f"{path}: [server] restore_text_lines must be a whole number "
-                              f"from 0 to {MAX_RESTORE_TEXT_LINES}, not {lines!r}")
-        settings.restore_text_lines = lines
-    if "shell" in server:
-        if not isinstance(server["shell"], str) or not server["shell"]:
-            raise ConfigError(f"{path}: [server] shell must be a program path, not "
-                              f"{server['shell']!r}")
-        settings.shell = server["shell"]
-    if (herdr_env := _flag(server, "server", "herdr_env", path)) is not None:
-        settings.herdr_env = herdr_env
-    if "size" in server:
-        try:
-            settings.columns, settings.rows = parse_size(str(server["size"]))
-        except ValueError as exc:
-            raise ConfigError(f"{path}: [server] {exc}") from None
 
 
 @functools.cache

@@ -9,7 +9,6 @@ the client refuses such a server before sending anything.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 import stat
@@ -94,6 +93,8 @@ async def clear_socket_path(path: Path) -> None:
 
 
 async def _socket_is_live(path: Path) -> bool:
+    import asyncio
+
     try:
         _reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(str(path)), 1.0)
     except (TimeoutError, OSError):

@@ -15,7 +15,7 @@ import pytest
 # bench/ sits next to tests/ and is not an installed package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import cases, context, mcp, scale
+from bench import cases, context, mcp, scale, startup
 from bench.cmux import CmuxSide
 from bench.report import Row, table
 
@@ -43,6 +43,12 @@ def test_pings(side: CmuxSide) -> None:
         assert conn.call("ping") is not None
     finally:
         conn.close()
+
+
+def test_startup_runs_each_command(side: CmuxSide) -> None:
+    times = startup.startup_times(side.server.socket_path, 1)
+    assert sorted(times) == ["help", "ping", "tmux"]
+    assert all(len(t) == 1 and t[0] > 0 for t in times.values())
 
 
 def test_idle_cpu_and_rss(side: CmuxSide) -> None:

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from conftest import Api
 
-from cmux_core.config import ConfigError, Settings
+from cmux_core.config import ConfigError
+from cmux_core.config_file import load_settings
 from cmux_core.testing import start_server
 
 
@@ -133,13 +134,13 @@ def test_default_policy_moves_focus_only_when_asked(api: Api) -> None:
 def test_setting_is_validated(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text("[cmux]\nfocus_on_create = true\n")
-    assert Settings.load(path).focus_on_create is True
+    assert load_settings(path).focus_on_create is True
     path.write_text('[cmux]\nfocus_on_create = "yes"\n')
     with pytest.raises(ConfigError, match=r"\[cmux\] focus_on_create must be true or false"):
-        Settings.load(path)
+        load_settings(path)
     path.write_text("cmux = 1\n")
     with pytest.raises(ConfigError, match="'cmux' must be a table"):
-        Settings.load(path)
+        load_settings(path)
 
 
 # -- workspace.list and selection after emptying ----------------------------------------

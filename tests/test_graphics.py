@@ -55,13 +55,14 @@ def test_every_method_answers_feature_disabled_when_off(api: Api) -> None:
 
 
 def test_config_file_switch_turns_graphics_on(tmp_path: Path) -> None:
-    from cmux_core.config import ConfigError, Settings
+    from cmux_core.config import ConfigError
+    from cmux_core.config_file import load_settings
     path = tmp_path / "config.toml"
     path.write_text("[experimental]\nkitty_graphics = true\n")
-    assert Settings.load(path).kitty_graphics
+    assert load_settings(path).kitty_graphics
     path.write_text("[experimental]\nkitty_graphics = \"yes\"\n")
     with pytest.raises(ConfigError, match="kitty_graphics"):
-        Settings.load(path)
+        load_settings(path)
 
 
 @ON

@@ -105,9 +105,11 @@ def api(acme: tuple[ServerProcess, Path]) -> Iterator[Api]:
         yield conn
 
 
-def cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cmux_core", "--socket",
-                           str(server.socket_path), "integration", *args],
+def cli(server: ServerProcess, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``cmux integration ARGS`` in the server's environment, loading the acme plugin from
+    its directory (the command runs the integrations itself, not the server)."""
+    return subprocess.run([sys.executable, "-m", "cmux_core", "integration", *args,
+                           "--plugins-dir", str(home.parent / "plugins")],
                           capture_output=True, text=True, timeout=60, env=server.env)
 
 
@@ -209,29 +211,29 @@ def test_errors(api: Api) -> None:
 
 def test_cli(acme: tuple[ServerProcess, Path]) -> None:
     server, home = acme
-    listed = cli(server, "list")
+    listed = cli(server, home, "list")
     assert listed.returncode == 0, listed.stderr
     assert "grok" in listed.stdout and "acme" in listed.stdout
-    as_json = json.loads(cli(server, "list", "--json").stdout)
+    as_json = json.loads(cli(server, home, "list", "--json").stdout)
     assert {row["name"] for row in as_json["integrations"]} >= {"grok", "devin"}
 
-    dry = cli(server, "install", "grok", "--dry-run", "--option", "command=acme-hook x")
+    dry = cli(server, home, "install", "grok", "--dry-run", "--option", "command=acme-hook x")
     assert dry.returncode == 0, dry.stderr
     assert "+++ " + str(home / "settings.json") in dry.stdout
     assert '"command": "acme-hook x"' in dry.stdout
     assert not (home / "settings.json").exists()
 
-    done = cli(server, "install", "grok")
+    done = cli(server, home, "install", "grok")
     assert done.returncode == 0 and "created" in done.stdout
-    status = cli(server, "status", "grok")
+    status = cli(server, home, "status", "grok")
     assert status.returncode == 0 and "installed" in status.stdout
-    assert json.loads(cli(server, "status", "grok", "--json").stdout)["installed"] is True
+    assert json.loads(cli(server, home, "status", "grok", "--json").stdout)["installed"] is True
 
-    bad = cli(server, "install", "nope")
+    bad = cli(server, home, "install", "nope")
     assert bad.returncode != 0 and "integration_not_found" in bad.stderr
-    bad_option = cli(server, "install", "grok", "--option", "novalue")
+    bad_option = cli(server, home, "install", "grok", "--option", "novalue")
     assert bad_option.returncode != 0 and "KEY=VALUE" in bad_option.stderr
-    gone = cli(server, "uninstall", "grok")
+    gone = cli(server, home, "uninstall", "grok")
     assert gone.returncode == 0 and "removed" in gone.stdout
 
 

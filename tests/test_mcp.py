@@ -37,7 +37,6 @@ from fake_agent import DRAWN_SCREEN, agent_argv, write_agent, write_manifests
 from mcp import Client, StdioServerParameters
 
 from cmux_core.cli.extensions import find_extension
-from cmux_core.cli.main import build_parser
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
 T = TypeVar("T")
@@ -349,11 +348,15 @@ def test_a_workspace_confines_every_tool(mcp: Session, world: tuple[ServerProces
 
 
 def test_cmux_finds_the_subcommand_and_keeps_its_own() -> None:
-    parser = build_parser()
-    assert find_extension(parser, ["mcp", "--read-only"]) is cmux_mcp.cli.main
-    assert find_extension(parser, ["serve"]) is None, "a built-in command was looked up"
-    assert find_extension(parser, ["--json", "mcp"]) is None
-    assert find_extension(parser, ["no-such-command"]) is None
+    assert find_extension("mcp") is cmux_mcp.cli.main
+    assert find_extension("no-such-command") is None
+    # Options before the name reach the subcommand; a built-in name never reaches one.
+    run = subprocess.run([sys.executable, "-m", "cmux_core", "--socket", "/nonexistent/s",
+                          "mcp", "--help"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "--read-only" in run.stdout, run.stderr
+    unknown = subprocess.run([sys.executable, "-m", "cmux_core", "no-such-command"],
+                             capture_output=True, text=True, timeout=60)
+    assert unknown.returncode == 2 and "unknown command" in unknown.stderr
 
 
 def test_the_plugin_installs_from_its_own_directory(tmp_path: Path) -> None:

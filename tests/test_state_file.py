@@ -11,7 +11,8 @@ from typing import Any
 import orjson
 import pytest
 
-from cmux_core.config import ConfigError, Settings, session_file
+from cmux_core.config import ConfigError, session_file
+from cmux_core.config_file import load_settings
 from cmux_core.state import store
 from cmux_core.state.schema import StateFileError, dump, parse
 
@@ -130,9 +131,9 @@ def test_restore_text_lines_must_be_a_line_count(tmp_path: Path, value: str) -> 
     path = tmp_path / "config.toml"
     path.write_text(f"[server]\nrestore_text_lines = {value}\n")
     with pytest.raises(ConfigError, match="restore_text_lines must be a whole number"):
-        Settings.load(path)
+        load_settings(path)
     path.write_text("[server]\nrestore_text_lines = 200\n")
-    assert Settings.load(path).restore_text_lines == 200
+    assert load_settings(path).restore_text_lines == 200
 
 
 def test_a_version_1_file_loads_as_version_2_holding_none_of_its_additions() -> None:

@@ -36,7 +36,9 @@ from cmux_core.testing import start_server
 ROOT = Path(__file__).resolve().parents[1]
 SCREEN = ROOT / "tests" / "captured" / "agents" / "claude-blocked-1"
 BUILD_IGNORE = shutil.ignore_patterns(".*", "build", "dist", "*.egg-info", "__pycache__",
-                                      "tests", "bench", "plugins", "docs")
+                                      "tests", "bench", "docs")
+INTEGRATIONS = ("claude", "codex", "copilot", "gemini", "opencode", "qwen")
+"""The first-party integrations the wheel holds (plugins/cmux-NAME/src/cmux_NAME)."""
 
 
 @dataclass(frozen=True)
@@ -110,12 +112,17 @@ def test_the_package_list_names_every_package() -> None:
         listed = set(tomllib.load(f)["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts)
              for p in (ROOT / "cmux_core").rglob("__init__.py")}
-    assert listed == found | {"cmux_core._manifests", "cmux_core._hooks"}
+    bundled = {f"cmux_{name}" for name in INTEGRATIONS}
+    assert listed == found | {"cmux_core._manifests", "cmux_core._hooks"} | bundled
 
 
 def test_the_wheel_holds_the_code_and_the_manifests(installed: Installed) -> None:
     names = set(zipfile.ZipFile(installed.wheel).namelist())
     sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "cmux_core").rglob("*.py")}
+    for name in INTEGRATIONS:
+        src = ROOT / "plugins" / f"cmux-{name}" / "src"
+        sources |= {p.relative_to(src).as_posix() for p in src.rglob("*.py")}
+        assert f"cmux_{name}/py.typed" in names
     assert sources <= names, f"missing from the wheel: {sorted(sources - names)}"
     bundled = {p.relative_to(ROOT / "manifests") for p in (ROOT / "manifests").rglob("*")
                if p.is_file() and p.suffix in (".toml", ".txt")}
@@ -165,6 +172,30 @@ def test_the_installed_cli_classifies_a_recorded_claude_screen(installed: Instal
     explain = json.loads(done)["explain"]
     assert explain["state"] == meta["agent"]["state"] == "blocked"
     assert "claude.toml" in explain["manifest_source"]
+
+
+def test_the_installed_cli_runs_a_bundled_integration_without_a_server(
+        installed: Installed, tmp_path: Path) -> None:
+    home = tmp_path / "someone"
+    env = {**_isolated_env(home), "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")}
+    done = _run([installed.cmux, "--version"], cwd=installed.venv, env=env)
+    assert done == f"cmux {importlib.metadata.version('cmux-core')}\n"
+    listed = json.loads(_run([installed.cmux, "--json", "integration", "list"],
+                             cwd=installed.venv, env=env))
+    rows = {row["name"]: row for row in listed["integrations"]}
+    assert set(rows) == set(INTEGRATIONS)
+    assert rows["claude"]["plugin_id"] == "cmux-claude"
+    dry = _run([installed.cmux, "integration", "install", "claude", "--dry-run"],
+               cwd=installed.venv, env=env)
+    assert dry.splitlines()[0].endswith(f"HOME={home})")
+    assert f"+++ {home / '.claude' / 'settings.json'}" in dry
+    assert not (home / ".claude").exists()
+    # The hook program comes from the installed core, not from this checkout.
+    _run([installed.cmux, "integration", "install", "claude"], cwd=installed.venv, env=env)
+    hook = home / "config" / "cmux" / "hooks" / "claude" / "cmux-hook"
+    assert os.access(hook, os.X_OK)
+    assert hook.read_bytes() == (ROOT / "hooks" / "cmux-hook").read_bytes()
+    assert sorted(p.name for p in (home / ".claude").iterdir()) == ["settings.json"]
 
 
 def test_the_installed_server_serves_the_bundled_manifests(installed: Installed) -> None:

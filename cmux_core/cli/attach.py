@@ -28,25 +28,21 @@ import selectors
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import termios
-import time
 import tty
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from cmux_core.cli.common import AddCommon
 from cmux_core.cli.kitty import AreaLayers, probe
 from cmux_core.cli.outer_terminal import EndSignals, TerminalOutput, signal_status
-from cmux_core.client import Client
+from cmux_core.client import Client, ensure_server
 from cmux_core.config import socket_path
 from cmux_core.errors import CmuxError
 
 DETACH_DEFAULT = "ctrl+\\"
 INPUT_CHUNK = 64 * 1024
-SERVER_START_S = 30.0
 GRAPHICS_REQUEST = "cmux-attach-graphics"
 SIZE_REQUEST = "cmux-attach-pane-size"
 
@@ -197,37 +193,6 @@ def terminal_size(fd: int) -> tuple[int, int]:
     except OSError:
         fallback = shutil.get_terminal_size()
         return max(2, fallback.columns), max(1, fallback.lines)
-
-
-def ensure_server(path: Path) -> bool:
-    """Start a server at ``path`` in the background unless one answers there; True when
-    one was started. Raises CmuxError ``server_unavailable`` when it does not come up."""
-    try:
-        with Client(path, timeout=5) as c:
-            c.call("ping")
-        return False
-    except (ConnectionError, OSError):
-        pass
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    log_path = path.parent / "cmux-serve.log"
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cmux_core", "serve", "--quiet", "--socket", str(path)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-            env={k: v for k, v in os.environ.items() if not k.startswith("CMUX_")})
-    deadline = time.monotonic() + SERVER_START_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise CmuxError("server_unavailable", f"the server exited with {proc.returncode} "
-                            f"at start; see {log_path}")
-        try:
-            with Client(path, timeout=5) as c:
-                c.call("ping")
-            return True
-        except (ConnectionError, OSError):
-            time.sleep(0.05)
-    raise CmuxError("server_unavailable", f"the server did not answer within "
-                    f"{SERVER_START_S:.0f} s; see {log_path}")
 
 
 def resolve_target(c: Client, target: str | None) -> tuple[str | None, str | None]:

@@ -14,9 +14,8 @@ import sys
 import threading
 from typing import Any
 
-from cmux_core.cli.attach import ensure_server
 from cmux_core.cli.common import AddCommon
-from cmux_core.client import Client
+from cmux_core.client import Client, ensure_server
 from cmux_core.config import socket_path
 
 

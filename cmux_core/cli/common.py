@@ -3,8 +3,10 @@ table and the renderers.
 
 The modules of ``cmux_core.cli`` import as a tree: :mod:`~cmux_core.cli.main` builds the
 parser from the group modules (``workspace``, ``tab``, ``pane``, ``layout``, ``window``,
-``server``, ``session``, ``agent``, ``sidebar``, ``manifests``, ``plugin``); each group
-module imports only this one; this one imports nothing from ``cmux_core.cli``.
+``server``, ``session``, ``agent``, ``sidebar``, ``manifests``, ``plugin``, ...), importing
+only the one of the command being run; each group module imports this one (and its own
+helpers); this one imports nothing from ``cmux_core.cli``, and the client and the
+configuration only inside the functions that use them, so building the parser stays cheap.
 
 A group made of socket methods is a list of :class:`Command` rows: the method a
 subcommand calls, its arguments and how the result is shown. An argument's ``dest`` is
@@ -23,11 +25,10 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from cmux_core.client import Client
-from cmux_core.config import parse_size, socket_path, valid_session_name
+if TYPE_CHECKING:
+    from cmux_core.client import Client
 
 Result = dict[str, Any]
 Render = Callable[[Result], None]
@@ -41,6 +42,8 @@ AddCommon = Callable[[argparse.ArgumentParser], None]
 
 def session_name(text: str) -> str:
     """``--session``'s type: a name the socket path can be made from."""
+    from cmux_core.config import valid_session_name
+
     if not valid_session_name(text):
         raise argparse.ArgumentTypeError(f"invalid session name {text!r}: use 1-64 of "
                                          "A-Z a-z 0-9 . _ -")
@@ -65,6 +68,10 @@ def add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
 
 def client(args: argparse.Namespace, timeout: float | None = 30.0) -> Client:
     """A client for the server ``--socket``/``--session`` name (not yet connected)."""
+    # Imported here, so that building the parser (and ``--help``) does not load it.
+    from cmux_core.client import Client
+    from cmux_core.config import socket_path
+
     return Client(socket_path(args.socket, args.session), timeout=timeout)
 
 
@@ -109,6 +116,8 @@ class EnvAction(argparse.Action):
 
 def size_arg(text: str) -> tuple[int, int]:
     """``COLSxROWS`` as an argument type, so a bad size is a usage error."""
+    from cmux_core.config import parse_size
+
     try:
         return parse_size(text)
     except ValueError as exc:
@@ -212,8 +221,7 @@ def show_list(key: str, id_key: str) -> Render:
 # -- the command table ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(NamedTuple):
     name: str
     method: str
     help: str

@@ -2,15 +2,15 @@
 
 A distribution declares an entry point in group ``cmux.cli``; its name is the subcommand
 and its object a callable taking the arguments after that name and returning the exit
-status (``cmux mcp --read-only`` calls ``main(["--read-only"])``). A name the ``cmux``
-parser already has is never looked up, so a distribution cannot replace a built-in command,
-and the entry points are read only for a name the parser does not know.
+status (``cmux mcp --read-only`` calls ``main(["--read-only"])``; options written before
+the name come first: ``cmux --socket S mcp`` calls ``main(["--socket", "S"])``). A name
+that is one of cmux's own commands is never looked up, so a distribution cannot replace a
+built-in command, and the entry points are read only for a name cmux does not know.
 """
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from importlib.metadata import entry_points
 
 GROUP = "cmux.cli"
@@ -18,18 +18,10 @@ GROUP = "cmux.cli"
 Extension = Callable[[list[str]], int]
 
 
-def builtin_commands(parser: argparse.ArgumentParser) -> set[str]:
-    """The subcommand names ``parser`` knows."""
-    return {name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
-            for name in action.choices}
-
-
-def find_extension(parser: argparse.ArgumentParser, argv: Sequence[str]) -> Extension | None:
-    """The callable a distribution provides for ``argv[0]``, or None (no such entry point,
-    an option, or a built-in command)."""
-    if not argv or argv[0].startswith("-") or argv[0] in builtin_commands(parser):
-        return None
-    for point in entry_points(group=GROUP, name=argv[0]):
+def find_extension(name: str) -> Extension | None:
+    """The callable a distribution provides for the subcommand ``name``, or None. The
+    caller asks only for a name that is not a built-in command."""
+    for point in entry_points(group=GROUP, name=name):
         command: Extension = point.load()
         return command
     return None

@@ -1,4 +1,10 @@
-"""``cmux integration list|status|install|uninstall``: the running server's ``integration.*``.
+"""``cmux integration list|status|install|uninstall``: the ``integration.*`` methods, run
+in this process.
+
+No server is needed or asked: the plugins of this environment (installed, linked, in the
+plugin directories) are loaded by the command itself, so an install edits the files of the
+user who runs it (this process's ``HOME``, ``CLAUDE_CONFIG_DIR``, ``XDG_CONFIG_HOME``, ...),
+whichever user a server runs as. The first line says so and names that user.
 
 ``install`` and ``uninstall`` print one line per message; with ``--dry-run`` the messages
 carry the diff of every file that would change, and nothing is written.
@@ -8,9 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import pwd
+from pathlib import Path
 from typing import Any
 
-from cmux_core.cli.common import AddCommon, client, print_json
+from cmux_core.cli.common import AddCommon, print_json
 
 
 def add_integration_commands(subparsers: Any, add_common: AddCommon) -> None:
@@ -18,16 +27,19 @@ def add_integration_commands(subparsers: Any, add_common: AddCommon) -> None:
     group = subparsers.add_parser(
         "integration", help="list, install and uninstall agent integrations (hooks)",
         description="List, inspect, install and uninstall the agent integrations plugins "
-                    "register.")
+                    "register. Runs in this process, no server needed: the files changed "
+                    "are those of the user running the command.")
     add_common(group)
     sub = group.add_subparsers(dest="integration_command", metavar="ACTION", required=True)
 
     p = sub.add_parser("list", help="every registered integration and whether it is installed")
     add_common(p)
+    _add_plugins_dir(p)
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("status", help="one integration's declaration and status")
     add_common(p)
+    _add_plugins_dir(p)
     p.add_argument("target", metavar="NAME", help="the integration (cmux integration list)")
     p.set_defaults(func=cmd_status)
 
@@ -35,6 +47,7 @@ def add_integration_commands(subparsers: Any, add_common: AddCommon) -> None:
                          ("uninstall", "remove what an integration installed")):
         p = sub.add_parser(action, help=text)
         add_common(p)
+        _add_plugins_dir(p)
         p.add_argument("target", metavar="NAME", help="the integration (cmux integration list)")
         p.add_argument("--dry-run", action="store_true",
                        help="print the diff of every file it would change; write nothing")
@@ -45,6 +58,11 @@ def add_integration_commands(subparsers: Any, add_common: AddCommon) -> None:
         p.set_defaults(func=cmd_run, action=action)
 
 
+def _add_plugins_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plugins-dir", action="append", default=[], metavar="DIR",
+                   help="load *.py plugins from DIR too, as for cmux serve (repeatable)")
+
+
 def _option(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -53,15 +71,29 @@ def _option(text: str) -> tuple[str, str]:
 
 
 def _call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    with client(args, timeout=None) as c:
-        return c.call(method, params)
+    from cmux_core.app import integration_call
+    from cmux_core.config_file import load_settings
+
+    settings = load_settings()
+    settings.plugins_dirs.extend(Path(d).expanduser() for d in args.plugins_dir)
+    return integration_call(settings, method, params)
+
+
+def whose_files() -> str:
+    """The first line of every human answer: where the integrations ran, for whom."""
+    try:
+        user = pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        user = f"uid {os.getuid()}"
+    return f"(run in this process, no server involved: the files of user {user}, " \
+           f"HOME={os.environ.get('HOME') or Path.home()})"
 
 
 def _emit(args: argparse.Namespace, result: dict[str, Any], lines: list[str]) -> int:
     if args.json:
         print_json(result)
     else:
-        for line in lines:
+        for line in [whose_files(), *lines]:
             print(line)
     return 0
 

@@ -4,82 +4,57 @@ does not know is looked up among the subcommands other distributions add
 (:mod:`~cmux_core.cli.extensions`).
 
 Every command takes ``--json``. Errors the server answers print ``code: message`` and exit
-1; a wrong command line or configuration prints ``cmux: <what is wrong>`` and exits 2.
+1, a wait that timed out exits 124, and a wrong command line or configuration prints
+``cmux: <what is wrong>`` and exits 2.
+
+The parser is built from the table in :mod:`~cmux_core.cli.commands`; what a command needs
+is imported when it runs, so that ``cmux --help`` and ``cmux ping`` start fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import logging
-import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
-from cmux_core.cli.agent import add_agent_commands
-from cmux_core.cli.attach import add_attach_command
-from cmux_core.cli.bridge import add_bridge_command
-from cmux_core.cli.common import (
-    Command,
-    Result,
-    add_command,
-    add_common,
-    arg,
-    client,
-    outline,
-    print_json,
-    size_arg,
-    star,
+from cmux_core.cli.commands import (
+    COMMANDS,
+    COMPAT,
+    MAIN,
+    TIMED_OUT,
+    USAGE_ERROR,
+    build_parser,
+    command_word,
 )
-from cmux_core.cli.extensions import find_extension
-from cmux_core.cli.integration import add_integration_commands
-from cmux_core.cli.layout import add_layout_commands
-from cmux_core.cli.machine import add_machine_commands
-from cmux_core.cli.manifests import add_explain_command, add_manifest_commands
-from cmux_core.cli.markdown import add_markdown_commands
-from cmux_core.cli.new_workspace import add_new_workspace_command
-from cmux_core.cli.notification import add_notification_commands
-from cmux_core.cli.pane import add_pane_commands
-from cmux_core.cli.plugin import add_plugin_commands
-from cmux_core.cli.server import (
-    add_server_commands,
-    add_session_file_options,
-    apply_session_file_options,
-    print_banner,
-)
-from cmux_core.cli.session import add_session_commands
-from cmux_core.cli.sidebar import add_sidebar_commands
-from cmux_core.cli.tab import add_tab_commands
-from cmux_core.cli.ui import add_ui_command
-from cmux_core.cli.window import add_window_commands
-from cmux_core.cli.workspace import add_workspace_commands
-from cmux_core.config import ConfigError, Settings, socket_path
+from cmux_core.cli.common import AddCommon, add_common
 from cmux_core.errors import CmuxError
-from cmux_core.events import SUBSCRIBABLE
+
+if TYPE_CHECKING:
+    from cmux_core.cli.common import Result
 
 Handler = Callable[[argparse.Namespace], int]
 LOG_FORMAT = "cmux %(levelname)s %(name)s: %(message)s"
-USAGE_ERROR = 2
 
+__all__ = ["COMMANDS", "COMPAT", "MAIN", "add_common", "build_parser", "main"]
 
-class Parser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line, ``cmux: <what is wrong>``;
-    the subcommands' parsers are of this class too."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(USAGE_ERROR, f"cmux: {message} (see: {self.prog} --help)\n")
+# -- the commands this module runs ----------------------------------------------------------
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     # The server and the method table are imported by the commands that use them: they
     # would add a quarter of a second to every other command's start.
+    import logging
+    from pathlib import Path
+
     from cmux_core.app import serve
+    from cmux_core.cli.server import apply_session_file_options, print_banner
+    from cmux_core.config import socket_path
+    from cmux_core.config_file import load_settings
 
     if not args.quiet:
         logging.getLogger().setLevel(logging.INFO)
-    settings = Settings.load()
+    settings = load_settings()
     if args.size:
         settings.columns, settings.rows = args.size
     if args.emulator:
@@ -97,6 +72,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_call(args: argparse.Namespace) -> int:
+    import json
+
+    from cmux_core.cli.common import client, print_json
+
     raw = args.params
     if raw == "-":
         raw = sys.stdin.read()
@@ -112,6 +91,8 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 def cmd_ping(args: argparse.Namespace) -> int:
+    from cmux_core.cli.common import client, print_json
+
     with client(args) as c:
         result = c.call("ping")
     if args.json:
@@ -122,6 +103,11 @@ def cmd_ping(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
+    import json
+
+    from cmux_core.cli.common import client
+    from cmux_core.events import SUBSCRIBABLE
+
     types = args.types or sorted(SUBSCRIBABLE)
     with client(args, timeout=None) as c:
         for event in c.events(types):
@@ -132,6 +118,7 @@ def cmd_events(args: argparse.Namespace) -> int:
 def cmd_api_schema(args: argparse.Namespace) -> int:
     """Print every method's params schema, generated from the params models."""
     from cmux_core.app import method_schema
+    from cmux_core.cli.common import print_json
 
     schema = method_schema()
     if args.json:
@@ -144,6 +131,8 @@ def cmd_api_schema(args: argparse.Namespace) -> int:
 
 
 def show_tree(r: Result) -> None:
+    from cmux_core.cli.common import outline, star
+
     for window in r["windows"]:
         outline(0, window["ref"], star(window.get("key")))
         for ws in window["workspaces"]:
@@ -154,17 +143,13 @@ def show_tree(r: Result) -> None:
                         surface.get("title"))
 
 
-TOP_LEVEL = [
-    Command("tree", "system.tree", "windows, workspaces and panes as a tree",
-            (arg("--all", dest="all_windows", action="store_true", help="every window"),
-             arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
-                 help="only this workspace")), show_tree),
-    Command("capabilities", "system.capabilities", "list every method the server answers",
-            render=lambda r: print("\n".join(r["methods"]))),
-]
+# -- the parsers of this module's commands ---------------------------------------------------
 
 
-def add_serve_command(sub: Any) -> None:
+def add_serve_command(sub: Any, add_common: AddCommon) -> None:
+    from cmux_core.cli.common import size_arg
+    from cmux_core.cli.server import add_session_file_options
+
     p = sub.add_parser("serve", help="run the server in the foreground",
                        description="Run the server in the foreground until Ctrl-C, SIGTERM "
                        "or cmux server stop. Options override ~/.config/cmux/config.toml.")
@@ -189,16 +174,8 @@ def add_serve_command(sub: Any) -> None:
     p.set_defaults(func=cmd_serve)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="cmux", description="Headless terminal multiplexer for AI coding "
-                    "agents.")
-    add_common(parser, top=True)
-    parser.add_argument("--machine", dest="on_machine", metavar="NAME", help="run the "
-                        "command on this saved machine, through the local server "
-                        "(default: $CMUX_MACHINE)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    add_serve_command(sub)
+def add_basic_commands(sub: Any, add_common: AddCommon) -> None:
+    """``call``, ``ping``, ``events`` and ``api``."""
     p = sub.add_parser("call", help="call any method: cmux call METHOD [JSON|-]",
                        description="Call any socket method and print its result as JSON.")
     add_common(p)
@@ -224,37 +201,50 @@ def build_parser() -> argparse.ArgumentParser:
     add_common(p)
     p.set_defaults(func=cmd_api_schema)
 
-    for add in (add_workspace_commands, add_tab_commands, add_pane_commands,
-                add_window_commands, add_server_commands, add_session_commands,
-                add_markdown_commands):
-        add(sub, add_common)
-    for cmd in TOP_LEVEL:
-        add_command(sub, cmd, add_common)
-    add_layout_commands(sub, add_common)
+
+def add_system_commands(sub: Any, add_common: AddCommon) -> None:
+    """``tree`` and ``capabilities``."""
+    from cmux_core.cli.common import Command, add_command, arg
+
+    add_command(sub, Command(
+        "tree", "system.tree", "windows, workspaces and panes as a tree",
+        (arg("--all", dest="all_windows", action="store_true", help="every window"),
+         arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
+             help="only this workspace")), show_tree), add_common)
+    add_command(sub, Command("capabilities", "system.capabilities",
+                             "list every method the server answers",
+                             render=lambda r: print("\n".join(r["methods"]))), add_common)
+
+
+def add_agent_group(sub: Any, add_common: AddCommon) -> None:
+    """``agent``, with ``agent explain`` from the manifests module."""
+    from cmux_core.cli.agent import add_agent_commands
+    from cmux_core.cli.manifests import add_explain_command
+
     add_explain_command(add_agent_commands(sub, add_common), add_common)
-    add_sidebar_commands(sub, add_common)
-    add_new_workspace_command(sub, add_common)
-    add_attach_command(sub, add_common)
-    add_ui_command(sub, add_common)
-    add_manifest_commands(sub, add_common)
-    add_plugin_commands(sub, add_common)
-    add_integration_commands(sub, add_common)
-    add_notification_commands(sub, add_common)
-    add_machine_commands(sub, add_common)
-    add_bridge_command(sub, add_common)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = sys.argv[1:] if argv is None else list(argv)
+    command = command_word(words)
+    parser = build_parser(command or "")
+    if command is not None and not any(command in (e.name, *e.aliases) for e in COMMANDS):
+        from cmux_core.cli.extensions import find_extension
+
+        extension = find_extension(command)
+        if extension is not None:
+            at = words.index(command)
+            return extension([*words[:at], *words[at + 1:]])
+        parser.error(f"unknown command {command!r}")
+    args = parser.parse_args(words)
+    # After parsing: ``--help`` and usage errors need no logging.
+    import logging
+
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
-    parser = build_parser()
-    argv = sys.argv[1:] if argv is None else list(argv)
-    extension = find_extension(parser, argv)
-    if extension is not None:
-        return extension(argv[1:])
-    args = parser.parse_args(argv)
     func: Handler | None = getattr(args, "func", None)
     if args.on_machine:
+        import os
+
         os.environ["CMUX_MACHINE"] = args.on_machine
     if func is None:
         parser.print_help()
@@ -263,10 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return func(args)
     except CmuxError as exc:
         print(f"{exc.code}: {exc.message}", file=sys.stderr)
-        return 1
-    except ConfigError as exc:
-        print(f"cmux: {exc}", file=sys.stderr)
-        return USAGE_ERROR
+        return TIMED_OUT if exc.code == "timeout" else 1
     except BrokenPipeError:
         return 0
     except (ConnectionError, TimeoutError) as exc:
@@ -274,3 +261,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        from cmux_core.config import ConfigError
+
+        if not isinstance(exc, ConfigError):
+            raise
+        print(f"cmux: {exc}", file=sys.stderr)
+        return USAGE_ERROR

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from cmux_core.cli.common import AddCommon, print_json, run_and_print, table
-from cmux_core.config import Settings
 from cmux_core.detect.engine import (
     FALLBACK_IDLE,
     Classification,
@@ -190,7 +189,9 @@ def active_registry(manifests_dirs: Sequence[Path] = ()) -> ManifestRegistry:
     ``manifests_dirs`` come after the configured ones, like ``serve --manifests-dir``.
     Raises :class:`~cmux_core.config.ConfigError` for an unusable ``config.toml``.
     """
-    settings = Settings.load()
+    from cmux_core.config_file import load_settings
+
+    settings = load_settings()
     settings.manifests_dirs.extend(manifests_dirs)
     return ManifestRegistry(settings, watch=False)
 
@@ -246,6 +247,18 @@ def add_manifest_commands(subparsers: Any, add_common: AddCommon) -> None:
                    help="manifest files or directories (default: the bundled manifests)")
     p.add_argument("--verbose", "-v", action="store_true", help="list passing cases too")
     p.set_defaults(func=cmd_test)
+
+    p = sub.add_parser("schema", help="print the JSON Schema of the manifest format",
+                       description="Print the JSON Schema of a manifest file, for editors; "
+                       "cmux manifests check checks more (regexes, regions, limits).")
+    p.set_defaults(func=cmd_schema)
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from cmux_core.detect.manifest_schema import manifest_schema
+
+    print_json(manifest_schema())
+    return 0
 
 
 def _add_manifests_dir(parser: argparse.ArgumentParser) -> None:

@@ -1,7 +1,9 @@
-"""``cmux plugin list|enable|disable|link|unlink|new``.
+"""``cmux plugin list|enable|disable|link|unlink|install|upgrade|uninstall|new``.
 
-All but ``new`` call the running server's ``plugin.*`` methods; ``new`` writes a plugin
-distribution skeleton to disk and needs no server.
+``list``, ``enable``, ``disable``, ``link`` and ``unlink`` call the running server's
+``plugin.*`` methods; ``install``, ``upgrade`` and ``uninstall`` change this environment's
+distributions and then ask a running server to follow (:mod:`cmux_core.cli.plugin_install`);
+``new`` writes a plugin distribution skeleton to disk and needs no server.
 """
 
 from __future__ import annotations
@@ -13,23 +15,42 @@ from pathlib import Path
 from typing import Any
 
 from cmux_core.cli.common import AddCommon, client, print_json
+from cmux_core.cli.plugin_install import cmd_install, cmd_outdated, cmd_uninstall
 from cmux_core.errors import CmuxError, InvalidParams
+from cmux_core.version import __version__
 
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 
 
 def add_plugin_commands(subparsers: Any, add_common: AddCommon) -> None:
     """Add the ``plugin`` command group to the ``cmux`` parser's subparsers."""
-    group = subparsers.add_parser("plugin", help="list, enable, disable, link and scaffold "
-                                  "plugins", description="List, enable, disable, link and "
-                                  "scaffold plugins.")
+    group = subparsers.add_parser("plugin", help="install, list, enable, link and scaffold "
+                                  "plugins", description="Install, list, enable, disable, "
+                                  "link and scaffold plugins.")
     add_common(group)
     sub = group.add_subparsers(dest="plugin_command", metavar="ACTION", required=True)
 
     p = sub.add_parser("list", help="every plugin: status, version, source, hooks, errors")
     add_common(p)
     p.add_argument("plugin_id", nargs="?", metavar="PLUGIN", help="show only this plugin")
+    p.add_argument("--outdated", action="store_true", help="instead: the installed plugin "
+                   "distributions with a newer release (asks the package index)")
     p.set_defaults(func=cmd_list)
+
+    for action, text in (("install", "install a plugin distribution into this environment "
+                          "and load it into the running server"),
+                         ("upgrade", "upgrade a plugin distribution and reload it")):
+        p = sub.add_parser(action, help=text, description=text[:1].upper() + text[1:] +
+                           ". Refused when it needs another cmux-core than this one.")
+        add_common(p)
+        p.add_argument("target", metavar="NAME|PATH|URL", help="a distribution name, a "
+                       "project directory, a wheel file or a URL")
+        p.set_defaults(func=cmd_install)
+
+    p = sub.add_parser("uninstall", help="uninstall a plugin distribution and unload it")
+    add_common(p)
+    p.add_argument("name", metavar="NAME", help="the distribution's name (pip's)")
+    p.set_defaults(func=cmd_uninstall)
 
     for action, text in (("enable", "load a plugin and keep it enabled"),
                          ("disable", "unload a plugin and keep it disabled")):
@@ -91,6 +112,8 @@ def describe(plugin: dict[str, Any]) -> list[str]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    if args.outdated:
+        return cmd_outdated(args)
     result = _call(args, "plugin.list", {"plugin_id": args.plugin_id} if args.plugin_id else {})
     plugins = result.get("plugins") or []
     lines = [line for plugin in plugins for line in describe(plugin)] or ["no plugins"]
@@ -120,7 +143,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     root = scaffold(args.name, Path(args.dir))
     return _emit(args, {"type": "plugin_scaffold", "path": str(root)}, [
         f"created {root}",
-        f"next: pip install -e {root}   (then restart the server, or: cmux plugin link {root})",
+        f"next: cmux plugin install {root}   (while developing: cmux plugin link {root})",
     ])
 
 
@@ -137,27 +160,41 @@ def scaffold(name: str, parent: Path) -> Path:
     if root.exists():
         raise CmuxError("plugin_scaffold_exists", f"{root} already exists")
     files = {
-        "pyproject.toml": _PYPROJECT, "README.md": _README,
-        f"src/{module}/__init__.py": _MODULE, f"tests/test_{module}.py": _TEST,
+        "pyproject.toml": _PYPROJECT, "README.md": _README, ".gitignore": _GITIGNORE,
+        ".github/workflows/test.yml": _WORKFLOW, f"src/{module}/__init__.py": _MODULE,
+        f"src/{module}/py.typed": "", f"tests/test_{module}.py": _TEST,
     }
+    # The scaffold needs this cmux-core's series or a later one.
+    core = ".".join(__version__.split(".")[:2])
     for rel, template in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(template).lstrip().format(name=name, module=module))
+        path.write_text(textwrap.dedent(template).lstrip().format(name=name, module=module,
+                                                                  core=core))
     return root
 
 
 _PYPROJECT = '''
     [build-system]
-    requires = ["setuptools>=68"]
+    requires = ["setuptools>=77"]
     build-backend = "setuptools.build_meta"
 
     [project]
     name = "{name}"
     version = "0.1.0"
     description = "A cmux plugin"
+    readme = "README.md"
     requires-python = ">=3.11"
-    dependencies = ["cmux-core"]
+    license = "MIT"
+    # cmux plugin install refuses a plugin whose cmux-core range excludes the running one.
+    dependencies = ["cmux-core>={core}"]
+    classifiers = [
+        "Development Status :: 3 - Alpha",
+        "Operating System :: POSIX :: Linux",
+        "Programming Language :: Python :: 3",
+        "Programming Language :: Python :: 3.11",
+        "Typing :: Typed",
+    ]
 
     [project.optional-dependencies]
     test = ["pytest>=8"]
@@ -169,6 +206,9 @@ _PYPROJECT = '''
     [tool.setuptools.packages.find]
     where = ["src"]
 
+    [tool.setuptools.package-data]
+    {module} = ["py.typed"]
+
     [tool.pytest.ini_options]
     testpaths = ["tests"]
 '''
@@ -176,16 +216,56 @@ _PYPROJECT = '''
 _README = '''
     # {name}
 
-    A plugin for cmux_core.
+    A plugin for cmux_core: it adds the socket method `plugin.{name}.hello`.
 
     ```sh
-    pip install -e '.[test]'     # the server loads it on its next start
-    cmux plugin link "$PWD"      # or load it into the running server now
+    cmux plugin install {name}        # from the package index, into cmux's environment
     cmux call plugin.{name}.hello '{{"name": "you"}}'
-    pytest                       # runs against a real server (cmux_core.testing fixtures)
     ```
 
-    Hooks are documented in cmux_core's `docs/plugins.md`.
+    ## Developing
+
+    ```sh
+    pip install -e '.[test]'          # a running server loads it after: cmux plugin link "$PWD"
+    pytest                            # against a real server (the cmux_core.testing fixtures)
+    ```
+
+    ## Publishing
+
+    ```sh
+    python -m pip install build twine
+    python -m build                   # dist/{module}-0.1.0-py3-none-any.whl and the sdist
+    cmux plugin install dist/{module}-0.1.0-py3-none-any.whl   # try the wheel first
+    python -m twine upload dist/*
+    ```
+
+    Hooks and what a plugin may do: cmux_core's `docs/plugins.md`.
+'''
+
+_GITIGNORE = '''
+    __pycache__/
+    *.egg-info/
+    build/
+    dist/
+'''
+
+_WORKFLOW = '''
+    name: test
+    on: [push, pull_request]
+    jobs:
+      test:
+        runs-on: ubuntu-latest
+        strategy:
+          matrix:
+            python: ["3.11", "3.12", "3.13"]
+        steps:
+          - uses: actions/checkout@v4
+          - uses: actions/setup-python@v5
+            with:
+              python-version: ${{{{ matrix.python }}}}
+          - run: python -m pip install -e '.[test]'
+          - run: python -m pytest
+          - run: python -m pip install build && python -m build
 '''
 
 _MODULE = '''

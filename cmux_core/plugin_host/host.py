@@ -56,6 +56,8 @@ from cmux_core.plugin_host.loader import (
     WatchRoot,
     allowlist_from_env,
     discover,
+    entry_point_changes,
+    forget_package,
     import_source,
     loose_dirs,
     loose_files,
@@ -398,6 +400,22 @@ class PluginHost:
             if not plugin.enabled:
                 return False
             return await self._load(plugin)
+
+    async def rescan(self) -> dict[str, list[str]]:
+        """Follow the installed distributions without a restart: load the entry points
+        installed since, drop those uninstalled, and load an upgraded one afresh. Returns
+        the plugin ids ``added``, ``removed`` and ``upgraded``."""
+        async with self._lock:
+            changes = entry_point_changes({p.plugin_id: p.source for p in self.plugins()})
+            for plugin_id in changes.gone:
+                await self._remove(self._plugins[plugin_id], reason="uninstalled")
+            for source in changes.changed:
+                await self._remove(self._plugins[source.plugin_id], reason="upgraded")
+                forget_package(source)
+            for source in changes.new + changes.changed:
+                await self._admit(source)
+        return {"added": [s.plugin_id for s in changes.new], "removed": changes.gone,
+                "upgraded": [s.plugin_id for s in changes.changed]}
 
     # -- discovery --------------------------------------------------------------------------
 

@@ -36,10 +36,10 @@ import stat
 import sys
 import tomllib
 import types
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from cmux_core.config import config_dir
 from cmux_core.errors import CmuxError, InvalidParams
@@ -225,6 +225,40 @@ def discover(links: Iterable[Path], plugin_dirs: Iterable[Path], *,
     for directory in plugin_dirs:
         sources += loose_files(directory)
     return sources
+
+
+class EntryPointChanges(NamedTuple):
+    """How the installed entry points differ from the plugins a host knows."""
+
+    new: list[PluginSource]
+    """Entry points of distributions installed since (no plugin of that id yet)."""
+    gone: list[str]
+    """Ids of entry-point plugins whose entry point is no longer installed."""
+    changed: list[PluginSource]
+    """Entry points whose distribution version or object changed (an upgrade)."""
+
+
+def entry_point_changes(known: Mapping[str, PluginSource]) -> EntryPointChanges:
+    """Compare the installed entry points (read afresh) with ``known`` (plugin id to the
+    source it was loaded from); plugins of another kind are left out."""
+    importlib.invalidate_caches()
+    installed = {s.plugin_id: s for s in discover((), (), entry_points=True)}
+    ours = {pid: s for pid, s in known.items() if s.kind == "entry_point"}
+    return EntryPointChanges(
+        new=[s for pid, s in installed.items() if pid not in known],
+        gone=[pid for pid in ours if pid not in installed],
+        changed=[s for pid, s in installed.items() if pid in ours
+                 and (s.version, s.entry) != (ours[pid].version, ours[pid].entry)])
+
+
+def forget_package(source: PluginSource) -> None:
+    """Take an entry point's top-level package and its submodules out of ``sys.modules``,
+    so loading it again imports the code now installed (an upgraded distribution)."""
+    if source.kind != "entry_point" or not source.entry:
+        return
+    top = source.entry.partition(":")[0].strip().split(".")[0]
+    for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+        del sys.modules[name]
 
 
 def loose_dirs(plugin_dirs: Iterable[Path], links: Iterable[Path]

@@ -17,7 +17,8 @@ the same promises, so a plugin only says *what* to change:
   replaces, flushed with ``fsync``, then ``os.replace``; a failed write leaves the old file.
 * Read, change and write happen under an exclusive ``fcntl.flock`` on a sidecar
   ``.<name>.cmux-lock`` file, and the file is read again under the lock, so two edits at
-  once (two processes, two installs) both land and neither corrupts the file.
+  once (two processes, two installs) both land and neither corrupts the file; the sidecar
+  is removed when the edit is done.
 * A symlinked settings file is edited at its target; the link stays a link.
 
 Every call returns a :class:`FileChange` saying what was (or, with ``dry_run=True``, would
@@ -339,32 +340,51 @@ def _locked(target: Path) -> Iterator[None]:
     """Hold the exclusive lock that serialises every edit of ``target``.
 
     The lock lives in a sidecar file because the settings file itself is replaced (a new
-    inode) by each write. The sidecar is left in place: removing it would let a waiter
-    lock an unlinked inode while a newcomer locks a fresh one.
+    inode) by each write. The holder removes the sidecar before it lets go, so none is left
+    behind; a waiter that then gets the lock of the removed file sees that the path no
+    longer names it and locks the path afresh, so two holders never overlap.
     """
+    lock = target.with_name(f".{target.name}.cmux-lock")
+    deadline = time.monotonic() + LOCK_TIMEOUT_S
+    while True:
+        fd = _lock_fd(target, lock, deadline)
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(lock))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(target.with_name(f".{target.name}.cmux-lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as exc:
-        raise SettingsError(f"{target}: cannot lock for editing: {exc.strerror or exc}") from exc
-    try:
-        deadline = time.monotonic() + LOCK_TIMEOUT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise SettingsError(f"{target}: cannot lock: {exc.strerror}") from exc
-                if time.monotonic() > deadline:
-                    raise SettingsError(
-                        f"{target}: still being edited by another process after "
-                        f"{LOCK_TIMEOUT_S:g} s"
-                    ) from exc
-                time.sleep(0.01)
         yield
     finally:
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def _lock_fd(target: Path, lock: Path, deadline: float) -> int:
+    """A descriptor of ``lock`` (created if missing) holding its exclusive ``flock``."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise SettingsError(f"{target}: cannot lock for editing: {exc.strerror or exc}") from exc
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                os.close(fd)
+                raise SettingsError(f"{target}: cannot lock: {exc.strerror}") from exc
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise SettingsError(
+                    f"{target}: still being edited by another process after "
+                    f"{LOCK_TIMEOUT_S:g} s"
+                ) from exc
+            time.sleep(0.01)
 
 
 def _atomic_write(target: Path, text: str, mode: int) -> None:

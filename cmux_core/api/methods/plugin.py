@@ -83,6 +83,20 @@ async def plugin_link(call: Call[PluginServices], p: PluginLinkParams) -> Result
     return {"type": "plugin_linked", "plugin": wire[0] if wire else None, "plugins": wire}
 
 
+class PluginRescanParams(Params):
+    pass
+
+
+@methods.method("plugin.rescan", PluginRescanParams)
+async def plugin_rescan(call: Call[PluginServices], p: PluginRescanParams) -> Result:
+    """Load the plugins of distributions installed since the server started (and reload
+    upgraded ones, drop uninstalled ones): what ``cmux plugin install`` calls."""
+    host = _host(call)
+    changes = await host.rescan()
+    return {"type": "plugin_rescanned", **changes,
+            "plugins": [plugin.to_wire() for plugin in host.plugins()]}
+
+
 @methods.method("plugin.unlink", PluginIdParams)
 async def plugin_unlink(call: Call[PluginServices], p: PluginIdParams) -> Result:
     """Forget the link that provides ``plugin_id``; ``removed`` is False when not linked."""

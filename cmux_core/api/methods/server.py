@@ -18,7 +18,8 @@ from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.config import ConfigError, Settings
+from cmux_core.config import ConfigError
+from cmux_core.config_file import load_settings
 from cmux_core.events import EventHub
 from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
@@ -159,7 +160,7 @@ async def server_reload_config(call: Call[ServerServices], p: Empty) -> Result:
     next start. ``failed`` when the file is invalid, ``partial`` when a manifest is."""
     diagnostics: list[str] = []
     try:
-        Settings.load()
+        load_settings()
         readable = True
     except ConfigError as exc:
         diagnostics.append(str(exc))

@@ -2,7 +2,8 @@
 
 The command line of the MCP server: it logs to standard error only (standard output is the
 protocol), starts a cmux server in the background when none answers at the socket (as
-``cmux attach`` does), then serves until its client closes standard input.
+``cmux attach`` does, with :func:`cmux_core.client.ensure_server`), then serves until its
+client closes standard input.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from collections.abc import Sequence
 
 import anyio
 
-from cmux_core.cli.attach import ensure_server
 from cmux_core.cli.common import session_name
+from cmux_core.client import ensure_server
 from cmux_core.config import ConfigError, socket_path
 from cmux_core.errors import CmuxError
 from cmux_mcp.bridge import Cmux
