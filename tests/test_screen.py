@@ -112,16 +112,16 @@ def test_visible_ansi_keeps_styling(backend: str) -> None:
 def test_recent_reads_scrollback_and_screen(backend: str) -> None:
     em = fed(emulator(backend, 20, 5), "".join(f"line {i}\r\n" for i in range(100)))
     text, truncated = read_text(em, "recent", None, "text")
-    # 80 rows back from the bottom: the cursor row is blank, so 79 lines of text.
-    assert text == "".join(f"line {i}\n" for i in range(21, 100))
+    # The last 80 lines of output: the blank cursor row below them is not output.
+    assert text == "".join(f"line {i}\n" for i in range(20, 100))
     assert truncated
-    assert read_text(em, "recent", 3, "text") == ("line 98\nline 99\n", True)
+    assert read_text(em, "recent", 3, "text") == ("line 97\nline 98\nline 99\n", True)
     assert read_text(em, "recent", 0, "text") == ("", True)
 
 
-def test_recent_counts_rows_before_trimming_blank_tail(backend: str) -> None:
+def test_recent_skips_the_blank_rows_below_the_last_output(backend: str) -> None:
     em = fed(emulator(backend, 20, 6), "$ prompt")
-    assert read_text(em, "recent", 3, "text") == ("", True)
+    assert read_text(em, "recent", 3, "text") == ("$ prompt\n", True)
     assert read_text(em, "recent", 6, "text") == ("$ prompt\n", False)
     assert read_text(em, "recent", None, "text") == ("$ prompt\n", False)
 
@@ -136,7 +136,7 @@ def test_lines_are_clamped_to_1000(backend: str) -> None:
     em = fed(emulator(backend, 20, 5), "".join(f"{i}\r\n" for i in range(1500)))
     text, truncated = read_text(em, "recent", 5000, "text")
     assert truncated
-    assert text.count("\n") == 999  # 1000 rows, the last one the blank cursor row
+    assert text.count("\n") == 1000 and text.startswith("500\n")  # the last 1000 lines
 
 
 def test_soft_wrap_and_recent_unwrapped(backend: str) -> None:

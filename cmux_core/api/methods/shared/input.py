@@ -29,5 +29,7 @@ def key_bytes(surface: Surface, key: str) -> bytes:
     try:
         encoded = keys_for(surface, [name])
     except CmuxError:
+        if surface.term is None:
+            raise  # a markdown surface: cmux's "Surface is not a terminal", whatever the key
         raise CmuxError("invalid_params", "Unknown key", {"key": key}) from None
     return b"".join(encoded)
