@@ -302,10 +302,11 @@ def test_failure_states_say_why(rig: FleetRig, tmp_path: Path) -> None:
     assert "cmux machine install" in state["reason"]
     # What the reason says to do brings it up: the running cmux is copied there over ssh.
     with Client(rig.local.socket_path, timeout=600) as c:
-        installed = c.call("machine.install", {"machine": "bare"})
+        core = {"machine": "bare", "plugins": []}
+        installed = c.call("machine.install", core)
         assert installed["copied"] and installed["version"]
         rig.wait_state("bare", "connected")
-        assert c.call("machine.install", {"machine": "bare"})["copied"] == []
+        assert c.call("machine.install", core)["copied"] == []
     refused = {**rig.sshd.options(home), "Port": "1"}
     rig.add("gone", home, ssh_options=refused)
     state = rig.wait_state("gone", "offline")

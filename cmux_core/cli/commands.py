@@ -88,7 +88,7 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("machine", "saved machines reached over ssh (the fleet)",
           "cmux_core.cli.machine:add_machine_commands", "cmux machine add box me@box.example"),
     Entry("bridge", "relay stdin/stdout to the server's socket (what the fleet runs over ssh)",
-          "cmux_core.cli.bridge:add_bridge_command", "ssh box cmux bridge"),
+          "cmux_core.cli.bridge:add_bridge_command", "cmux bridge --session work"),
     Entry("config", "the configuration file's JSON Schema",
           "cmux_core.cli.config:add_config_commands",
           "cmux config schema > config.schema.json"),

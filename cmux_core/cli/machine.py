@@ -91,7 +91,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_install(args: argparse.Namespace) -> int:
     with client(args, timeout=None) as c:
-        r = c.call("machine.install", {"machine": args.machine})
+        r = c.call("machine.install", {"machine": args.machine, "plugins": args.plugins})
     if args.json:
         print_json(r)
         return 0
@@ -117,6 +117,9 @@ def add_machine_commands(sub: Any, add_common: AddCommon) -> None:
     p = inner.add_parser("install", help="copy this cmux to the machine over ssh and install "
                          "it in a private environment there (no network needed there)")
     p.add_argument("machine", metavar="NAME", help="the machine's name")
+    p.add_argument("--plugin", dest="plugins", action="append", metavar="DIST",
+                   help="carry only these plugin distributions (repeatable; default: every "
+                        "installed one)")
     add_common(p)
     p.set_defaults(func=cmd_install)
     add_machine_ssh_command(inner, add_common)

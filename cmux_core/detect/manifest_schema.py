@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from cmux_core.detect import manifest as m
+from cmux_core.detect.shapes import SHAPES
 
 SCHEMA_ID = "https://json-schema.org/draft/2020-12/schema"
 
@@ -33,6 +34,9 @@ def _gate_keys() -> dict[str, Any]:
                           max_length=m.MAX_MATCHER_CHARS),
         "line_regex": _strings("regexes (Rust dialect) matched against each line",
                                max_length=m.MAX_MATCHER_CHARS),
+        "shape": {"type": "array", "items": {"enum": sorted(SHAPES)},
+                  "description": "screen shapes every agent's dialogs share (a cursor on "
+                                 "one of several options, an input box, a notice)"},
         "all": {**gates, "description": "every gate matches"},
         "any": {**gates, "description": "at least one gate matches"},
         "not": {**gates, "description": "no gate matches"},

@@ -155,15 +155,16 @@ class Fleet:
         return row
 
 
-    async def install(self, name: str) -> dict[str, Any]:
+    async def install(self, name: str, plugins: list[str] | None = None) -> dict[str, Any]:
         """Install or update the running cmux on ``name`` (see
-        :func:`~cmux_core.fleet.install.install`), over ``ssh`` with the machine's options
-        and through its master when one is up, in a worker thread; then reconnect the link
-        at once and return what the install did beside the machine's status. Errors of the
-        install (no python3 there, a failed pip, ...) are raised as they come."""
+        :func:`~cmux_core.fleet.install.install`; ``plugins`` as there, None for every
+        installed plugin distribution), over ``ssh`` with the machine's options and through
+        its master when one is up, in a worker thread; then reconnect the link at once and
+        return what the install did beside the machine's status. Errors of the install (no
+        python3 there, a failed pip, ...) are raised as they come."""
         link = self.link(name)
         runner = CommandRunner(ssh_argv(link.machine, link.control, master=False)[:-1])
-        report = await asyncio.to_thread(install, runner)
+        report = await asyncio.to_thread(install, runner, plugins=plugins)
         link.retry_now()
         return {"version": report.version, "copied": report.copied, "venv": report.venv,
                 "used_uv": report.used_uv, "python": report.python,

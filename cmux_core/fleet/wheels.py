@@ -47,9 +47,9 @@ from cmux_core.errors import CmuxError
 
 CORE = "cmux-core"
 PLUGIN_GROUP = "cmux"
-BUILD_IGNORE = (".*", "build", "dist", "*.egg-info", "__pycache__", "tests", "bench",
-                "plugins", "docs")
-"""Parts of a source tree no wheel of this project holds (``plugins/`` are their own)."""
+BUILD_IGNORE = (".*", "build", "dist", "*.egg-info", "__pycache__", "tests", "bench", "docs")
+"""Parts of a source tree no wheel of this project holds. ``plugins/`` stays: the core
+wheel carries the first-party integrations from their folders there."""
 _LEFT_OUT = {"INSTALLER", "REQUESTED", "RECORD", "direct_url.json"}
 _NAME_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)")
 

@@ -48,7 +48,8 @@ class FleetControl(Protocol):
 
     async def check(self, name: str, timeout: float) -> dict[str, Any]: ...
 
-    async def install(self, name: str) -> dict[str, Any]: ...
+    async def install(self, name: str, plugins: list[str] | None = None
+                      ) -> dict[str, Any]: ...
 
     async def open_relay(self, name: str) -> RelayChannel: ...
 
@@ -149,12 +150,19 @@ async def machine_check(call: Call[MachineServices], p: MachineCheckParams) -> R
     return {"type": "machine_check", "machine": row}
 
 
-@methods.method("machine.install", MachineName)
-async def machine_install(call: Call[MachineServices], p: MachineName) -> Result:
-    """Copy the running installation's wheels to the machine over ssh and install them in
-    its private environment (nothing is downloaded there), then reconnect it: the version
-    installed, the wheels copied (empty when it was already current) and the status."""
-    return {"type": "machine_install", **await call.ctx.fleet.install(p.machine)}
+class MachineInstallParams(MachineName):
+    plugins: list[str] | None = None
+
+
+@methods.method("machine.install", MachineInstallParams)
+async def machine_install(call: Call[MachineServices], p: MachineInstallParams) -> Result:
+    """Copy the running installation's wheels (cmux-core, the plugin distributions named in
+    ``plugins`` or by default every installed one, and what they need) to the machine over
+    ssh and install them in its private environment (nothing is downloaded there), then
+    reconnect it: the version installed, the wheels copied (empty when it was already
+    current) and the status."""
+    return {"type": "machine_install",
+            **await call.ctx.fleet.install(p.machine, p.plugins)}
 
 
 @methods.method("machine.relay", MachineName)
