@@ -93,6 +93,11 @@ def test_a_slow_import_is_blocked_and_never_stalls_requests(tmp_path: Path) -> N
         assert listed["sleepy"]["status"] == "blocked"
         assert listed["sleepy"]["error"] == "import timed out after 1s (its thread was abandoned)"
 
+        # The watch of the folder starts after the server answers: a plugin seen loading
+        # shows that it is in place before the slow file is dropped in.
+        write(d, "early.py", GOOD.replace("by-agent", "early"))
+        wait_until(lambda: plugins(server).get("early", {}).get("status") == "loaded",
+                   timeout=30, message="the folder watched")
         # A file dropped in while serving sleeps 8 s in its import: requests keep flowing,
         # each answered well before the import could end (4 s leaves a loaded machine room).
         write(d, "drowsy.py", sleeper(tmp_path / "drowsy.started", 8))
