@@ -50,7 +50,9 @@ class Plugin:
     ``module`` is the version currently serving (None when disabled, blocked, or never
     loaded). ``error`` says why a plugin is blocked; ``errors`` and ``warnings`` are the
     recent history, newest last. ``abandoned_threads`` counts the workers left behind while
-    still stuck in a call the host had stopped waiting for.
+    still stuck in a call the host had stopped waiting for; ``dropped_calls`` the observer
+    calls dropped because the plugin's queue was full (``overflow_dropped`` those of the
+    overflow still going on).
     """
 
     plugin_id: str
@@ -73,6 +75,8 @@ class Plugin:
     inbox: deque[tuple[str, dict[str, Any]]] = field(default_factory=deque)
     drain: asyncio.Task[None] | None = None
     overflowing: bool = False
+    overflow_dropped: int = 0
+    dropped_calls: int = 0
     abandoned_threads: int = 0
 
     def to_wire(self) -> dict[str, Any]:
@@ -94,6 +98,7 @@ class Plugin:
             "errors": [f.to_wire() for f in self.errors],
             "warnings": list(self.warnings),
             "abandoned_threads": self.abandoned_threads,
+            "dropped_calls": self.dropped_calls,
         }
 
 
