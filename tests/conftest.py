@@ -8,11 +8,11 @@ of a kind it knows, is validated against ``tests/data/herdr-api.schema.json``.
 from __future__ import annotations
 
 import functools
-import os
-import tempfile
 import itertools
 import json
+import os
 import socket
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
