@@ -147,3 +147,13 @@ def test_outdated_names_a_newer_release_and_upgrade_reloads_it_in_the_server(
         assert current.stdout.splitlines() == ["every plugin distribution is up to date"]
     finally:
         server.stop()
+
+
+def test_the_scaffolds_own_tests_pass_out_of_the_box(tmp_path: Path) -> None:
+    root = scaffold("cmux-hello", tmp_path)
+    env = {**_clean_env(), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-p", "no:xdist", "tests"], cwd=root, capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
