@@ -59,14 +59,6 @@ class FleetRig:
                               env=env, timeout=60)
 
 
-def _stop_remote(sock: Path) -> None:
-    try:
-        with Client(sock, timeout=10) as c:
-            c.call("server.stop")
-    except (ConnectionError, OSError, CmuxError):
-        pass
-
-
 @pytest.fixture(scope="module")
 def rig(sshd: Sshd) -> Iterator[FleetRig]:  # noqa: F811
     local = start_server()
@@ -80,8 +72,7 @@ def rig(sshd: Sshd) -> Iterator[FleetRig]:  # noqa: F811
         yield fleet
     finally:
         local.stop()
-        for name, home in homes.items():
-            _stop_remote(sshd.remote_socket(home, "alt" if name == "m10" else None))
+        sshd.stop_remote()
 
 
 def test_machines_are_saved_validated_and_listed(rig: FleetRig) -> None:
@@ -258,7 +249,7 @@ def test_cut_links_reconnect_and_never_hang(rig: FleetRig) -> None:
     assert back["connects"] == before["connects"] + 1
     assert back["master_pid"] != before["master_pid"]
 
-    _stop_remote(rig.sshd.remote_socket(rig.homes["m3"]))
+    rig.sshd.stop_remote(rig.homes["m3"])
     wait_until(lambda: rig.state("m3")["connects"] > 1 and rig.state("m3")["state"]
                == "connected", 60, interval=0.05, message="m3 back with a new server")
     assert [p["pane_id"] for p in rig.call("pane.list", {"workspace_id": "m3/w1"})["panes"]
@@ -317,4 +308,10 @@ def test_failure_states_say_why(rig: FleetRig, tmp_path: Path) -> None:
     assert "Permission denied" in state["ssh_error"]
     for name in ("bare", "gone", "denied"):
         rig.call("machine.remove", {"machine": name})
+    # The server the install's link started on "bare" outlives the link, as on a real
+    # machine; the harness stops it, and nothing of it is left.
+    assert rig.sshd.remote_sockets(bare)
+    rig.sshd.stop_remote(bare)
+    assert not rig.sshd.remote_sockets(bare)
+    assert not rig.sshd.remote_servers(bare)
     assert [m["name"] for m in rig.call("machine.list")["machines"]] == MACHINES
