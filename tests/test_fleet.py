@@ -159,6 +159,46 @@ def test_events_from_machines_carry_their_name(rig: FleetRig) -> None:
         assert event["data"]["machine"] == "local" and event["data"]["pane_id"] == "w1:p1"
 
 
+def test_machine_state_events_follow_a_cut_link_and_the_book(rig: FleetRig) -> None:
+    with Client(rig.local.socket_path, timeout=60) as c:
+        c.call("events.subscribe", {"subscriptions": [{"type": "machine.state_changed"},
+                                                      {"type": "machine.removed"}]})
+        os.kill(rig.state("m5")["master_pid"], signal.SIGKILL)
+        seen = _machine_events(c, "m5", until="connected")
+        first = seen[0]
+        assert first["event"] == "machine_state_changed"
+        assert first["data"]["state"] == "offline" and first["data"]["previous"] == "connected"
+        assert first["data"]["reason"] and "ssh_error" in first["data"]
+        assert [e["data"]["state"] for e in seen][-2:] == ["connecting", "connected"]
+        assert seen[-1]["data"]["connects"] == first["data"]["connects"] + 1
+
+        rig.add("passing", rig.homes["m5"])
+        seen = _machine_events(c, "passing", until="connected")
+        assert seen[0]["data"]["state"] == "connecting"
+        assert seen[0]["data"]["previous"] is None
+        rig.call("machine.disable", {"machine": "passing"})
+        gone = _machine_events(c, "passing", until="offline")[-1]["data"]
+        assert gone["reason"] == "disabled" and gone["previous"] == "connected"
+        rig.call("machine.remove", {"machine": "passing"})
+        removed = _machine_events(c, "passing", until="removed")[-1]
+        assert removed == {"event": "machine_removed", "data": {
+            "type": "machine_removed", "machine": "passing", "new_name": None}}
+
+
+def _machine_events(c: Client, name: str, until: str) -> list[dict[str, Any]]:
+    """The machine events about ``name`` up to the first in state ``until`` (``removed``:
+    up to its removal)."""
+    seen = []
+    while True:
+        event = _next_event(c)
+        if event["data"].get("machine") != name:
+            continue
+        seen.append(event)
+        if event["event"] == "machine_removed" if until == "removed" else \
+                event["data"].get("state") == until:
+            return seen
+
+
 def _next_event(c: Client) -> dict[str, Any]:
     while True:
         line = json.loads(c._readline(30))  # the stream after the reply

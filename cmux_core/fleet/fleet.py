@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from cmux_core.errors import CmuxError, InvalidParams, NotFound
+from cmux_core.events import Event
+from cmux_core.fleet.events import MachineRemoved, MachineStateChanged
 from cmux_core.fleet.install import CommandRunner, install
 from cmux_core.fleet.link import Channel, Link, LinkState, private_control_dir, ssh_argv
 from cmux_core.fleet.machines import LOCAL, Machine, MachineBook, check_name, make_machine
@@ -16,15 +19,23 @@ from cmux_core.fleet.machines import LOCAL, Machine, MachineBook, check_name, ma
 
 class Fleet:
     """Owns the links; :meth:`start` and :meth:`stop` on the server's loop. Every change to
-    the book is written to its file before the links follow it."""
+    the book is written to its file before the links follow it. ``publish`` gets a
+    :class:`~cmux_core.fleet.events.MachineStateChanged` for every change of a link's state
+    or reason (a machine added or enabled starts ``connecting``, a disabled one goes
+    ``offline``) and a :class:`~cmux_core.fleet.events.MachineRemoved` when a machine is
+    removed or renamed."""
 
-    def __init__(self, book: MachineBook, control_dir: Path, local_protocol: int) -> None:
+    def __init__(self, book: MachineBook, control_dir: Path, local_protocol: int,
+                 publish: Callable[[Event], None] = lambda event: None) -> None:
         self.book = book
         self.control_dir = control_dir
         self.local_protocol = local_protocol
+        self._publish = publish
         self._links: dict[str, Link] = {}
         self._started = False
         self._stopping: set[asyncio.Task[None]] = set()
+        self._changed = asyncio.Event()
+        """Set (and replaced) at each change of any link's state."""
 
     async def start(self) -> None:
         """Read the book and connect every enabled machine (in the background: returns at
@@ -44,14 +55,37 @@ class Fleet:
     def _follow(self, machine: Machine | None, old: str | None = None) -> None:
         """Start, restart or stop the link of ``old`` (or ``machine.name``) to match."""
         gone = self._links.pop(old or (machine.name if machine else ""), None)
+        was: LinkState | None = None
+        connects = 0
         if gone is not None:
+            was, connects = gone.status.state, gone.status.connects
             task = asyncio.get_running_loop().create_task(gone.stop())
             self._stopping.add(task)
             task.add_done_callback(self._stopping.discard)
-        if machine is not None and machine.enabled and self._started:
+        if not self._started:
+            return
+        if machine is None or (old is not None and old != machine.name):
+            self._publish(MachineRemoved(str(old), machine.name if machine else None))
+            was = None
+        if machine is None:
+            return
+        if machine.enabled:
             link = self._links[machine.name] = Link(machine, self.control_dir,
-                                                    self.local_protocol)
+                                                    self.local_protocol, self._link_changed)
+            self._link_changed(link, was)
             link.start()
+        elif was is not None:
+            self._publish(MachineStateChanged(machine.name, LinkState.OFFLINE.value,
+                                              was.value, "disabled", "", connects,
+                                              time.time()))
+
+    def _link_changed(self, link: Link, previous: LinkState | None) -> None:
+        st = link.status
+        self._publish(MachineStateChanged(
+            link.name, st.state.value, previous.value if previous else None, st.reason,
+            st.ssh_error, st.connects, st.since))
+        self._changed.set()
+        self._changed = asyncio.Event()
 
     # -- the book ------------------------------------------------------------------------
 

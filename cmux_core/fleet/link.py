@@ -150,7 +150,8 @@ class Link:
     whose authentication failed is retried too, at the longest pause)."""
 
     def __init__(self, machine: Machine, control_dir: Path, local_protocol: int,
-                 on_change: Callable[[Link], None] = lambda link: None) -> None:
+                 on_change: Callable[[Link, LinkState], None] = lambda link, was: None
+                 ) -> None:
         self.machine = machine
         self.control = control_dir / machine.name
         self.local_protocol = local_protocol
@@ -173,7 +174,9 @@ class Link:
                 self._run(), name=f"cmux-fleet-{self.name}")
 
     async def stop(self) -> None:
-        """End the master (remote servers keep running) and the reconnect loop."""
+        """End the master (remote servers keep running) and the reconnect loop; the link
+        reports no change from now on."""
+        self._on_change = lambda link, was: None
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -201,9 +204,10 @@ class Link:
         if ssh_error is not None:
             st.ssh_error = ssh_error
         if st.state != state or st.reason != reason:
+            previous = st.state
             st.state, st.reason, st.since = state, reason, time.time()
             self._changed.set()
-            self._on_change(self)
+            self._on_change(self, previous)
 
     async def _run(self) -> None:
         pause = BACKOFF_S[0]
