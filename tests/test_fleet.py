@@ -185,6 +185,30 @@ def test_machine_state_events_follow_a_cut_link_and_the_book(rig: FleetRig) -> N
             "type": "machine_removed", "machine": "passing", "new_name": None}}
 
 
+def test_a_merged_stream_follows_a_machine_across_a_cut_link(rig: FleetRig) -> None:
+    with Client(rig.local.socket_path, timeout=60) as c:
+        c.call("events.subscribe", {"machines": "all", "subscriptions": [
+            {"type": "pane.agent_status_changed"}]})
+        os.kill(rig.state("m7")["master_pid"], signal.SIGKILL)
+        assert _next_event(c) == {"event": "machine.link_closed", "data": {"machine": "m7"}}
+        assert _next_event(c) == {"event": "machine.link_restored",
+                                  "data": {"machine": "m7"}}
+        assert rig.state("m7")["state"] == "connected"
+        for state in ("blocked", "idle"):
+            rig.call("pane.report_agent", {"pane_id": "m7/w1:p1", "source": "test",
+                                           "agent": "claude", "state": state})
+            event = _next_event(c)
+            assert event["data"]["machine"] == "m7", event
+            assert event["data"]["pane_id"] == "m7/w1:p1"
+            assert event["data"]["agent_status"] == state
+        # Another machine's stream was never cut: it goes on as it was.
+        new = rig.call("pane.split", {"pane_id": "m1/w1:p1"})["pane"]["pane_id"]
+        rig.call("pane.report_agent", {"pane_id": new, "source": "test",
+                                       "agent": "claude", "state": "blocked"})
+        event = _next_event(c)
+        assert event["data"]["machine"] == "m1" and event["data"]["pane_id"] == new
+
+
 def _machine_events(c: Client, name: str, until: str) -> list[dict[str, Any]]:
     """The machine events about ``name`` up to the first in state ``until`` (``removed``:
     up to its removal)."""

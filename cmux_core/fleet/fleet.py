@@ -4,6 +4,7 @@ enabled one, kept connected while the server runs."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -78,14 +79,29 @@ class Fleet:
             self._publish(MachineStateChanged(machine.name, LinkState.OFFLINE.value,
                                               was.value, "disabled", "", connects,
                                               time.time()))
+        self._changed_now()
 
     def _link_changed(self, link: Link, previous: LinkState | None) -> None:
         st = link.status
         self._publish(MachineStateChanged(
             link.name, st.state.value, previous.value if previous else None, st.reason,
             st.ssh_error, st.connects, st.since))
+        self._changed_now()
+
+    def _changed_now(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
+
+    async def changed(self, timeout: float | None = None) -> None:
+        """Wait until a machine's state changes (or it is added, removed, renamed, enabled
+        or disabled), or ``timeout`` seconds pass."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout)
+
+    def connected(self, name: str) -> bool:
+        """Whether machine ``name`` is saved, enabled and connected now."""
+        link = self._links.get(name)
+        return link is not None and link.status.state == LinkState.CONNECTED
 
     # -- the book ------------------------------------------------------------------------
 

@@ -73,15 +73,21 @@ def remote_command(machine: Machine) -> str:
             f'{{ echo "{MISSING_MARK}" >&2; exit 127; }}; exec "$c" {bridge}')
 
 
-def ssh_argv(machine: Machine, control: Path, *, master: bool) -> list[str]:
+def ssh_argv(machine: Machine, control: Path, *, master: bool,
+             only_through_master: bool = False) -> list[str]:
     """``ssh`` and its options for ``machine``; the user's own config is read as usual and
-    the machine's options come after ours, so only the control options cannot be changed."""
+    the machine's options come after ours, so only the control options cannot be changed.
+    Without ``master``, ssh uses the master when it is up and else connects by itself,
+    unless ``only_through_master``: then a proxy that fails at once stands in for that
+    connection of its own (the options given first win, and ours come first)."""
     argv = ["ssh", "-S", str(control), "-o", "BatchMode=yes", "-T"]
     if master:
         argv += ["-M", "-o", "ControlPersist=no", "-o", f"ServerAliveInterval={KEEPALIVE_S}",
                  "-o", "ServerAliveCountMax=3", "-o", "ConnectTimeout=10"]
     else:
         argv += ["-o", "ControlMaster=no"]
+        if only_through_master:
+            argv += ["-o", "ProxyCommand=false"]
     if machine.accept_new:
         argv += ["-o", "StrictHostKeyChecking=accept-new"]
     for key, value in machine.ssh_options:
@@ -358,11 +364,13 @@ class Link:
 
     async def open_channel(self) -> Channel:
         """A new session over the master with its own bridge (for waits, streams and
-        relays). Raises ``machine_offline`` unless connected."""
+        relays), never a connection of its own: when the master has just gone, the
+        channel's first request fails with ``machine_offline``. Raises ``machine_offline``
+        unless connected."""
         if self.status.state != LinkState.CONNECTED:
             raise self.offline_error()
         proc = await asyncio.create_subprocess_exec(
-            *ssh_argv(self.machine, self.control, master=False),
+            *ssh_argv(self.machine, self.control, master=False, only_through_master=True),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL, limit=1 << 24, start_new_session=True)
         return Channel(proc)
