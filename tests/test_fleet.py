@@ -292,6 +292,38 @@ def test_agents_watch_shows_every_machine_live(rig: FleetRig) -> None:
                                            "agent": "claude", "state": next(states)})
             for _ in range(10):
                 term.pump()
+        # Grouped per machine, each with its state; one that is down says so and why,
+        # and the board follows the fleet's own events as machines come and go.
+        assert term.shows("m6 · connected") and term.shows("local · local")
+        rig.add("down", rig.homes["m1"], ssh_options={**rig.sshd.options(rig.homes["m1"]),
+                                                       "Port": "1"})
+        term.until(lambda: term.shows("down · offline ("))
+        rig.call("machine.remove", {"machine": "down"})
+        term.until(lambda: not term.shows("down ·"))
+        term.type(b"q")
+        assert term.exited() == 0
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
+
+
+def test_ui_groups_machines_and_shows_a_remote_pane_through_the_link(rig: FleetRig) -> None:
+    rig.call("pane.report_agent", {"pane_id": "m9/w1:p1", "source": "test",
+                                   "agent": "claude", "state": "blocked"})
+    rig.call("pane.send_text", {"pane_id": "m9/w1:p1", "text": "echo far-$((20+3))\n"})
+    term = Terminal(rig.local, "ui", "--machines", "m9", kitty=False, size=(30, 120),
+                    cell=(0, 0))
+    try:
+        term.until(lambda: term.shows("m9 · connected · 1 agent") and term.shows("far-23"))
+        term.type(b"i")
+        term.until(lambda: term.shows("returns to the sidebar"))
+        term.type(b"echo typed-$((5*5))\r")
+        wait_until(lambda: "typed-25" in rig.call(
+            "pane.read", {"pane_id": "m9/w1:p1"})["read"]["text"], 30,
+            message="typed text in the remote pane")
+        term.until(lambda: term.shows("typed-25"))
+        term.type(b"\x1c")
+        term.until(lambda: term.shows("q quit"))
         term.type(b"q")
         assert term.exited() == 0
     finally:

@@ -226,29 +226,35 @@ class FleetRouter:
             result = await self.local("events.subscribe", params, _Tagging(connection))
         else:
             result = {"type": "subscription_started"}
-        await self._subscribe(connection, remote, params)
-        return {**result, "machines": names}
+        waiting = await self._subscribe(connection, remote, params, join_later=True)
+        return {**result, "machines": names, "waiting": waiting}
 
-    async def _subscribe(self, connection: Any, names: list[str],
-                         params: dict[str, Any]) -> None:
+    async def _subscribe(self, connection: Any, names: list[str], params: dict[str, Any],
+                         *, join_later: bool = False) -> list[str]:
         """Open a subscription on each machine at once and forward its events to
         ``connection`` (each with ``machine`` and qualified ids) until the connection ends
         (see :meth:`_follow_stream`); when one cannot be opened, none is kept and its error
-        is raised."""
+        is raised. With ``join_later``, a machine that is not connected (``machine_offline``)
+        is no failure: its events join the stream when it connects (with
+        ``machine.link_restored``); the names of those machines are returned."""
         if connection is None:
             raise InvalidParams("machines", "events need a client connection")
         opened = await asyncio.gather(*(self._open_stream(n, params) for n in names),
                                       return_exceptions=True)
-        failure = next((o for o in opened if isinstance(o, BaseException)), None)
+        waiting = [n for n, o in zip(names, opened, strict=True) if join_later and isinstance(
+            o, CmuxError) and o.code == "machine_offline"]
+        failure = next((o for n, o in zip(names, opened, strict=True)
+                        if isinstance(o, BaseException) and n not in waiting), None)
         for name, channel in zip(names, opened, strict=True):
-            if isinstance(channel, Channel):
-                if failure is None:
-                    connection.run_task(self._follow_stream(channel, name, params,
-                                                            connection))
-                else:
-                    await channel.close()
+            if isinstance(channel, Channel) and failure is not None:
+                await channel.close()
+            elif isinstance(channel, Channel) or name in waiting:
+                connection.run_task(self._follow_stream(
+                    channel if isinstance(channel, Channel) else None, name, params,
+                    connection))
         if failure is not None:
             raise failure
+        return waiting
 
     async def _follow_stream(self, channel: Channel | None, name: str,
                              params: dict[str, Any], connection: Any) -> None:
