@@ -156,9 +156,10 @@ def _keygen(path: Path) -> None:
                    check=True)
 
 
-def start_sshd(root: Path | None = None) -> Sshd:
-    """Start sshd with its files in ``root`` (made, or a new temporary directory); raises
-    RuntimeError when it is not installed or does not start."""
+def start_sshd(root: Path | None = None, config: str = "") -> Sshd:
+    """Start sshd with its files in ``root`` (made, or a new temporary directory) and the
+    lines of ``config`` added to its configuration; raises RuntimeError when it is not
+    installed or does not start."""
     if not os.access(SSHD, os.X_OK):
         raise RuntimeError("OpenSSH sshd is not installed (make test installs "
                            "openssh-server)")
@@ -181,7 +182,7 @@ def start_sshd(root: Path | None = None) -> Sshd:
         "StrictModes no\nUsePAM no\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
         "AcceptEnv CMUX_TEST_HOME XDG_*\nMaxSessions 100\nMaxStartups 100:30:200\n"
-        f"ForceCommand {login}\nLogLevel ERROR\n")
+        f"ForceCommand {login}\nLogLevel ERROR\n{config}")
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     log = open(root / "sshd.log", "wb")  # noqa: SIM115 - the server's own stream

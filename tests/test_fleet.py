@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import Api
-from fleet_sshd import Sshd, sshd  # noqa: F401 - the session fixture
+from fleet_sshd import Sshd, sshd, start_sshd  # noqa: F401 - the session fixture
 from pty_terminal import Terminal
 
 from cmux_core.client import Client
@@ -100,6 +100,37 @@ def test_machines_are_saved_validated_and_listed(rig: FleetRig) -> None:
     with pytest.raises(CmuxError) as err:
         rig.call("machine.status", {"machine": "nope"})
     assert err.value.code == "machine_not_found"
+
+
+def test_calls_go_over_the_forwarded_socket_in_the_private_directory(rig: FleetRig
+                                                                     ) -> None:
+    control = rig.local.socket_path.parent / f"{rig.local.socket_path.name}.fleet"
+    assert control.stat().st_mode & 0o777 == 0o700
+    for name in MACHINES:
+        assert rig.state(name)["transport"] == "forward", name
+        forwarded = control / f"{name}.sock"
+        assert forwarded.is_socket() and forwarded.stat().st_mode & 0o077 == 0
+    assert rig.call("pane.get", {"pane_id": "m1/w1:p1"})["pane"]["pane_id"] == "m1/w1:p1"
+
+
+def test_a_sshd_without_forwarding_falls_back_to_the_bridge(rig: FleetRig) -> None:
+    strict = start_sshd(rig.sshd.root / "strict", config="AllowStreamLocalForwarding no\n")
+    try:
+        home = strict.home("strict")
+        rig.add("strict", home, ssh_options=strict.options(home))
+        assert rig.wait_state("strict", "connected")["transport"] == "bridge"
+        assert rig.call("pane.get", {"pane_id": "strict/w1:p1"})["machine"] == "strict"
+        merged = rig.call("agent.list", {"machines": ["strict", "m1"]})
+        assert merged["unreachable"] == []
+        found = rig.call("pane.wait_for_output", {
+            "pane_id": "strict/w1:p1", "match": {"type": "regex", "value": "."},
+            "source": "recent", "timeout_ms": 20000})
+        assert found["machine"] == "strict"
+        control = rig.local.socket_path.parent / f"{rig.local.socket_path.name}.fleet"
+        assert not (control / "strict.sock").exists()
+    finally:
+        rig.call("machine.remove", {"machine": "strict"})
+        strict.stop()
 
 
 def test_qualified_ids_reach_each_machine(rig: FleetRig) -> None:

@@ -183,7 +183,7 @@ class Fleet:
         st = link.status
         row.update(state=st.state.value, reason=st.reason, ssh_error=st.ssh_error,
                    version=st.version, protocol=st.protocol, since=st.since,
-                   connects=st.connects, master_pid=st.master_pid)
+                   connects=st.connects, master_pid=st.master_pid, transport=st.transport)
         return row
 
     async def check(self, name: str, timeout: float) -> dict[str, Any]:
