@@ -11,6 +11,7 @@ Run as the ``fleet`` case: ``make bench BENCH_ARGS="--only fleet"``.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import time
@@ -18,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from cmux_core.client import Client
-from cmux_core.errors import CmuxError
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
 from .context import QUICK, Context, ms, percentile
@@ -63,10 +63,8 @@ def _setup(ssh: Sshd, local: ServerProcess, panes: int) -> list[str]:
 def measure(panes: int, runs: int) -> dict[str, Any]:
     ssh = start_sshd()
     local = start_server(size="200x100")
-    homes = []
     try:
         names = _setup(ssh, local, panes)
-        homes = [ssh.home(n) for n in names]
         with Client(local.socket_path, timeout=60) as c:
             merged = _timed(c, "agent.list", {"machines": "all"}, runs)
             agents = len(c.call("agent.list", {"machines": "all"})["agents"])
@@ -83,13 +81,8 @@ def measure(panes: int, runs: int) -> dict[str, Any]:
                 "to_offline": seen - cut, "to_connected": back - seen}
     finally:
         local.stop()
-        ssh.stop()
-        for home in homes:
-            try:
-                with Client(ssh.remote_socket(home), timeout=10) as c:
-                    c.call("server.stop")
-            except (ConnectionError, OSError, CmuxError):
-                pass
+        ssh.stop()  # the remote servers, then sshd
+        shutil.rmtree(ssh.root, ignore_errors=True)
 
 
 def case_fleet(ctx: Context) -> list[Row]:

@@ -153,7 +153,7 @@ class App:
         self.report_sockets = ReportSockets(self.events, self.methods, self.mux, self.agents,
                                             socket_path)
         self.fleet = Fleet(MachineBook(), socket_path.parent / f"{socket_path.name}.fleet",
-                           PROTOCOL_VERSION)
+                           PROTOCOL_VERSION, self.events.publish)
         self.methods.router = FleetRouter(self.fleet, self._call_here)
         register_core_methods(self.methods, self._method_contexts())
         self.server = Server(self.events, self.methods, socket_path,

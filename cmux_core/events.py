@@ -49,6 +49,7 @@ EVENT_KINDS = (
     "pane_notification", "plugin_loaded", "plugin_unloaded", "plugin_error",
     "server_manifests_reloaded", "agent_view_changed",
     "surface_agent_detected", "surface_agent_status_changed",
+    "machine_state_changed", "machine_removed",
 )
 """Every generic event kind; subscribe with the dotted form (``pane.created``)."""
 
@@ -115,8 +116,8 @@ class Subscriber:
     overflowed: bool = False
     closed: bool = False
     tag: dict[str, Any] | None = None
-    """Fields added to every event's wire data for this subscriber alone (the ``machine``
-    of a stream merged from several machines)."""
+    """Fields added, for this subscriber alone, to every event's wire data that does not
+    hold them already (the ``machine`` of a stream merged from several machines)."""
 
     def wants(self, kind: str) -> bool:
         return not (self.closed or self.overflowed) and (

@@ -6,12 +6,20 @@ its own ``HOME`` (and so its own remote server and socket): the client sends
 ``CMUX_TEST_HOME`` (``SetEnv``) and sshd's ``ForceCommand`` runs the requested command with
 ``HOME`` set to it, since sshd itself never takes ``HOME`` from a client. The remote cmux is
 this checkout's ``.venv``, linked where ``cmux machine install`` would put it.
+
+The remote servers the machines start (``cmux bridge`` starts one when none answers) live
+on after their links end, as they would on a real machine: :meth:`Sshd.stop_remote` stops
+every one of them under the harness's homes, and :meth:`Sshd.stop` does that first. Tests
+that only need ``ssh`` to reach this user use :func:`running_sshd` and
+:meth:`Sshd.ssh_args`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from cmux_core.client import Client
+from cmux_core.errors import CmuxError
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 VENV = Path(sys.executable).parent.parent
@@ -66,13 +77,71 @@ class Sshd:
         runtime = home / "run" / "cmux"
         return runtime / "sessions" / f"{session}.sock" if session else runtime / "cmux.sock"
 
+    def ssh_args(self) -> list[str]:
+        """``ssh`` options that reach this server as this user (with this user's real
+        ``HOME``), reading no user config and never prompting."""
+        return ["-p", str(self.port), "-i", str(self.identity), "-F", "/dev/null",
+                "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+                "-o", f"UserKnownHostsFile={self.known_hosts}", "-o", "LogLevel=ERROR"]
+
+    def remote_sockets(self, home: Path | None = None) -> list[Path]:
+        """The server sockets (default and sessions') under ``home``, or every home."""
+        pattern = "run/cmux/**/*.sock" if home else "*/run/cmux/**/*.sock"
+        return sorted((home or self.root / "homes").glob(pattern))
+
+    def stop_remote(self, home: Path | None = None, timeout: float = 10.0) -> None:
+        """Stop the remote servers running under ``home`` (default: every home):
+        ``server.stop`` through each socket, then SIGTERM and at last SIGKILL for a server
+        process that is still running (or never answered); returns when those are gone.
+        A link still up starts a new server on its next connection, so stop the local
+        servers first when nothing may be left behind."""
+        running = self.remote_servers(home)
+        for sock in self.remote_sockets(home):
+            with contextlib.suppress(ConnectionError, OSError, CmuxError), \
+                    Client(sock, timeout=timeout) as c:
+                c.call("server.stop")
+        for sent in (None, signal.SIGTERM, signal.SIGKILL):
+            running = [pid for pid in self.remote_servers(home) if pid in running]
+            for pid in running if sent else []:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sent)
+            deadline = time.monotonic() + timeout
+            while running and time.monotonic() < deadline:
+                time.sleep(0.05)
+                running = [pid for pid in self.remote_servers(home) if pid in running]
+            if not running:
+                return
+        raise RuntimeError(f"remote servers {running} do not stop")
+
+    def remote_servers(self, home: Path | None = None) -> list[int]:
+        """The pids of this user's ``cmux serve`` processes whose command line names a path
+        under ``home`` (default: under any home)."""
+        where = f"{home or self.root / 'homes'}/".encode()
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if entry.stat().st_uid != os.getuid():
+                    continue
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"serve" in argv and any(a.startswith(where) for a in argv):
+                found.append(int(entry.name))
+        return found
+
     def stop(self) -> None:
-        self.process.terminate()
+        """Stop the remote servers, then sshd."""
         try:
-            self.process.wait(5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+            self.stop_remote()
+        finally:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
 
 
 def _free_port() -> int:
@@ -87,12 +156,17 @@ def _keygen(path: Path) -> None:
                    check=True)
 
 
-def start_sshd() -> Sshd:
-    """Start sshd; raises RuntimeError when it is not installed or does not start."""
+def start_sshd(root: Path | None = None, config: str = "") -> Sshd:
+    """Start sshd with its files in ``root`` (made, or a new temporary directory) and the
+    lines of ``config`` added to its configuration; raises RuntimeError when it is not
+    installed or does not start."""
     if not os.access(SSHD, os.X_OK):
         raise RuntimeError("OpenSSH sshd is not installed (make test installs "
                            "openssh-server)")
-    root = Path(tempfile.mkdtemp(prefix="cmux-ssh-", dir=tempfile.gettempdir()))
+    if root is None:
+        root = Path(tempfile.mkdtemp(prefix="cmux-ssh-", dir=tempfile.gettempdir()))
+    else:
+        root.mkdir(mode=0o700, parents=True)
     _keygen(root / "host_key")
     _keygen(root / "client_key")
     shutil.copy(root / "client_key.pub", root / "authorized_keys")
@@ -108,7 +182,7 @@ def start_sshd() -> Sshd:
         "StrictModes no\nUsePAM no\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
         "AcceptEnv CMUX_TEST_HOME XDG_*\nMaxSessions 100\nMaxStartups 100:30:200\n"
-        f"ForceCommand {login}\nLogLevel ERROR\n")
+        f"ForceCommand {login}\nLogLevel ERROR\n{config}")
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     log = open(root / "sshd.log", "wb")  # noqa: SIM115 - the server's own stream
@@ -129,11 +203,28 @@ def start_sshd() -> Sshd:
             time.sleep(0.02)
 
 
+def _skip_without_openssh() -> None:
+    if not os.access(SSHD, os.X_OK) or shutil.which("ssh") is None:
+        pytest.skip("OpenSSH's sshd and ssh are not installed (make test installs "
+                    "openssh-server)")
+
+
+@contextlib.contextmanager
+def running_sshd(directory: Path) -> Iterator[Sshd]:
+    """An sshd with its files in ``directory/sshd`` until the block ends (skips the test
+    when OpenSSH is not installed); the remote servers it started are stopped with it."""
+    _skip_without_openssh()
+    server = start_sshd(directory / "sshd")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="session")
 def sshd() -> Iterator[Sshd]:
     """The shared sshd; the fleet tests skip when it is not installed."""
-    if not os.access(SSHD, os.X_OK):
-        pytest.skip("OpenSSH sshd is not installed (make test installs openssh-server)")
+    _skip_without_openssh()
     server = start_sshd()
     try:
         yield server

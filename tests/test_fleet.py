@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import Api
-from fleet_sshd import Sshd, sshd  # noqa: F401 - the session fixture
+from fleet_sshd import Sshd, sshd, start_sshd  # noqa: F401 - the session fixture
 from pty_terminal import Terminal
 
 from cmux_core.client import Client
@@ -59,14 +59,6 @@ class FleetRig:
                               env=env, timeout=60)
 
 
-def _stop_remote(sock: Path) -> None:
-    try:
-        with Client(sock, timeout=10) as c:
-            c.call("server.stop")
-    except (ConnectionError, OSError, CmuxError):
-        pass
-
-
 @pytest.fixture(scope="module")
 def rig(sshd: Sshd) -> Iterator[FleetRig]:  # noqa: F811
     local = start_server()
@@ -80,8 +72,7 @@ def rig(sshd: Sshd) -> Iterator[FleetRig]:  # noqa: F811
         yield fleet
     finally:
         local.stop()
-        for name, home in homes.items():
-            _stop_remote(sshd.remote_socket(home, "alt" if name == "m10" else None))
+        sshd.stop_remote()
 
 
 def test_machines_are_saved_validated_and_listed(rig: FleetRig) -> None:
@@ -109,6 +100,37 @@ def test_machines_are_saved_validated_and_listed(rig: FleetRig) -> None:
     with pytest.raises(CmuxError) as err:
         rig.call("machine.status", {"machine": "nope"})
     assert err.value.code == "machine_not_found"
+
+
+def test_calls_go_over_the_forwarded_socket_in_the_private_directory(rig: FleetRig
+                                                                     ) -> None:
+    control = rig.local.socket_path.parent / f"{rig.local.socket_path.name}.fleet"
+    assert control.stat().st_mode & 0o777 == 0o700
+    for name in MACHINES:
+        assert rig.state(name)["transport"] == "forward", name
+        forwarded = control / f"{name}.sock"
+        assert forwarded.is_socket() and forwarded.stat().st_mode & 0o077 == 0
+    assert rig.call("pane.get", {"pane_id": "m1/w1:p1"})["pane"]["pane_id"] == "m1/w1:p1"
+
+
+def test_a_sshd_without_forwarding_falls_back_to_the_bridge(rig: FleetRig) -> None:
+    strict = start_sshd(rig.sshd.root / "strict", config="AllowStreamLocalForwarding no\n")
+    try:
+        home = strict.home("strict")
+        rig.add("strict", home, ssh_options=strict.options(home))
+        assert rig.wait_state("strict", "connected")["transport"] == "bridge"
+        assert rig.call("pane.get", {"pane_id": "strict/w1:p1"})["machine"] == "strict"
+        merged = rig.call("agent.list", {"machines": ["strict", "m1"]})
+        assert merged["unreachable"] == []
+        found = rig.call("pane.wait_for_output", {
+            "pane_id": "strict/w1:p1", "match": {"type": "regex", "value": "."},
+            "source": "recent", "timeout_ms": 20000})
+        assert found["machine"] == "strict"
+        control = rig.local.socket_path.parent / f"{rig.local.socket_path.name}.fleet"
+        assert not (control / "strict.sock").exists()
+    finally:
+        rig.call("machine.remove", {"machine": "strict"})
+        strict.stop()
 
 
 def test_qualified_ids_reach_each_machine(rig: FleetRig) -> None:
@@ -166,6 +188,70 @@ def test_events_from_machines_carry_their_name(rig: FleetRig) -> None:
                                        "agent": "claude", "state": "working"})
         event = _next_event(c)
         assert event["data"]["machine"] == "local" and event["data"]["pane_id"] == "w1:p1"
+
+
+def test_machine_state_events_follow_a_cut_link_and_the_book(rig: FleetRig) -> None:
+    with Client(rig.local.socket_path, timeout=60) as c:
+        c.call("events.subscribe", {"subscriptions": [{"type": "machine.state_changed"},
+                                                      {"type": "machine.removed"}]})
+        os.kill(rig.state("m5")["master_pid"], signal.SIGKILL)
+        seen = _machine_events(c, "m5", until="connected")
+        first = seen[0]
+        assert first["event"] == "machine_state_changed"
+        assert first["data"]["state"] == "offline" and first["data"]["previous"] == "connected"
+        assert first["data"]["reason"] and "ssh_error" in first["data"]
+        assert [e["data"]["state"] for e in seen][-2:] == ["connecting", "connected"]
+        assert seen[-1]["data"]["connects"] == first["data"]["connects"] + 1
+
+        rig.add("passing", rig.homes["m5"])
+        seen = _machine_events(c, "passing", until="connected")
+        assert seen[0]["data"]["state"] == "connecting"
+        assert seen[0]["data"]["previous"] is None
+        rig.call("machine.disable", {"machine": "passing"})
+        gone = _machine_events(c, "passing", until="offline")[-1]["data"]
+        assert gone["reason"] == "disabled" and gone["previous"] == "connected"
+        rig.call("machine.remove", {"machine": "passing"})
+        removed = _machine_events(c, "passing", until="removed")[-1]
+        assert removed == {"event": "machine_removed", "data": {
+            "type": "machine_removed", "machine": "passing", "new_name": None}}
+
+
+def test_a_merged_stream_follows_a_machine_across_a_cut_link(rig: FleetRig) -> None:
+    with Client(rig.local.socket_path, timeout=60) as c:
+        c.call("events.subscribe", {"machines": "all", "subscriptions": [
+            {"type": "pane.agent_status_changed"}]})
+        os.kill(rig.state("m7")["master_pid"], signal.SIGKILL)
+        assert _next_event(c) == {"event": "machine.link_closed", "data": {"machine": "m7"}}
+        assert _next_event(c) == {"event": "machine.link_restored",
+                                  "data": {"machine": "m7"}}
+        assert rig.state("m7")["state"] == "connected"
+        for state in ("blocked", "idle"):
+            rig.call("pane.report_agent", {"pane_id": "m7/w1:p1", "source": "test",
+                                           "agent": "claude", "state": state})
+            event = _next_event(c)
+            assert event["data"]["machine"] == "m7", event
+            assert event["data"]["pane_id"] == "m7/w1:p1"
+            assert event["data"]["agent_status"] == state
+        # Another machine's stream was never cut: it goes on as it was.
+        new = rig.call("pane.split", {"pane_id": "m1/w1:p1"})["pane"]["pane_id"]
+        rig.call("pane.report_agent", {"pane_id": new, "source": "test",
+                                       "agent": "claude", "state": "blocked"})
+        event = _next_event(c)
+        assert event["data"]["machine"] == "m1" and event["data"]["pane_id"] == new
+
+
+def _machine_events(c: Client, name: str, until: str) -> list[dict[str, Any]]:
+    """The machine events about ``name`` up to the first in state ``until`` (``removed``:
+    up to its removal)."""
+    seen = []
+    while True:
+        event = _next_event(c)
+        if event["data"].get("machine") != name:
+            continue
+        seen.append(event)
+        if event["event"] == "machine_removed" if until == "removed" else \
+                event["data"].get("state") == until:
+            return seen
 
 
 def _next_event(c: Client) -> dict[str, Any]:
@@ -237,6 +323,38 @@ def test_agents_watch_shows_every_machine_live(rig: FleetRig) -> None:
                                            "agent": "claude", "state": next(states)})
             for _ in range(10):
                 term.pump()
+        # Grouped per machine, each with its state; one that is down says so and why,
+        # and the board follows the fleet's own events as machines come and go.
+        assert term.shows("m6 · connected") and term.shows("local · local")
+        rig.add("down", rig.homes["m1"], ssh_options={**rig.sshd.options(rig.homes["m1"]),
+                                                       "Port": "1"})
+        term.until(lambda: term.shows("down · offline ("))
+        rig.call("machine.remove", {"machine": "down"})
+        term.until(lambda: not term.shows("down ·"))
+        term.type(b"q")
+        assert term.exited() == 0
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
+
+
+def test_ui_groups_machines_and_shows_a_remote_pane_through_the_link(rig: FleetRig) -> None:
+    rig.call("pane.report_agent", {"pane_id": "m9/w1:p1", "source": "test",
+                                   "agent": "claude", "state": "blocked"})
+    rig.call("pane.send_text", {"pane_id": "m9/w1:p1", "text": "echo far-$((20+3))\n"})
+    term = Terminal(rig.local, "ui", "--machines", "m9", kitty=False, size=(30, 120),
+                    cell=(0, 0))
+    try:
+        term.until(lambda: term.shows("m9 · connected · 1 agent") and term.shows("far-23"))
+        term.type(b"i")
+        term.until(lambda: term.shows("returns to the sidebar"))
+        term.type(b"echo typed-$((5*5))\r")
+        wait_until(lambda: "typed-25" in rig.call(
+            "pane.read", {"pane_id": "m9/w1:p1"})["read"]["text"], 30,
+            message="typed text in the remote pane")
+        term.until(lambda: term.shows("typed-25"))
+        term.type(b"\x1c")
+        term.until(lambda: term.shows("q quit"))
         term.type(b"q")
         assert term.exited() == 0
     finally:
@@ -258,7 +376,7 @@ def test_cut_links_reconnect_and_never_hang(rig: FleetRig) -> None:
     assert back["connects"] == before["connects"] + 1
     assert back["master_pid"] != before["master_pid"]
 
-    _stop_remote(rig.sshd.remote_socket(rig.homes["m3"]))
+    rig.sshd.stop_remote(rig.homes["m3"])
     wait_until(lambda: rig.state("m3")["connects"] > 1 and rig.state("m3")["state"]
                == "connected", 60, interval=0.05, message="m3 back with a new server")
     assert [p["pane_id"] for p in rig.call("pane.list", {"workspace_id": "m3/w1"})["panes"]
@@ -317,4 +435,10 @@ def test_failure_states_say_why(rig: FleetRig, tmp_path: Path) -> None:
     assert "Permission denied" in state["ssh_error"]
     for name in ("bare", "gone", "denied"):
         rig.call("machine.remove", {"machine": name})
+    # The server the install's link started on "bare" outlives the link, as on a real
+    # machine; the harness stops it, and nothing of it is left.
+    assert rig.sshd.remote_sockets(bare)
+    rig.sshd.stop_remote(bare)
+    assert not rig.sshd.remote_sockets(bare)
+    assert not rig.sshd.remote_servers(bare)
     assert [m["name"] for m in rig.call("machine.list")["machines"]] == MACHINES

@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from local_sshd import running_sshd
+from fleet_sshd import running_sshd
 
 from cmux_core.errors import CmuxError
 from cmux_core.fleet.install import CommandRunner, InstallReport, compatible, install, probe

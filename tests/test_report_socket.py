@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import Api
-from local_sshd import Sshd, running_sshd
+from fleet_sshd import Sshd, running_sshd
 
 from cmux_core.testing import ServerProcess, wait_until
 

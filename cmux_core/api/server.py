@@ -285,7 +285,7 @@ class Connection:
                 await sub.ready()
                 while sub.queue and not sub.overflowed:
                     event = sub.queue.popleft()
-                    data = event.data if sub.tag is None else {**event.data, **sub.tag}
+                    data = event.data if sub.tag is None else {**sub.tag, **event.data}
                     self.send(encode_event(event.kind, data))
                     if transport.get_write_buffer_size() > high:
                         await self._drain_unless_overflow(sub)

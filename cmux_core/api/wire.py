@@ -26,6 +26,7 @@ from cmux_core.agents.record import AgentRecord
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.agents.views import VIEW_CHANGED, AgentViewChanged, inactive
 from cmux_core.events import Event
+from cmux_core.fleet.events import MachineRemoved, MachineStateChanged
 from cmux_core.model import arrange, layout
 from cmux_core.model.events import (
     LayoutUpdated,
@@ -511,4 +512,6 @@ def project(mux: Mux, agents: AgentTracker, event: Event) -> Wire:
                     "manifests": event.registry.infos()}
         case PluginLoaded() | PluginUnloaded() | PluginError():
             return plugin_event(event)
+        case MachineStateChanged() | MachineRemoved():
+            return event.to_wire()
     raise TypeError(f"{type(event).__name__} has no wire form")

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from cmux_core.cli.common import AddCommon
+from cmux_core.cli.fleet_view import MACHINE_EVENTS, machine_groups, machine_heading, shown_machines
 from cmux_core.client import AsyncClient, Client
 from cmux_core.config import socket_path
 from cmux_core.errors import CmuxError
@@ -161,6 +162,9 @@ class Board:
     workspaces: Mapping[str, str] = field(default_factory=dict)
     tabs: Mapping[str, str] = field(default_factory=dict)
     multi_tab: frozenset[str] = frozenset()
+    machines: list[Mapping[str, Any]] | None = None
+    """With ``--machines``: each machine shown (``name``, ``state``, ``reason``), this one
+    (``local``) first; the rows are then drawn grouped by machine."""
 
 
 Machines = str | list[str] | None
@@ -171,19 +175,25 @@ def fetch_board(client: Client, view: bool | str, machines: Machines = None) -> 
     """Fetch a :class:`Board` through ``view`` (see ``agent.list``), merged from
     ``machines`` when given."""
     more = {} if machines is None else {"machines": machines}
-    return _board(client.call("agent.list", {"view": view, **more}),
-                  client.call("agent.list", more),
-                  client.call("agent.view.get", _view_owner(view)),
-                  client.call("workspace.list"), client.call("tab.list"))
+    board = _board(client.call("agent.list", {"view": view, **more}),
+                   client.call("agent.list", more),
+                   client.call("agent.view.get", _view_owner(view)),
+                   client.call("workspace.list"), client.call("tab.list"))
+    if machines is not None:
+        board.machines = shown_machines(machines, client.call("machine.list"))
+    return board
 
 
 async def fetch_board_async(client: AsyncClient, view: bool | str,
                             machines: Machines = None) -> Board:
     more = {} if machines is None else {"machines": machines}
-    return _board(await client.call("agent.list", {"view": view, **more}),
-                  await client.call("agent.list", more),
-                  await client.call("agent.view.get", _view_owner(view)),
-                  await client.call("workspace.list"), await client.call("tab.list"))
+    board = _board(await client.call("agent.list", {"view": view, **more}),
+                   await client.call("agent.list", more),
+                   await client.call("agent.view.get", _view_owner(view)),
+                   await client.call("workspace.list"), await client.call("tab.list"))
+    if machines is not None:
+        board.machines = shown_machines(machines, await client.call("machine.list"))
+    return board
 
 
 def _view_owner(view: bool | str) -> dict[str, Any]:
@@ -379,21 +389,34 @@ def render_rows(board: Board, columns: list[Column], *, width: int, now: float, 
     laid = _layout(columns, width)
     heading = " " + "  ".join(fit(col.heading, w, right=col.right) for col, w in laid)
     lines = [_paint(fit(heading, width), STYLE["heading"] if color else "", color)]
-    for row in board.rows:
-        cells = []
-        for col, w in laid:
-            text, style = col.cell(row, board, now, frame)
-            cells.append(_paint(fit(text, w, right=col.right), style, color))
-        marker = "▸" if row.get("focused") else " "
-        line = _paint(marker, STYLE["focus"], color) + "  ".join(cells)
-        used = 1 + sum(w for _, w in laid) + 2 * (len(laid) - 1)
-        line += " " * max(0, width - used)
-        if color and selected is not None and row_key(row) == selected:
-            line = f"\x1b[{STYLE['selected']}m" + line.replace(RESET, RESET + "\x1b["
-                                                                  + STYLE["selected"] + "m")
-            line += RESET
-        lines.append(line)
+    if board.machines is None:
+        return lines + [_row_line(row, board, laid, width, now, frame, color, selected)
+                        for row in board.rows]
+    for machine, rows in machine_groups(board.rows, board.machines):
+        up = machine.get("state") in ("connected", "local")
+        lines.append(_paint(fit(" " + machine_heading(machine, len(rows)), width),
+                            STYLE["bold" if up else "blocked"], color))
+        lines += [_row_line(row, board, laid, width, now, frame, color, selected)
+                  for row in rows]
     return lines
+
+
+def _row_line(row: Row, board: Board, laid: list[tuple[Column, int]], width: int,
+              now: float, frame: int, color: bool, selected: str | None) -> str:
+    """One agent's line, exactly ``width`` cells wide."""
+    cells = []
+    for col, w in laid:
+        text, style = col.cell(row, board, now, frame)
+        cells.append(_paint(fit(text, w, right=col.right), style, color))
+    marker = "▸" if row.get("focused") else " "
+    line = _paint(marker, STYLE["focus"], color) + "  ".join(cells)
+    used = 1 + sum(w for _, w in laid) + 2 * (len(laid) - 1)
+    line += " " * max(0, width - used)
+    if color and selected is not None and row_key(row) == selected:
+        line = f"\x1b[{STYLE['selected']}m" + line.replace(RESET, RESET + "\x1b["
+                                                              + STYLE["selected"] + "m")
+        line += RESET
+    return line
 
 
 def summary(rows: Sequence[Row], color: bool, frame: int = 0, *, compact: bool = False
@@ -620,7 +643,9 @@ class Sidebar:
     async def _follow_events(self) -> None:
         events = AsyncClient(self.path, timeout=None)
         try:
-            for kinds in ((*WATCH_EVENTS, VIEW_EVENT), WATCH_EVENTS):
+            machine = MACHINE_EVENTS if self.machines is not None else ()
+            for kinds in ((*WATCH_EVENTS, VIEW_EVENT, *machine), (*WATCH_EVENTS, VIEW_EVENT),
+                          WATCH_EVENTS):
                 try:
                     async for _event in events.events(list(kinds), self.machines):
                         self.stale = True

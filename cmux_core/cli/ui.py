@@ -49,7 +49,9 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from cmux_core.cli import kitty
 from cmux_core.cli.common import AddCommon
+from cmux_core.cli.fleet_view import MACHINE_EVENTS, machine_groups, machine_heading, shown_machines
 from cmux_core.cli.outer_terminal import EndSignals, TerminalOutput, signal_status
+from cmux_core.cli.sidebar import Machines
 from cmux_core.cli.ui_pane import (
     Fragments,
     PanePreview,
@@ -113,10 +115,28 @@ def _fit(text: str, width: int) -> str:
 
 
 def sidebar_lines(rows: list[Row], width: int, *, now: float, frame: int,
-                  selected: str | None) -> StyleAndTextTuples:
+                  selected: str | None, machines: list[Mapping[str, Any]] | None = None
+                  ) -> StyleAndTextTuples:
     """One line per agent: status glyph, name (else pane id), agent, time in state; the
-    selected one highlighted."""
+    selected one highlighted. With ``machines`` (``--machines``), the agents are grouped
+    under a line per machine that gives its state."""
     out: StyleAndTextTuples = [("bold", _fit(f" agents ({len(rows)})", width)), ("", "\n")]
+    if machines is None:
+        out += _agent_lines(rows, width, now, frame, selected)
+    else:
+        for machine, group in machine_groups(rows, machines):
+            up = machine.get("state") in ("connected", "local")
+            out += [("underline" if up else "fg:ansired bold",
+                     _fit(" " + machine_heading(machine, len(group)), width)), ("", "\n")]
+            out += _agent_lines(group, width, now, frame, selected)
+    if not rows:
+        out.append(("fg:ansibrightblack", " no agents in this view yet"))
+    return out
+
+
+def _agent_lines(rows: list[Row], width: int, now: float, frame: int, selected: str | None
+                 ) -> StyleAndTextTuples:
+    out: StyleAndTextTuples = []
     name_width = max(4, width - 20)
     for row in rows:
         status = str(row.get("agent_status", "unknown"))
@@ -130,8 +150,6 @@ def sidebar_lines(rows: list[Row], width: int, *, now: float, frame: int,
                 (back, " " + _fit(name, name_width) + " "),
                 (f"{back} fg:ansibrightblack", _fit(agent, 10)),
                 (back, f"{shown:>6} "), ("", "\n")]
-    if not rows:
-        out.append(("fg:ansibrightblack", " no agents in this view yet"))
     return out
 
 
@@ -151,17 +169,21 @@ class Ui:
     def __init__(self, path: str, view: bool | str, params: dict[str, Any] | None, *,
                  sidebar_width: int = SIDEBAR_WIDTH,
                  cell: tuple[int, int] | None = None, files: bool = False,
-                 signals: EndSignals | None = None) -> None:
+                 signals: EndSignals | None = None, machines: Machines = None) -> None:
         """``cell``: the terminal's cell size in pixels when it draws kitty graphics (the
         shown pane's layers are then drawn over it); None: no graphics. ``files``: the
         terminal loads images from files. ``signals``: the ending signals installed around
-        the ui; one received ends it."""
+        the ui; one received ends it. ``machines``: the ``machines`` of ``agent.list`` (the
+        agents of those machines, grouped by machine with each one's state); None: this
+        machine's alone."""
         from prompt_toolkit.application import Application  # see the module docstring
 
         self.path = path
         self.view = view
         self.params = params
         self.sidebar_width = sidebar_width
+        self.machines = machines
+        self.shown_machines: list[Mapping[str, Any]] | None = None
         self.rows: list[Row] = []
         self.rows_version = 0
         self.selected: str | None = None
@@ -225,7 +247,8 @@ class Ui:
         if key != self._sidebar_key:
             self._sidebar_key = key
             self._sidebar_lines = sidebar_lines(self.rows, self.sidebar_width, now=now,
-                                                frame=frame, selected=self.selected)
+                                                frame=frame, selected=self.selected,
+                                                machines=self.shown_machines)
         return self._sidebar_lines
 
     def _pane_heading(self) -> StyleAndTextTuples:
@@ -533,7 +556,11 @@ class Ui:
             await self.stale.wait()
             self.stale.clear()
             try:
-                listed = await self.requests.call("agent.list", {"view": self.view})
+                more = {} if self.machines is None else {"machines": self.machines}
+                listed = await self.requests.call("agent.list", {"view": self.view, **more})
+                if self.machines is not None:
+                    self.shown_machines = shown_machines(
+                        self.machines, await self.requests.call("machine.list"))
                 self.rows = list(listed.get("agents", []))
                 self.rows_version += 1
             except (ConnectionError, OSError, TimeoutError):
@@ -565,7 +592,8 @@ class Ui:
     async def _follow_events(self) -> None:
         events = AsyncClient(self.path, timeout=None)
         try:
-            async for _event in events.events(list(WATCH_EVENTS)):
+            kinds = [*WATCH_EVENTS, *(MACHINE_EVENTS if self.machines is not None else ())]
+            async for _event in events.events(kinds, self.machines):
                 self.stale.set()
         except (ConnectionError, OSError):
             self._gone()
@@ -613,6 +641,13 @@ class TerminalText:
         return True
 
 
+def machines_param(text: str | None) -> Machines:
+    """``--machines``: None (this machine), ``"all"`` or the names given."""
+    if not text:
+        return None
+    return "all" if text == "all" else text.split(",")
+
+
 def cmd_ui(args: argparse.Namespace) -> int:
     from prompt_toolkit.application import create_app_session  # see the module docstring
     from prompt_toolkit.output.vt100 import Vt100_Output
@@ -638,7 +673,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
         with create_app_session(output=output):
             ui = Ui(path, view, params, sidebar_width=args.sidebar_width,
                     cell=found.cell if found.graphics else None, files=found.files,
-                    signals=signals)
+                    signals=signals, machines=machines_param(args.machines))
             try:
                 code = asyncio.run(ui.run())
             except EOFError:  # the terminal closed under the ui
@@ -666,6 +701,10 @@ def add_ui_command(sub: Any, add_common: AddCommon) -> None:
                         "defaults to cli), e.g. "
                         "'{\"filter\": {\"op\": \"eq\", \"field\": \"agent\", "
                         "\"value\": \"claude\"}}'")
+    p.add_argument("--machines", metavar="all|NAME,...",
+                   help="also the agents of these saved machines (local for this one), or "
+                        "all: every enabled machine and this; grouped by machine, with each "
+                        "machine's state")
     p.add_argument("--sidebar-width", type=int, default=SIDEBAR_WIDTH, metavar="CELLS",
                    help=f"width of the sidebar (default {SIDEBAR_WIDTH})")
     p.set_defaults(func=cmd_ui)

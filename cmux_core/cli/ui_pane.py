@@ -182,10 +182,13 @@ class PanePreview:
             self.graphics.reset()
         if pane_id is None:
             return
-        client = Client(self.path, timeout=10)
+        # A machine-qualified pane (box/w1:p2) is attached through that machine's relay.
+        machine, sep, local_id = pane_id.partition("/")
+        client = Client(self.path, timeout=10, machine=machine if sep else None)
         try:
-            client.call("pane.attach", {"pane_id": pane_id, "columns": columns,
-                                        "lines": lines, "frames": "rows"})
+            client.call("pane.attach", {"pane_id": local_id if sep else pane_id,
+                                        "columns": columns, "lines": lines,
+                                        "frames": "rows"})
         except CmuxError as exc:
             client.close()
             self.ended = exc.message

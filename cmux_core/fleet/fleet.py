@@ -4,12 +4,16 @@ enabled one, kept connected while the server runs."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from cmux_core.errors import CmuxError, InvalidParams, NotFound
+from cmux_core.events import Event
+from cmux_core.fleet.events import MachineRemoved, MachineStateChanged
 from cmux_core.fleet.install import CommandRunner, install
 from cmux_core.fleet.link import Channel, Link, LinkState, private_control_dir, ssh_argv
 from cmux_core.fleet.machines import LOCAL, Machine, MachineBook, check_name, make_machine
@@ -17,15 +21,23 @@ from cmux_core.fleet.machines import LOCAL, Machine, MachineBook, check_name, ma
 
 class Fleet:
     """Owns the links; :meth:`start` and :meth:`stop` on the server's loop. Every change to
-    the book is written to its file before the links follow it."""
+    the book is written to its file before the links follow it. ``publish`` gets a
+    :class:`~cmux_core.fleet.events.MachineStateChanged` for every change of a link's state
+    or reason (a machine added or enabled starts ``connecting``, a disabled one goes
+    ``offline``) and a :class:`~cmux_core.fleet.events.MachineRemoved` when a machine is
+    removed or renamed."""
 
-    def __init__(self, book: MachineBook, control_dir: Path, local_protocol: int) -> None:
+    def __init__(self, book: MachineBook, control_dir: Path, local_protocol: int,
+                 publish: Callable[[Event], None] = lambda event: None) -> None:
         self.book = book
         self.control_dir = control_dir
         self.local_protocol = local_protocol
+        self._publish = publish
         self._links: dict[str, Link] = {}
         self._started = False
         self._stopping: set[asyncio.Task[None]] = set()
+        self._changed = asyncio.Event()
+        """Set (and replaced) at each change of any link's state."""
 
     async def start(self) -> None:
         """Read the book and connect every enabled machine (in the background: returns at
@@ -48,14 +60,52 @@ class Fleet:
     def _follow(self, machine: Machine | None, old: str | None = None) -> None:
         """Start, restart or stop the link of ``old`` (or ``machine.name``) to match."""
         gone = self._links.pop(old or (machine.name if machine else ""), None)
+        was: LinkState | None = None
+        connects = 0
         if gone is not None:
+            was, connects = gone.status.state, gone.status.connects
             task = asyncio.get_running_loop().create_task(gone.stop())
             self._stopping.add(task)
             task.add_done_callback(self._stopping.discard)
-        if machine is not None and machine.enabled and self._started:
+        if not self._started:
+            return
+        if machine is None or (old is not None and old != machine.name):
+            self._publish(MachineRemoved(str(old), machine.name if machine else None))
+            was = None
+        if machine is None:
+            return
+        if machine.enabled:
             link = self._links[machine.name] = Link(machine, self.control_dir,
-                                                    self.local_protocol)
+                                                    self.local_protocol, self._link_changed)
+            self._link_changed(link, was)
             link.start()
+        elif was is not None:
+            self._publish(MachineStateChanged(machine.name, LinkState.OFFLINE.value,
+                                              was.value, "disabled", "", connects,
+                                              time.time()))
+        self._changed_now()
+
+    def _link_changed(self, link: Link, previous: LinkState | None) -> None:
+        st = link.status
+        self._publish(MachineStateChanged(
+            link.name, st.state.value, previous.value if previous else None, st.reason,
+            st.ssh_error, st.connects, st.since))
+        self._changed_now()
+
+    def _changed_now(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def changed(self, timeout: float | None = None) -> None:
+        """Wait until a machine's state changes (or it is added, removed, renamed, enabled
+        or disabled), or ``timeout`` seconds pass."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout)
+
+    def connected(self, name: str) -> bool:
+        """Whether machine ``name`` is saved, enabled and connected now."""
+        link = self._links.get(name)
+        return link is not None and link.status.state == LinkState.CONNECTED
 
     # -- the book ------------------------------------------------------------------------
 
@@ -137,7 +187,7 @@ class Fleet:
         st = link.status
         row.update(state=st.state.value, reason=st.reason, ssh_error=st.ssh_error,
                    version=st.version, protocol=st.protocol, since=st.since,
-                   connects=st.connects, master_pid=st.master_pid)
+                   connects=st.connects, master_pid=st.master_pid, transport=st.transport)
         return row
 
     async def check(self, name: str, timeout: float) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cmux_core.errors import CmuxError
+from cmux_core.fleet.forward import open_forward
 from cmux_core.fleet.machines import Machine
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,9 @@ class LinkStatus:
     master_pid: int | None = None
     connects: int = 0
     """How many times the link came up."""
+    transport: str | None = None
+    """How calls reach the remote server while connected: ``forward`` (its socket forwarded
+    over the master, see :mod:`.forward`) or ``bridge`` (``cmux bridge`` sessions)."""
 
 
 def remote_command(machine: Machine) -> str:
@@ -73,15 +77,21 @@ def remote_command(machine: Machine) -> str:
             f'{{ echo "{MISSING_MARK}" >&2; exit 127; }}; exec "$c" {bridge}')
 
 
-def ssh_argv(machine: Machine, control: Path, *, master: bool) -> list[str]:
+def ssh_argv(machine: Machine, control: Path, *, master: bool,
+             only_through_master: bool = False) -> list[str]:
     """``ssh`` and its options for ``machine``; the user's own config is read as usual and
-    the machine's options come after ours, so only the control options cannot be changed."""
+    the machine's options come after ours, so only the control options cannot be changed.
+    Without ``master``, ssh uses the master when it is up and else connects by itself,
+    unless ``only_through_master``: then a proxy that fails at once stands in for that
+    connection of its own (the options given first win, and ours come first)."""
     argv = ["ssh", "-S", str(control), "-o", "BatchMode=yes", "-T"]
     if master:
         argv += ["-M", "-o", "ControlPersist=no", "-o", f"ServerAliveInterval={KEEPALIVE_S}",
                  "-o", "ServerAliveCountMax=3", "-o", "ConnectTimeout=10"]
     else:
         argv += ["-o", "ControlMaster=no"]
+        if only_through_master:
+            argv += ["-o", "ProxyCommand=false"]
     if machine.accept_new:
         argv += ["-o", "StrictHostKeyChecking=accept-new"]
     for key, value in machine.ssh_options:
@@ -106,15 +116,21 @@ def classify_failure(returncode: int | None, stderr_lines: list[str]) -> tuple[L
 
 
 class Channel:
-    """One ssh session over the master running its own ``cmux bridge``: a connection to the
-    remote server. The opener owns it and must :meth:`close` it."""
+    """A connection of its own to the remote server: a connection to the forwarded socket,
+    or an ssh session over the master running its own ``cmux bridge`` (``proc``). The
+    opener owns it and must :meth:`close` it."""
 
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 proc: asyncio.subprocess.Process | None = None) -> None:
         self.proc = proc
-        assert proc.stdout is not None and proc.stdin is not None
-        self.reader: asyncio.StreamReader = proc.stdout
-        self.writer: asyncio.StreamWriter = proc.stdin
+        self.reader = reader
+        self.writer = writer
         self._ids = itertools.count(1)
+
+    @classmethod
+    def of_process(cls, proc: asyncio.subprocess.Process) -> Channel:
+        assert proc.stdout is not None and proc.stdin is not None
+        return cls(proc.stdout, proc.stdin, proc)
 
     async def request(self, method: str, params: dict[str, Any],
                       timeout: float | None) -> dict[str, Any]:
@@ -139,6 +155,11 @@ class Channel:
             raise CmuxError("machine_offline", "the machine's link closed") from None
 
     async def close(self) -> None:
+        if self.proc is None:
+            self.writer.close()
+            with contextlib.suppress(OSError):
+                await self.writer.wait_closed()
+            return
         with contextlib.suppress(ProcessLookupError):
             self.proc.kill()
         await self.proc.wait()
@@ -150,14 +171,21 @@ class Link:
     whose authentication failed is retried too, at the longest pause)."""
 
     def __init__(self, machine: Machine, control_dir: Path, local_protocol: int,
-                 on_change: Callable[[Link], None] = lambda link: None) -> None:
+                 on_change: Callable[[Link, LinkState], None] = lambda link, was: None
+                 ) -> None:
         self.machine = machine
         self.control = control_dir / machine.name
+        self.forwarded = control_dir / f"{machine.name}.sock"
+        """Where the remote server's socket is forwarded to, when the sshd allows it."""
         self.local_protocol = local_protocol
         self.status = LinkStatus(since=time.time())
         self._on_change = on_change
         self._proc: asyncio.subprocess.Process | None = None
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._direct: asyncio.StreamWriter | None = None
+        """The connection to the forwarded socket that carries the shared calls, if any."""
+        self._direct_ids: set[int] = set()
+        self._direct_task: asyncio.Task[None] | None = None
         self._ids = itertools.count(1)
         self._task: asyncio.Task[None] | None = None
         self._retry_now = asyncio.Event()
@@ -173,7 +201,9 @@ class Link:
                 self._run(), name=f"cmux-fleet-{self.name}")
 
     async def stop(self) -> None:
-        """End the master (remote servers keep running) and the reconnect loop."""
+        """End the master (remote servers keep running) and the reconnect loop; the link
+        reports no change from now on."""
+        self._on_change = lambda link, was: None
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -201,9 +231,10 @@ class Link:
         if ssh_error is not None:
             st.ssh_error = ssh_error
         if st.state != state or st.reason != reason:
+            previous = st.state
             st.state, st.reason, st.since = state, reason, time.time()
             self._changed.set()
-            self._on_change(self)
+            self._on_change(self, previous)
 
     async def _run(self) -> None:
         pause = BACKOFF_S[0]
@@ -245,6 +276,9 @@ class Link:
             pong = await self._call(self._next_id(), "ping", {}, CONNECT_TIMEOUT_S)
             up = self._accept(pong)
             if up:
+                await self._try_forward()
+                self.status.connects += 1
+                self._set(LinkState.CONNECTED, "")
                 await reader
         except CmuxError:
             pass
@@ -272,14 +306,59 @@ class Link:
             self._set(LinkState.INCOMPATIBLE, f"the remote cmux speaks protocol {protocol}, "
                       f"this one {self.local_protocol}: run cmux machine install NAME")
             return False
-        self.status.connects += 1
-        self._set(LinkState.CONNECTED, "")
         return True
+
+    async def _try_forward(self) -> None:
+        """Forward the remote server's socket over the master and carry the shared calls
+        on it (see :mod:`.forward`); the bridge session carries them where that fails."""
+        self.status.transport = "bridge"
+        try:
+            reply = await self._call(self._next_id(), "system.identify", {}, CALL_TIMEOUT_S)
+        except CmuxError:
+            return
+        result = reply.get("result")
+        remote = result.get("socket_path") if isinstance(result, dict) else None
+        if not isinstance(remote, str):
+            return
+        opened = await open_forward(self.machine, self.control, self.forwarded, remote)
+        if opened is None:
+            log.info("machine %s: no stream-local forwarding; calls go through the bridge",
+                     self.name, extra={"cmux_machine": self.name})
+            return
+        reader, self._direct = opened
+        self._direct_task = asyncio.ensure_future(self._read_direct(reader))
+        self.status.transport = "forward"
+
+    async def _read_direct(self, reader: asyncio.StreamReader) -> None:
+        """Replies from the forwarded socket; when it closes, the calls sent on it fail and
+        the bridge session carries the next ones."""
+        try:
+            await self._read_from(reader)
+        finally:
+            self._drop_direct()
+
+    def _drop_direct(self) -> None:
+        writer, self._direct = self._direct, None
+        if writer is not None:
+            writer.close()
+        if self.status.transport == "forward":
+            self.status.transport = "bridge"
+        ids, self._direct_ids = self._direct_ids, set()
+        self._fail_pending(ids)
 
     def _ssh_said(self, line: str) -> None:
         self.status.ssh_error = line
 
     async def _end_master(self) -> None:
+        task, self._direct_task = self._direct_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._drop_direct()
+        self.status.transport = None
+        with contextlib.suppress(FileNotFoundError):
+            self.forwarded.unlink()  # its listener was the master's
         proc, self._proc = self._proc, None
         if proc is None:
             return
@@ -296,7 +375,11 @@ class Link:
 
     async def _read_replies(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdout is not None
-        while line := await proc.stdout.readline():
+        await self._read_from(proc.stdout)
+        self._fail_pending()
+
+    async def _read_from(self, reader: asyncio.StreamReader) -> None:
+        while line := await reader.readline():
             with contextlib.suppress(ValueError):
                 reply = json.loads(line)
                 request_id = reply.get("id") if isinstance(reply, dict) else None
@@ -304,10 +387,13 @@ class Link:
                     request_id, int) and request_id in self._pending else None
                 if future is not None and not future.done():
                     future.set_result(reply)
-        self._fail_pending()
 
-    def _fail_pending(self) -> None:
-        pending, self._pending = self._pending, {}
+    def _fail_pending(self, ids: set[int] | None = None) -> None:
+        """Fail the calls waiting for a reply (those of ``ids`` only, when given)."""
+        if ids is None:
+            pending, self._pending = self._pending, {}
+        else:
+            pending = {i: self._pending.pop(i) for i in ids if i in self._pending}
         for future in pending.values():
             if not future.done():
                 future.set_exception(CmuxError("machine_offline",
@@ -323,11 +409,14 @@ class Link:
             raise self.offline_error()
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
+        out = self._direct or proc.stdin
+        if out is self._direct:
+            self._direct_ids.add(request_id)
         try:
-            proc.stdin.write(json.dumps({"id": request_id, "method": method,
-                                         "params": params}).encode() + b"\n")
+            out.write(json.dumps({"id": request_id, "method": method,
+                                  "params": params}).encode() + b"\n")
             async with asyncio.timeout(timeout):
-                await proc.stdin.drain()
+                await out.drain()
                 return await future
         except TimeoutError:
             raise CmuxError("machine_timeout", f"machine {self.name} did not answer "
@@ -336,6 +425,7 @@ class Link:
             raise self.offline_error() from None
         finally:
             self._pending.pop(request_id, None)
+            self._direct_ids.discard(request_id)
 
     def offline_error(self) -> CmuxError:
         st = self.status
@@ -354,14 +444,21 @@ class Link:
 
     async def open_channel(self) -> Channel:
         """A new session over the master with its own bridge (for waits, streams and
-        relays). Raises ``machine_offline`` unless connected."""
+        relays), never a connection of its own: when the master has just gone, the
+        channel's first request fails with ``machine_offline``. Raises ``machine_offline``
+        unless connected."""
         if self.status.state != LinkState.CONNECTED:
             raise self.offline_error()
+        if self._direct is not None:
+            with contextlib.suppress(OSError):
+                reader, writer = await asyncio.open_unix_connection(
+                    str(self.forwarded), limit=1 << 24)
+                return Channel(reader, writer)
         proc = await asyncio.create_subprocess_exec(
-            *ssh_argv(self.machine, self.control, master=False),
+            *ssh_argv(self.machine, self.control, master=False, only_through_master=True),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL, limit=1 << 24, start_new_session=True)
-        return Channel(proc)
+        return Channel.of_process(proc)
 
 
 async def _collect(proc: asyncio.subprocess.Process, lines: list[str],

@@ -39,6 +39,9 @@ CONNECTION_BOUND = frozenset({"pane.attach", "attach.graphics", "pane.graphics.s
 """Methods that take their connection over: they reach a machine only through a relay."""
 NOT_IDS = frozenset({"client_id", "plugin_id", "session_id", "request_id"})
 WAIT_MARGIN_S = 10.0
+RESUBSCRIBE_S = (0.25, 5.0)
+"""First and longest pause between tries to subscribe again on a connected machine whose
+stream could not be opened."""
 
 
 def _id_key(key: str) -> bool:
@@ -223,27 +226,63 @@ class FleetRouter:
             result = await self.local("events.subscribe", params, _Tagging(connection))
         else:
             result = {"type": "subscription_started"}
-        await self._subscribe(connection, remote, params)
-        return {**result, "machines": names}
+        waiting = await self._subscribe(connection, remote, params, join_later=True)
+        return {**result, "machines": names, "waiting": waiting}
 
-    async def _subscribe(self, connection: Any, names: list[str],
-                         params: dict[str, Any]) -> None:
+    async def _subscribe(self, connection: Any, names: list[str], params: dict[str, Any],
+                         *, join_later: bool = False) -> list[str]:
         """Open a subscription on each machine at once and forward its events to
-        ``connection`` (each with ``machine`` and qualified ids) until the connection or the
-        link ends; when one cannot be opened, none is kept and its error is raised."""
+        ``connection`` (each with ``machine`` and qualified ids) until the connection ends
+        (see :meth:`_follow_stream`); when one cannot be opened, none is kept and its error
+        is raised. With ``join_later``, a machine that is not connected (``machine_offline``)
+        is no failure: its events join the stream when it connects (with
+        ``machine.link_restored``); the names of those machines are returned."""
         if connection is None:
             raise InvalidParams("machines", "events need a client connection")
         opened = await asyncio.gather(*(self._open_stream(n, params) for n in names),
                                       return_exceptions=True)
-        failure = next((o for o in opened if isinstance(o, BaseException)), None)
+        waiting = [n for n, o in zip(names, opened, strict=True) if join_later and isinstance(
+            o, CmuxError) and o.code == "machine_offline"]
+        failure = next((o for n, o in zip(names, opened, strict=True)
+                        if isinstance(o, BaseException) and n not in waiting), None)
         for name, channel in zip(names, opened, strict=True):
-            if isinstance(channel, Channel):
-                if failure is None:
-                    connection.run_task(_forward(channel, name, connection))
-                else:
-                    await channel.close()
+            if isinstance(channel, Channel) and failure is not None:
+                await channel.close()
+            elif isinstance(channel, Channel) or name in waiting:
+                connection.run_task(self._follow_stream(
+                    channel if isinstance(channel, Channel) else None, name, params,
+                    connection))
         if failure is not None:
             raise failure
+        return waiting
+
+    async def _follow_stream(self, channel: Channel | None, name: str,
+                             params: dict[str, Any], connection: Any) -> None:
+        """Forward machine ``name``'s events while its stream is open; when it ends, send
+        ``machine.link_closed``, wait for the machine to be connected again, subscribe
+        again with the same ``params`` and send ``machine.link_restored`` (the events in
+        between are lost). Ends with the connection, or when the machine is removed or
+        renamed. Waiting costs no wake-up: it sleeps until the machine's state changes."""
+        pause = RESUBSCRIBE_S[0]
+        while True:
+            if channel is not None:
+                await _forward(channel, name, connection)
+                _send_event(connection, "machine.link_closed", name)
+                channel, pause = None, RESUBSCRIBE_S[0]
+                # The link may not have seen its master end yet: give it a moment.
+                await self.fleet.changed(pause)
+            if not self.fleet.known(name):
+                return
+            if not self.fleet.connected(name):
+                await self.fleet.changed()
+                continue
+            try:
+                channel = await self._open_stream(name, params)
+            except CmuxError:
+                await self.fleet.changed(pause)
+                pause = min(pause * 2, RESUBSCRIBE_S[1])
+                continue
+            _send_event(connection, "machine.link_restored", name)
 
     async def _open_stream(self, name: str, params: dict[str, Any]) -> Channel:
         channel = await self.fleet.link(name).open_channel()
@@ -270,7 +309,13 @@ class _Tagging:
         self._connection.start_stream(sub)
 
 
+def _send_event(connection: Any, event: str, name: str) -> None:
+    connection.send(json.dumps({"event": event, "data": {"machine": name}}).encode() + b"\n")
+
+
 async def _forward(channel: Channel, name: str, connection: Any) -> None:
+    """Send the events of ``channel`` (machine ``name``'s stream) to ``connection`` until
+    the stream ends; then close the channel."""
     try:
         while line := await channel.reader.readline():
             with contextlib.suppress(ValueError):
@@ -280,7 +325,5 @@ async def _forward(channel: Channel, name: str, connection: Any) -> None:
                     data["machine"] = name
                     connection.send(json.dumps({"event": event["event"], "data": data},
                                                ensure_ascii=False).encode() + b"\n")
-        connection.send(json.dumps({"event": "machine.link_closed",
-                                    "data": {"machine": name}}).encode() + b"\n")
     finally:
         await channel.close()

@@ -1,0 +1,53 @@
+"""The fleet in the agent lists of ``cmux agents`` and ``cmux ui`` (``--machines``): which
+machines are shown, with their state, and the agents grouped under each."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+Row = Mapping[str, Any]
+
+MACHINE_EVENTS = ("machine.state_changed", "machine.removed")
+"""Followed with ``--machines``, so a machine going offline or coming back redraws."""
+
+
+def shown_machines(machines: str | list[str], listed: Mapping[str, Any]
+                   ) -> list[Mapping[str, Any]]:
+    """The machines a ``machines`` param shows, in order, each with its state: this one
+    first when named (``all`` names it and every enabled machine)."""
+    saved = [m for m in listed.get("machines", []) if isinstance(m, Mapping)]
+    names = machines if isinstance(machines, list) else (
+        ["local", *[str(m["name"]) for m in saved if m.get("enabled", True)]]
+        if machines == "all" else [machines])
+    by_name = {str(m["name"]): m for m in saved}
+    shown: list[Mapping[str, Any]] = []
+    for name in names:
+        if name == "local":
+            shown.append({"name": "local", "state": "local", "reason": "this machine"})
+        elif name in by_name:
+            shown.append(by_name[name])
+    return shown
+
+
+def machine_groups(rows: Sequence[Row], machines: Sequence[Mapping[str, Any]]
+                   ) -> list[tuple[Mapping[str, Any], list[Row]]]:
+    """``rows`` grouped under each of ``machines`` (in their order; a machine with no row
+    still has its group), then any row whose machine is not among them."""
+    groups: dict[str, tuple[Mapping[str, Any], list[Row]]] = {
+        str(m["name"]): (m, []) for m in machines}
+    for row in rows:
+        name = str(row.get("machine", "local"))
+        if name not in groups:
+            groups[name] = ({"name": name, "state": "unknown", "reason": ""}, [])
+        groups[name][1].append(row)
+    return list(groups.values())
+
+
+def machine_heading(machine: Mapping[str, Any], count: int) -> str:
+    """``box · connected · 2 agents``; a machine that is not connected says why."""
+    state = str(machine.get("state", ""))
+    text = f"{machine.get('name')} · {state}"
+    if state not in ("connected", "local") and machine.get("reason"):
+        text += f" ({machine['reason']})"
+    return text + f" · {count} agent{'s' if count != 1 else ''}"
