@@ -13,8 +13,9 @@ below it that both submits and cancels (``Enter to submit · Esc to cancel``): a
 code entry box of a sign-in flow, as opposed to an agent's own prompt box, whose hints
 neither submit nor cancel.
 
-A *notice* waits for one key before anything goes on: ``Press Enter to continue``, or a
-yes/no question on the last line (``Run it? (Y)es/(N)o [Yes]:``).
+A *notice* waits for one key before anything goes on: ``Press Enter to continue``, a
+yes/no question on the last line (``Run it? (Y)es/(N)o [Yes]:``), or a status line saying
+a running command awaits input (``! Shell awaiting input``), whatever the title says.
 
 :func:`find_dialog` returns where a dialog is and its first line (its heading), which
 ``agent.prompt`` names when it refuses to type into one.
@@ -41,6 +42,11 @@ _CANCEL = re.compile(r"(?i)\b(?:esc|escape)\b.{0,24}?\b(?:cancel|back|exit|close
                      r"skip|reject|deny|quit)|\bcancel|\bgo back\b")
 _NOTICE = re.compile(r"(?i)^\W*press (?:enter|return|any key) to (?:continue|proceed|"
                      r"dismiss|acknowledge|go on)\b")
+_AWAITING = re.compile(r"(?i)^\W{0,3}(?:the\s+)?(?:shell|command|process|program|terminal|tool)"
+                       r"\s+(?:is\s+)?(?:awaiting|waiting\s+for|needs)\s+(?:your\s+|user\s+)?"
+                       r"input\b")
+"""A status line saying a running command reads from the terminal: nothing goes on until
+a person types into it, whatever the title says."""
 _YES_NO = re.compile(r"(?i)\?\s*[\[(]?\s*\(?y\)?(?:es)?\s*[/,|]\s*\(?n\)?(?:o)?\b.*[:?\])]$")
 """A question whose last words offer yes and no, waiting on the last line."""
 _STATUS = re.compile(r"(?i)\(\d+m?s\b|\binterrupt\b")
@@ -48,7 +54,9 @@ _STATUS = re.compile(r"(?i)\(\d+m?s\b|\binterrupt\b")
 dialog, unless the line also confirms ("enter to submit answer | esc to interrupt")."""
 _MARKER = re.compile(r"^[✦●⏺✻✳✶✢⎿•◆■✓✗⚠\u2800-\u28ff]")
 """What starts a message or status line of a transcript rather than an option."""
-_BOX_EDGE = re.compile(r"^\s*[╭┌╔+┏╰└╚┗][^│┃║|]{0,40}?[─━═\-╌┄]{3,}|^\s*[─━═╌┄]{8,}")
+_BOX_EDGE = re.compile(rf"^[\s{_BORDER}]*[╭┌╔+┏╰└╚┗][^{_BORDER}]{{0,40}}?[─━═\-╌┄]{{3,}}"
+                       r"|^\s*[─━═╌┄]{8,}")
+"""A box's top or bottom edge, also one drawn inside another box, or a horizontal rule."""
 _ASKS = re.compile(r"(?i)(?:[?:]|\bto continue\.?)$")
 _QUESTION = re.compile(r"^(?!.*://\S*$).*\w\)?\?$")
 """A line that asks: it ends in ``?`` after a word, and is not a link."""
@@ -195,15 +203,17 @@ def input_dialog(lines: list[str]) -> Dialog | None:
 
 
 def notice(lines: list[str]) -> Dialog | None:
-    """The lowest ``Press Enter to continue`` line of ``lines``, or a yes/no question on
-    the last line (``Run it? (Y)es/(N)o [Yes]:``, ``Log in? [(y)es, (n)o]:``, ``(y/n)``);
-    None without one."""
+    """The lowest ``Press Enter to continue`` line of ``lines`` or status line of a command
+    awaiting input, or a yes/no question on the last line (``Run it? (Y)es/(N)o [Yes]:``,
+    ``Log in? [(y)es, (n)o]:``, ``(y/n)``); None without one."""
     last = next((i for i in range(len(lines) - 1, -1, -1) if _strip(lines[i])), None)
     if last is not None and _YES_NO.search(_strip(lines[last])):
         return Dialog("notice", last, _strip(lines[last]))
     for at in range(len(lines) - 1, -1, -1):
         if _NOTICE.match(_strip(lines[at])):
             return Dialog("notice", at, _heading(lines, at))
+        if _AWAITING.match(_strip(lines[at])):
+            return Dialog("notice", at, _strip(lines[at]))
     return None
 
 

@@ -387,7 +387,7 @@ def gemini(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dict[s
             return
         if action == "tool":
             yield None, chunk({"functionCall": {"name": "run_shell_command", "args": {
-                "command": COMMAND, "description": COMMAND_REASON}}}, True)
+                "command": requested_command(last), "description": COMMAND_REASON}}}, True)
             return
         for word in stream(action):
             yield None, chunk({"text": word}, False)
