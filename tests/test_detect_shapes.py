@@ -202,6 +202,19 @@ def test_an_input_box_inside_a_dialog_box_and_a_command_awaiting_input() -> None
             assert (result.state, result.matched_rule) == ("blocked", "dialog_shape")
 
 
+@pytest.mark.parametrize("hint", ["Press Enter to continue", "Enter to continue",
+                                  "↵ to dismiss", "Hit the return key to proceed"])
+def test_every_manifest_reads_a_notice_over_a_pending_tool_call_as_blocked(hint: str) -> None:
+    """A notice waiting for Enter drawn over a tool call still running, whatever its words
+    and whatever the title says: nothing goes on until a person presses the key."""
+    screen = "\n".join(["⏺ Bash(touch approved.txt)", "  ⎿  Running…", "",
+                        " The settings file changed on disk.", "", f" {hint}"]) + "\n"
+    wrong = {(m.id, title): classify(m, ScreenInput(screen, title)).state
+             for m, _ in bundled() for title in ("", "⠋ fix the tests")}
+    assert {key: state for key, state in wrong.items() if state != "blocked"} == {}
+    assert notice(["Enter to send · Esc to cancel"]) is None, "a prompt box's hint waits on none"
+
+
 def test_every_manifest_reads_a_question_form_with_an_interrupt_footer_as_blocked() -> None:
     form = ["  Question 1/1 (1 unanswered)", "  Which database?", "",
             "  › 1. PostgreSQL         A server", "    2. SQLite             A file", "",

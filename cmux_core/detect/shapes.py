@@ -40,8 +40,10 @@ _CONFIRM = re.compile(r"(?i)(?:\benter\b|\breturn\b|[↵⏎]).{0,24}?"
                       r"|\b(?:confirm|select|submit|choose)\b.{0,4}(?:\benter\b|[↵⏎])")
 _CANCEL = re.compile(r"(?i)\b(?:esc|escape)\b.{0,24}?\b(?:cancel|back|exit|close|dismiss|"
                      r"skip|reject|deny|quit)|\bcancel|\bgo back\b")
-_NOTICE = re.compile(r"(?i)^\W*press (?:enter|return|any key) to (?:continue|proceed|"
-                     r"dismiss|acknowledge|go on)\b")
+_NOTICE = re.compile(r"(?i)^\W*(?:(?:press|hit)\s+)?(?:the\s+)?(?:enter|return|any key|[↵⏎])"
+                     r"(?:\s+key)?\s+to\s+(?:continue|proceed|dismiss|acknowledge|go on)\b")
+"""A line waiting for one key: ``Press Enter to continue``, ``Enter to continue``,
+``↵ to dismiss``, ``Hit the return key to proceed``."""
 _AWAITING = re.compile(r"(?i)^\W{0,3}(?:the\s+)?(?:shell|command|process|program|terminal|tool)"
                        r"\s+(?:is\s+)?(?:awaiting|waiting\s+for|needs)\s+(?:your\s+|user\s+)?"
                        r"input\b")
