@@ -181,7 +181,8 @@ def test_input_dialog_and_notice() -> None:
 
 
 def test_an_input_box_inside_a_dialog_box_and_a_command_awaiting_input() -> None:
-    """Gemini CLI 0.61.0 draws its key field as a box inside the dialog's box; a shell
+    """Gemini CLI 0.61.0 draws its key field as a box inside the dialog's box, Claude Code
+    2.1.332 its sign-in code field under a label with only 'Esc to go back' below; a shell
     command reading from the terminal is a status line, while the title says working."""
     inner = "─" * 40
     nested = ["╭" + "─" * 44 + "╮", "│ Enter the service key" + " " * 22 + "│",
@@ -192,6 +193,12 @@ def test_an_input_box_inside_a_dialog_box_and_a_command_awaiting_input() -> None
     waiting = ["╭" + "─" * 30 + "╮", "│ Project name:" + " " * 16 + "│", "╰" + "─" * 30 + "╯",
                "", " ! Shell awaiting input (Tab to focus)          ? for shortcuts",
                "─" * 40, " >   Type your message"]
+    labelled = [" Paste code here if prompted", " ╭" + "─" * 40 + "╮", " │" + " " * 40 + "│",
+                " ╰" + "─" * 40 + "╯", "", " Esc to go back"]
+    found = input_dialog(labelled)
+    assert found is not None and found.heading == "Paste code here if prompted"
+    assert input_dialog(["⏺ Done.", *labelled[1:4], "", " ? for shortcuts"]) is None, \
+        "a prompt box whose hints do not go back is the agent's own"
     found = notice(waiting)
     assert found is not None and found.heading.startswith("! Shell awaiting input")
     assert notice(["The script is waiting for input from the user, so I stopped it."]) is None
