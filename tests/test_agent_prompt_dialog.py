@@ -139,6 +139,29 @@ def test_a_launch_that_times_out_unrecognised_sends_nothing(
         "explain says what the server publishes, not the idle fallback"
 
 
+def test_cmux_agent_explain_prints_the_unknown_the_server_publishes(
+        api: Api, scripts: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """A dialog no rule of its agent knows is published ``unknown``; ``cmux agent explain``
+    on the live pane says so too, never the idle fallback of a saved screen."""
+    pane = api.run([sys.executable, str(scripts["blindbot"]), "dialog"])
+    wait_until(lambda: "Leave now" in api.read(pane) or None, timeout=WAIT_S,
+               message="the dialog drawn")
+    wait_until(lambda: api.request("agent.explain", {"target": pane})["ok"] or None,
+               timeout=WAIT_S, message="the agent detected")
+    assert status(api, pane) == "unknown"
+    parser = argparse.ArgumentParser()
+    add_common(parser, top=True)
+    add_explain_command(parser.add_subparsers().add_parser("agent").add_subparsers(),
+                        add_common)
+    capsys.readouterr()
+    args = parser.parse_args(["agent", "explain", "--socket", str(api.server.socket_path),
+                              pane])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "agent: blindbot  state: unknown" in out and "state: idle" not in out, out
+    assert "agent_screen_not_recognised_yet" in out, out
+
+
 def test_an_agent_exiting_on_the_prompt_is_a_failure(api: Api, scripts: dict[str, Path]
                                                      ) -> None:
     pane = api.focused_pane()

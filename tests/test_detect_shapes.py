@@ -180,6 +180,48 @@ def test_input_dialog_and_notice() -> None:
         "a yes/no question counts while it is the last line"
 
 
+def test_an_input_box_inside_a_dialog_box_and_a_command_awaiting_input() -> None:
+    """Gemini CLI 0.61.0 draws its key field as a box inside the dialog's box, Claude Code
+    2.1.332 its sign-in code field under a label with only 'Esc to go back' below; a shell
+    command reading from the terminal is a status line, while the title says working."""
+    inner = "─" * 40
+    nested = ["╭" + "─" * 44 + "╮", "│ Enter the service key" + " " * 22 + "│",
+              f"│ ╭{inner}╮ │", "│ │ Paste the key here" + " " * 21 + "│ │", f"│ ╰{inner}╯ │",
+              "│ (Press Enter to submit, Esc to cancel)" + " " * 5 + "│", "╰" + "─" * 44 + "╯"]
+    found = input_dialog(nested)
+    assert found is not None and found.heading == "Enter the service key"
+    waiting = ["╭" + "─" * 30 + "╮", "│ Project name:" + " " * 16 + "│", "╰" + "─" * 30 + "╯",
+               "", " ! Shell awaiting input (Tab to focus)          ? for shortcuts",
+               "─" * 40, " >   Type your message"]
+    labelled = [" Paste code here if prompted", " ╭" + "─" * 40 + "╮", " │" + " " * 40 + "│",
+                " ╰" + "─" * 40 + "╯", "", " Esc to go back"]
+    found = input_dialog(labelled)
+    assert found is not None and found.heading == "Paste code here if prompted"
+    assert input_dialog(["⏺ Done.", *labelled[1:4], "", " ? for shortcuts"]) is None, \
+        "a prompt box whose hints do not go back is the agent's own"
+    found = notice(waiting)
+    assert found is not None and found.heading.startswith("! Shell awaiting input")
+    assert notice(["The script is waiting for input from the user, so I stopped it."]) is None
+    for manifest, _ in bundled():
+        if manifest.id == "gemini":
+            result = classify(manifest, ScreenInput("\n".join(waiting) + "\n",
+                                                    "✦  Working… (work)"))
+            assert (result.state, result.matched_rule) == ("blocked", "dialog_shape")
+
+
+@pytest.mark.parametrize("hint", ["Press Enter to continue", "Enter to continue",
+                                  "↵ to dismiss", "Hit the return key to proceed"])
+def test_every_manifest_reads_a_notice_over_a_pending_tool_call_as_blocked(hint: str) -> None:
+    """A notice waiting for Enter drawn over a tool call still running, whatever its words
+    and whatever the title says: nothing goes on until a person presses the key."""
+    screen = "\n".join(["⏺ Bash(touch approved.txt)", "  ⎿  Running…", "",
+                        " The settings file changed on disk.", "", f" {hint}"]) + "\n"
+    wrong = {(m.id, title): classify(m, ScreenInput(screen, title)).state
+             for m, _ in bundled() for title in ("", "⠋ fix the tests")}
+    assert {key: state for key, state in wrong.items() if state != "blocked"} == {}
+    assert notice(["Enter to send · Esc to cancel"]) is None, "a prompt box's hint waits on none"
+
+
 def test_every_manifest_reads_a_question_form_with_an_interrupt_footer_as_blocked() -> None:
     form = ["  Question 1/1 (1 unanswered)", "  Which database?", "",
             "  › 1. PostgreSQL         A server", "    2. SQLite             A file", "",

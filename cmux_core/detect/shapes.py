@@ -9,12 +9,14 @@ a question right above the options (a line ending in ``?`` or ``:``). Options ma
 numbered or not, drawn inside a box or not, and say anything.
 
 An *input dialog* is a field inside a box (or between two horizontal rules) with a hint
-below it that both submits and cancels (``Enter to submit · Esc to cancel``): a key or
-code entry box of a sign-in flow, as opposed to an agent's own prompt box, whose hints
-neither submit nor cancel.
+below it that both submits and cancels (``Enter to submit · Esc to cancel``), or a field
+box under its label with a hint line right below that only goes back (``Paste code here
+if prompted`` / box / ``Esc to go back``): a key or code entry box of a sign-in flow, as
+opposed to an agent's own prompt box, whose hints neither submit nor cancel.
 
-A *notice* waits for one key before anything goes on: ``Press Enter to continue``, or a
-yes/no question on the last line (``Run it? (Y)es/(N)o [Yes]:``).
+A *notice* waits for one key before anything goes on: ``Press Enter to continue``, a
+yes/no question on the last line (``Run it? (Y)es/(N)o [Yes]:``), or a status line saying
+a running command awaits input (``! Shell awaiting input``), whatever the title says.
 
 :func:`find_dialog` returns where a dialog is and its first line (its heading), which
 ``agent.prompt`` names when it refuses to type into one.
@@ -39,8 +41,17 @@ _CONFIRM = re.compile(r"(?i)(?:\benter\b|\breturn\b|[↵⏎]).{0,24}?"
                       r"|\b(?:confirm|select|submit|choose)\b.{0,4}(?:\benter\b|[↵⏎])")
 _CANCEL = re.compile(r"(?i)\b(?:esc|escape)\b.{0,24}?\b(?:cancel|back|exit|close|dismiss|"
                      r"skip|reject|deny|quit)|\bcancel|\bgo back\b")
-_NOTICE = re.compile(r"(?i)^\W*press (?:enter|return|any key) to (?:continue|proceed|"
-                     r"dismiss|acknowledge|go on)\b")
+_BACK_HINT = re.compile(r"(?i)^(?:press\s+)?(?:esc|escape)\s+to\s+(?:cancel|go\s+back|back)\W*$")
+"""A hint line that only cancels or goes back (``Esc to go back``)."""
+_NOTICE = re.compile(r"(?i)^\W*(?:(?:press|hit)\s+)?(?:the\s+)?(?:enter|return|any key|[↵⏎])"
+                     r"(?:\s+key)?\s+to\s+(?:continue|proceed|dismiss|acknowledge|go on)\b")
+"""A line waiting for one key: ``Press Enter to continue``, ``Enter to continue``,
+``↵ to dismiss``, ``Hit the return key to proceed``."""
+_AWAITING = re.compile(r"(?i)^\W{0,3}(?:the\s+)?(?:shell|command|process|program|terminal|tool)"
+                       r"\s+(?:is\s+)?(?:awaiting|waiting\s+for|needs)\s+(?:your\s+|user\s+)?"
+                       r"input\b")
+"""A status line saying a running command reads from the terminal: nothing goes on until
+a person types into it, whatever the title says."""
 _YES_NO = re.compile(r"(?i)\?\s*[\[(]?\s*\(?y\)?(?:es)?\s*[/,|]\s*\(?n\)?(?:o)?\b.*[:?\])]$")
 """A question whose last words offer yes and no, waiting on the last line."""
 _STATUS = re.compile(r"(?i)\(\d+m?s\b|\binterrupt\b")
@@ -48,7 +59,9 @@ _STATUS = re.compile(r"(?i)\(\d+m?s\b|\binterrupt\b")
 dialog, unless the line also confirms ("enter to submit answer | esc to interrupt")."""
 _MARKER = re.compile(r"^[✦●⏺✻✳✶✢⎿•◆■✓✗⚠\u2800-\u28ff]")
 """What starts a message or status line of a transcript rather than an option."""
-_BOX_EDGE = re.compile(r"^\s*[╭┌╔+┏╰└╚┗][^│┃║|]{0,40}?[─━═\-╌┄]{3,}|^\s*[─━═╌┄]{8,}")
+_BOX_EDGE = re.compile(rf"^[\s{_BORDER}]*[╭┌╔+┏╰└╚┗][^{_BORDER}]{{0,40}}?[─━═\-╌┄]{{3,}}"
+                       r"|^\s*[─━═╌┄]{8,}")
+"""A box's top or bottom edge, also one drawn inside another box, or a horizontal rule."""
 _ASKS = re.compile(r"(?i)(?:[?:]|\bto continue\.?)$")
 _QUESTION = re.compile(r"^(?!.*://\S*$).*\w\)?\?$")
 """A line that asks: it ends in ``?`` after a word, and is not a link."""
@@ -191,19 +204,40 @@ def input_dialog(lines: list[str]) -> Dialog | None:
         edges = [i for i in range(max(0, first - 10), first) if _BOX_EDGE.match(lines[i])]
         if len(edges) >= 2:
             return Dialog("input_dialog", edges[0], _heading(lines, edges[0] + 1))
+    return _labelled_field(lines)
+
+
+def _labelled_field(lines: list[str]) -> Dialog | None:
+    """A field box under its label with a hint line right below that only goes back
+    (``Paste code here if prompted`` / box / ``Esc to go back``); the label is its heading."""
+    for at in range(len(lines) - 1, 2, -1):
+        if not _BACK_HINT.match(_strip(lines[at])):
+            continue
+        bottom = next((i for i in range(at - 1, max(-1, at - 3), -1) if _strip(lines[i])), None)
+        if bottom is None or not _BOX_EDGE.match(lines[bottom]):
+            continue
+        top = next((i for i in range(bottom - 1, max(-1, bottom - 6), -1)
+                    if _BOX_EDGE.match(lines[i])), None)
+        if top is None or top == 0:
+            continue
+        label = _strip(lines[top - 1])
+        if label and not _BOX_EDGE.match(lines[top - 1]) and not _MARKER.match(label):
+            return Dialog("input_dialog", top, label)
     return None
 
 
 def notice(lines: list[str]) -> Dialog | None:
-    """The lowest ``Press Enter to continue`` line of ``lines``, or a yes/no question on
-    the last line (``Run it? (Y)es/(N)o [Yes]:``, ``Log in? [(y)es, (n)o]:``, ``(y/n)``);
-    None without one."""
+    """The lowest ``Press Enter to continue`` line of ``lines`` or status line of a command
+    awaiting input, or a yes/no question on the last line (``Run it? (Y)es/(N)o [Yes]:``,
+    ``Log in? [(y)es, (n)o]:``, ``(y/n)``); None without one."""
     last = next((i for i in range(len(lines) - 1, -1, -1) if _strip(lines[i])), None)
     if last is not None and _YES_NO.search(_strip(lines[last])):
         return Dialog("notice", last, _strip(lines[last]))
     for at in range(len(lines) - 1, -1, -1):
         if _NOTICE.match(_strip(lines[at])):
             return Dialog("notice", at, _heading(lines, at))
+        if _AWAITING.match(_strip(lines[at])):
+            return Dialog("notice", at, _strip(lines[at]))
     return None
 
 

@@ -33,6 +33,11 @@ answer at once):
   when the CLI offers it; otherwise those get a one-line answer;
 * anything else → a one-line answer, so the CLI goes idle.
 
+It is also an HTTPS proxy for a CLI that checks it can reach its vendor before a sign-in
+(``HTTPS_PROXY=http://127.0.0.1:<n>`` with certificate checks off): a ``CONNECT`` tunnel
+ends in TLS here, with a throwaway self-signed certificate, and the requests inside are
+answered as the plain ones are, so a connectivity check reads 200.
+
 ``SCENARIO`` is recorded in the log; behaviour follows the prompts above, except
 that the ``text-tools`` scenario is for CLIs that offer the model no tools (Aider):
 every Chat Completions request is answered as if it offered a shell tool, and the
@@ -43,9 +48,13 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
+from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
 from pathlib import Path
@@ -387,7 +396,7 @@ def gemini(body: dict[str, Any]) -> tuple[str, Iterator[tuple[str | None, dict[s
             return
         if action == "tool":
             yield None, chunk({"functionCall": {"name": "run_shell_command", "args": {
-                "command": COMMAND, "description": COMMAND_REASON}}}, True)
+                "command": requested_command(last), "description": COMMAND_REASON}}}, True)
             return
         for word in stream(action):
             yield None, chunk({"text": word}, False)
@@ -412,6 +421,19 @@ def gemini_folded(body: dict[str, Any]) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------------------------
 # HTTP
+
+
+@cache
+def tls_context() -> ssl.SSLContext:
+    """A server context with a self-signed certificate made for this run."""
+    folder = Path(tempfile.mkdtemp(prefix="fake-api-tls-"))
+    key, cert = folder / "key.pem", folder / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return context
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -462,6 +484,18 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"object": "list", "data": [], "models": []})
         else:
             self._json(200, {})
+
+    def do_CONNECT(self) -> None:
+        """A proxy tunnel: TLS ends here, and its requests are served as plain ones."""
+        self._log({})
+        self.send_response(200, "Connection Established")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            tunnel = tls_context().wrap_socket(self.connection, server_side=True)
+        except (ssl.SSLError, OSError):
+            return
+        Handler(tunnel, self.client_address, self.server)
 
     def do_HEAD(self) -> None:
         self._log({})
