@@ -11,7 +11,9 @@ nothing else about the server changes.
     ├── ProtocolError              envelope problems (parse_error, invalid_request, ...)
     │   └── RequestTooLarge        request_too_large
     ├── MethodNotFound             method_not_found
-    ├── InvalidParams              invalid_params (message names the field)
+    ├── InvalidPart                a named part is wrong (the message starts with its name)
+    │   ├── InvalidParams          invalid_params (``data.field``)
+    │   └── InvalidNode            a tree's node (``data.path``): invalid_layout, ...
     ├── NotFound                   <kind>_not_found (workspace, tab, pane, window, ...)
     ├── InvalidKey                 invalid_key
     ├── InvalidEnv                 invalid_env
@@ -64,15 +66,37 @@ class MethodNotFound(CmuxError):
         super().__init__(message=f"unknown method {method!r}", data={"method": method})
 
 
-class InvalidParams(CmuxError):
+class InvalidPart(CmuxError):
+    """A named part of a request is wrong: the message starts with the name, and ``data``
+    carries it under :attr:`part_key` (both left out when the name is empty)."""
+
+    part_key = "field"
+
+    def __init__(self, part: str, message: str) -> None:
+        super().__init__(message=f"{part}: {message}" if part else message,
+                         data={self.part_key: part} if part else None)
+        self.part = part
+
+
+class InvalidParams(InvalidPart):
     """A parameter is missing, of the wrong type or out of range; ``field`` names it."""
 
     code = "invalid_params"
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message=f"{field}: {message}" if field else message,
-                         data={"field": field} if field else None)
-        self.field = field
+    @property
+    def field(self) -> str:
+        return self.part
+
+
+class InvalidNode(InvalidPart):
+    """A node of a tree the request carries (a layout, a view's filter) is wrong; ``path``
+    names it (``root.first``, ``filter.filters[1]``)."""
+
+    part_key = "path"
+
+    @property
+    def path(self) -> str:
+        return self.part
 
 
 class NotFound(CmuxError):

@@ -32,7 +32,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +64,8 @@ SUBSCRIBABLE = {dotted(k): k for k in EVENT_KINDS}
 
 
 class Event:
-    """Base of every typed event: subclasses are frozen dataclasses setting ``kind``
-    (one of :data:`EVENT_KINDS`)."""
+    """Base of every typed event: subclasses are frozen dataclasses declared with
+    :func:`event`, which sets ``kind`` (one of :data:`EVENT_KINDS`)."""
 
     __slots__ = ()
     kind: ClassVar[str]
@@ -73,9 +73,30 @@ class Event:
 
 class Notice:
     """Base of every notice: what one part of the server tells others (subclasses are frozen
-    dataclasses). Observed like an event, but never numbered, projected or sent to a client."""
+    dataclasses declared with :func:`notice`). Observed like an event, but never numbered,
+    projected or sent to a client."""
 
     __slots__ = ()
+
+
+_E = TypeVar("_E", bound=Event)
+_N = TypeVar("_N", bound=Notice)
+
+
+@dataclass_transform(frozen_default=True)
+def event(kind: str) -> Callable[[type[_E]], type[_E]]:
+    """Class decorator declaring an event: the class becomes a frozen, slotted dataclass of
+    its annotated fields, with wire kind ``kind`` (one of :data:`EVENT_KINDS`)."""
+    def declare(cls: type[_E]) -> type[_E]:
+        cls.kind = kind
+        return dataclass(frozen=True, slots=True)(cls)
+    return declare
+
+
+@dataclass_transform(frozen_default=True)
+def notice(cls: type[_N]) -> type[_N]:
+    """Class decorator declaring a notice: a frozen, slotted dataclass of its fields."""
+    return dataclass(frozen=True, slots=True)(cls)
 
 
 Projection = Callable[[Event], dict[str, Any]]

@@ -64,6 +64,7 @@ import itertools
 import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
@@ -376,15 +377,13 @@ def parse_handle(kind: HandleKind, s: str) -> Handle | None:
     ``None`` means ``s`` is no handle of that kind at all; a non-``None`` result
     may still name nothing that exists, which only the resolver can tell.
     """
-    if kind == "window":
-        return parse_window_ref(s)
-    if kind == "workspace":
-        return parse_workspace_ref(s)
-    if kind == "tab":
-        return parse_tab_ref(s)
-    if kind == "pane":
-        return parse_pane_ref(s)
-    return parse_surface_ref(s)
+    return _PARSERS.get(kind, parse_surface_ref)(s)
+
+
+_PARSERS: dict[str, Callable[[str], Handle | None]] = {
+    "window": parse_window_ref, "workspace": parse_workspace_ref, "tab": parse_tab_ref,
+    "pane": parse_pane_ref, "surface": parse_surface_ref,
+}
 
 
 class RefCounter:

@@ -16,24 +16,21 @@ the event is made; ids and snapshots are read from the objects when it is publis
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import ClassVar
 
 from cmux_core.detect.registry import ManifestRegistry, ReloadReport
-from cmux_core.events import Event
+from cmux_core.events import Event, event
 from cmux_core.model.tree import Pane, Surface, Workspace
 
 __all__ = ["PaneAgentDetected", "PaneAgentStatusChanged", "ServerManifestsReloaded",
            "SurfaceAgentDetected", "SurfaceAgentStatusChanged", "WorkspaceMetadataUpdated"]
 
 
-@dataclass(frozen=True, slots=True)
+@event("pane_agent_detected")
 class PaneAgentDetected(Event):
     """The effective agent of the terminal ``pane`` shows changed to ``agent`` (None:
     none), or, with ``released``, its agent (``agent``, when known) let go of it in
     ``final_status``. ``surface`` is that terminal."""
 
-    kind: ClassVar[str] = "pane_agent_detected"
     pane: Pane
     agent: str | None
     released: bool = False
@@ -41,13 +38,12 @@ class PaneAgentDetected(Event):
     surface: Surface | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@event("pane_agent_status_changed")
 class PaneAgentStatusChanged(Event):
     """The public status or presentation of the terminal ``pane`` shows changed, or the
     pane started showing another terminal; the presentation fields are those in effect
     (absent ones None). ``surface`` is that terminal."""
 
-    kind: ClassVar[str] = "pane_agent_status_changed"
     pane: Pane
     agent_status: str
     agent: str | None = None
@@ -57,26 +53,24 @@ class PaneAgentStatusChanged(Event):
     surface: Surface | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@event("surface_agent_detected")
 class SurfaceAgentDetected(Event):
     """A terminal's effective agent changed to ``agent`` (None: none), or, with
     ``released``, its agent (``agent``, when known) let go of it in ``final_status``;
     ``surface`` is the terminal, shown by its pane or in one of its background tabs."""
 
-    kind: ClassVar[str] = "surface_agent_detected"
     surface: Surface
     agent: str | None
     released: bool = False
     final_status: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@event("surface_agent_status_changed")
 class SurfaceAgentStatusChanged(Event):
     """A terminal's public status or presentation changed (fields as
     :class:`PaneAgentStatusChanged`'s); ``surface`` is the terminal, shown by its pane or
     in one of its background tabs."""
 
-    kind: ClassVar[str] = "surface_agent_status_changed"
     surface: Surface
     agent_status: str
     agent: str | None = None
@@ -85,16 +79,14 @@ class SurfaceAgentStatusChanged(Event):
     state_labels: Mapping[str, str] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@event("workspace_metadata_updated")
 class WorkspaceMetadataUpdated(Event):
-    kind: ClassVar[str] = "workspace_metadata_updated"
     workspace: Workspace
 
 
-@dataclass(frozen=True, slots=True)
+@event("server_manifests_reloaded")
 class ServerManifestsReloaded(Event):
     """The manifests changed (``report``); the data lists ``registry``'s manifests."""
 
-    kind: ClassVar[str] = "server_manifests_reloaded"
     report: ReloadReport
     registry: ManifestRegistry

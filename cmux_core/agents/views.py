@@ -25,11 +25,11 @@ import re
 import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Protocol
+from typing import Any, Final, Protocol
 
 from cmux_core.agents.record import ATTENTION
-from cmux_core.errors import CmuxError
-from cmux_core.events import Event, EventHub
+from cmux_core.errors import CmuxError, InvalidNode
+from cmux_core.events import Event, EventHub, event
 from cmux_core.model.mux import Mux
 
 MAX_DEPTH = 8
@@ -65,15 +65,10 @@ MISSING: Final = _Missing()
 """The value of a field a row does not have."""
 
 
-class InvalidAgentView(CmuxError):
+class InvalidAgentView(InvalidNode):
     """A view that cannot be set; ``data.path`` names the offending part (``filter.filters[1]``)."""
 
     code = "invalid_agent_view"
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(message=f"{path}: {message}" if path else message,
-                         data={"path": path} if path else None)
-        self.path = path
 
 
 # -- the parsed form --------------------------------------------------------------------------
@@ -654,11 +649,10 @@ VIEW_CHANGED = "agent_view_changed"
 """Event published when a named client's view is set, cleared or ended."""
 
 
-@dataclass(frozen=True, slots=True)
+@event(VIEW_CHANGED)
 class AgentViewChanged(Event):
     """A named client's view is now ``view`` (None: the client has none)."""
 
-    kind: ClassVar[str] = VIEW_CHANGED
     client_id: str
     view: AgentView | None
 

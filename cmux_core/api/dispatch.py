@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, dataclass_transform
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
@@ -127,6 +127,16 @@ class Router(Protocol):
               ) -> Awaitable[Result] | None:
         """The answer to a call served elsewhere, or None when it is this server's."""
         ...
+
+
+_Services = TypeVar("_Services")
+
+
+@dataclass_transform(frozen_default=True)
+def services(cls: type[_Services]) -> type[_Services]:
+    """Class decorator declaring the services a methods module's handlers use: a frozen,
+    slotted dataclass of them, which the composition root builds."""
+    return dataclass(frozen=True, slots=True)(cls)
 
 
 class MethodTable:

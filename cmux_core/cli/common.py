@@ -160,10 +160,20 @@ TIMEOUT = arg("--timeout", type=float, metavar="SECONDS", help="give up after SE
 # -- rendering ------------------------------------------------------------------------------
 
 
-def table(rows: list[Result], columns: list[tuple[str, Callable[[Result], object]]]) -> None:
-    """Print ``rows`` as left-aligned columns under upper-case headers."""
+Column = tuple[str, str | Callable[[Result], object]]
+"""A table column: its header, and the row's key it shows or a function of the row."""
+
+
+def _cell(row: Result, get: str | Callable[[Result], object]) -> str:
+    value = row.get(get) if isinstance(get, str) else get(row)
+    return "" if value is None else str(value)
+
+
+def table(rows: list[Result], columns: list[Column]) -> None:
+    """Print ``rows`` as left-aligned columns under upper-case headers (a key a row lacks
+    shows blank)."""
     cells = [[h for h, _ in columns]]
-    cells += [["" if (v := get(row)) is None else str(v) for _, get in columns] for row in rows]
+    cells += [[_cell(row, get) for _, get in columns] for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
     for line in cells:
         print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
@@ -179,6 +189,11 @@ def fields(obj: Result) -> None:
 
 def star(flag: object) -> str:
     return "*" if flag else ""
+
+
+def starred(key: str) -> Callable[[Result], str]:
+    """A column showing ``*`` where the row's ``key`` is true."""
+    return lambda row: star(row.get(key))
 
 
 def outline(depth: int, *parts: object) -> None:

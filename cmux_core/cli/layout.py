@@ -60,12 +60,9 @@ NAME = arg("name", help="the saved layout's name")
 
 
 def show_saved(r: Result) -> None:
-    table(r["layouts"], [
-        ("NAME", lambda row: row["name"]),
-        ("PANES", lambda row: row.get("pane_count", row.get("error"))),
-        ("SURFACES", lambda row: row.get("surface_count")),
-        ("TITLE", lambda row: row.get("title")),
-    ])
+    table(r["layouts"], [("NAME", "name"),
+                         ("PANES", lambda row: row.get("pane_count", row.get("error"))),
+                         ("SURFACES", "surface_count"), ("TITLE", "title")])
 
 
 def ratio_params(ns: argparse.Namespace) -> Result:

@@ -286,13 +286,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"type": "manifest_list", "manifests": rows, "invalid": invalid})
         return 0
-    table(rows, [
-        ("AGENT", lambda r: r["agent"]),
-        ("VERSION", lambda r: r["version"] or "-"),
-        ("RULES", lambda r: r["rules"]),
-        ("SOURCE", lambda r: r["source_kind"]),
-        ("PATH", lambda r: r["path"]),
-    ])
+    table(rows, [("AGENT", "agent"), ("VERSION", lambda r: r["version"] or "-"),
+                 ("RULES", "rules"), ("SOURCE", "source_kind"), ("PATH", "path")])
     for row in rows:
         if row["warning"]:
             print(f"warning: {row['agent']}: {row['warning']}", file=sys.stderr)

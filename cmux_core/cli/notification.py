@@ -29,13 +29,9 @@ def show_created(r: Result) -> None:
 
 
 def show_notifications(r: Result) -> None:
-    table(r["notifications"], [
-        ("ID", lambda n: n["id"]),
-        ("SURFACE", lambda n: n.get("surface_ref")),
-        ("UNREAD", lambda n: star(not n.get("is_read"))),
-        ("TITLE", lambda n: n.get("title")),
-        ("BODY", lambda n: n.get("body")),
-    ])
+    table(r["notifications"], [("ID", "id"), ("SURFACE", "surface_ref"),
+                               ("UNREAD", lambda n: star(not n.get("is_read"))),
+                               ("TITLE", "title"), ("BODY", "body")])
 
 
 def cmd_list(ns: argparse.Namespace) -> int:

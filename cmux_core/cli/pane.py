@@ -33,7 +33,7 @@ from cmux_core.cli.common import (
     show_object,
     show_text,
     source_arg,
-    star,
+    starred,
     table,
     text_arg,
 )
@@ -54,13 +54,9 @@ def pane_pid(p: Result) -> object:
 
 def show_panes(r: Result) -> None:
     table(r["panes"], [
-        ("PANE", lambda p: p["pane_id"]),
-        ("WORKSPACE", lambda p: p["workspace_id"]),
-        ("TAB", lambda p: p["tab_id"]),
-        ("FOCUSED", lambda p: star(p.get("focused"))),
-        ("SIZE", lambda p: f"{p.get('columns')}x{p.get('rows')}"),
-        ("PID", pane_pid),
-        ("CWD", lambda p: p.get("foreground_cwd") or p.get("cwd")),
+        ("PANE", "pane_id"), ("WORKSPACE", "workspace_id"), ("TAB", "tab_id"),
+        ("FOCUSED", starred("focused")), ("SIZE", lambda p: f"{p.get('columns')}x{p.get('rows')}"),
+        ("PID", pane_pid), ("CWD", lambda p: p.get("foreground_cwd") or p.get("cwd")),
         ("TITLE", pane_title),
     ])
 
@@ -69,12 +65,8 @@ def show_process_info(r: Result) -> None:
     info = r["process_info"]
     print(f"pane {info['pane_id']}  shell pid {info.get('shell_pid', '-')}  "
           f"foreground group {info.get('foreground_process_group_id', '-')}")
-    table(info.get("foreground_processes", []), [
-        ("PID", lambda p: p["pid"]),
-        ("NAME", lambda p: p.get("name")),
-        ("CWD", lambda p: p.get("cwd")),
-        ("COMMAND", lambda p: p.get("cmdline")),
-    ])
+    table(info.get("foreground_processes", []),
+          [("PID", "pid"), ("NAME", "name"), ("CWD", "cwd"), ("COMMAND", "cmdline")])
 
 
 def send_text_params(ns: argparse.Namespace) -> Result:
@@ -159,21 +151,13 @@ def show_layout(r: Result) -> None:
     area = lay["area"]
     print(f"tab {lay['tab_id']}  area {area['width']}x{area['height']}"
           f"{'  zoomed' if lay['zoomed'] else ''}")
-    table(lay["panes"], [
-        ("PANE", lambda p: p["pane_id"]),
-        ("X", lambda p: p["rect"]["x"]),
-        ("Y", lambda p: p["rect"]["y"]),
-        ("WIDTH", lambda p: p["rect"]["width"]),
-        ("HEIGHT", lambda p: p["rect"]["height"]),
-        ("FOCUSED", lambda p: "*" if p["focused"] else ""),
-    ])
+    rects = [{"pane_id": p["pane_id"], **p["rect"], "focused": p["focused"]}
+             for p in lay["panes"]]
+    table(rects, [("PANE", "pane_id"), ("X", "x"), ("Y", "y"), ("WIDTH", "width"),
+                  ("HEIGHT", "height"), ("FOCUSED", starred("focused"))])
     if lay["splits"]:
         print()
-        table(lay["splits"], [
-            ("SPLIT", lambda s: s["id"]),
-            ("DIRECTION", lambda s: s["direction"]),
-            ("RATIO", lambda s: s["ratio"]),
-        ])
+        table(lay["splits"], [("SPLIT", "id"), ("DIRECTION", "direction"), ("RATIO", "ratio")])
 
 
 def show_neighbor(r: Result) -> None:
@@ -379,12 +363,8 @@ def cmd_send_key(ns: argparse.Namespace) -> int:
 
 
 def show_pane_surfaces(r: Result) -> None:
-    table(r["surfaces"], [
-        ("INDEX", lambda s: s["index"]),
-        ("SURFACE", lambda s: s["ref"]),
-        ("SELECTED", lambda s: star(s.get("selected"))),
-        ("TITLE", lambda s: s.get("title")),
-    ])
+    table(r["surfaces"], [("INDEX", "index"), ("SURFACE", "ref"),
+                          ("SELECTED", starred("selected")), ("TITLE", "title")])
 
 
 def cmd_list_pane_surfaces(ns: argparse.Namespace) -> int:

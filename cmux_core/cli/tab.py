@@ -22,7 +22,7 @@ from cmux_core.cli.common import (
     show_key,
     show_list,
     show_object,
-    star,
+    starred,
     table,
 )
 from cmux_core.errors import CmuxError
@@ -31,14 +31,9 @@ TAB = arg("tab_id", metavar="TAB", help="tab id (w1:t1) or handle")
 
 
 def show_tabs(r: Result) -> None:
-    table(r["tabs"], [
-        ("TAB", lambda t: t["tab_id"]),
-        ("WORKSPACE", lambda t: t["workspace_id"]),
-        ("NUMBER", lambda t: t.get("number")),
-        ("LABEL", lambda t: t.get("label")),
-        ("PANES", lambda t: t.get("pane_count")),
-        ("FOCUSED", lambda t: star(t.get("focused"))),
-    ])
+    table(r["tabs"], [("TAB", "tab_id"), ("WORKSPACE", "workspace_id"), ("NUMBER", "number"),
+                      ("LABEL", "label"), ("PANES", "pane_count"),
+                      ("FOCUSED", starred("focused"))])
 
 
 COMMANDS = [

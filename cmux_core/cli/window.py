@@ -13,7 +13,7 @@ from cmux_core.cli.common import (
     add_group,
     arg,
     show_key,
-    star,
+    starred,
     table,
 )
 
@@ -21,13 +21,8 @@ WINDOW = arg("window_id", metavar="WINDOW", help="window:1 or the window's UUID"
 
 
 def show_windows(r: Result) -> None:
-    table(r["windows"], [
-        ("WINDOW", lambda w: w["ref"]),
-        ("ID", lambda w: w["id"]),
-        ("WORKSPACES", lambda w: w.get("workspace_count")),
-        ("SELECTED", lambda w: w.get("selected_workspace_ref")),
-        ("ACTIVE", lambda w: star(w.get("key"))),
-    ])
+    table(r["windows"], [("WINDOW", "ref"), ("ID", "id"), ("WORKSPACES", "workspace_count"),
+                         ("SELECTED", "selected_workspace_ref"), ("ACTIVE", starred("key"))])
 
 
 COMMANDS = [

@@ -20,7 +20,7 @@ from cmux_core.cli.common import (
     show_key,
     show_list,
     show_object,
-    star,
+    starred,
     table,
 )
 
@@ -31,14 +31,9 @@ SELECTED = show_key("workspace_id")
 
 
 def show_workspaces(r: Result) -> None:
-    table(r["workspaces"], [
-        ("NUMBER", lambda w: w.get("number")),
-        ("ID", lambda w: w["workspace_id"]),
-        ("LABEL", lambda w: w.get("label")),
-        ("TABS", lambda w: w.get("tab_count")),
-        ("PANES", lambda w: w.get("pane_count")),
-        ("FOCUSED", lambda w: star(w.get("focused"))),
-    ])
+    table(r["workspaces"], [("NUMBER", "number"), ("ID", "workspace_id"), ("LABEL", "label"),
+                            ("TABS", "tab_count"), ("PANES", "pane_count"),
+                            ("FOCUSED", starred("focused"))])
 
 
 COMMANDS = [

@@ -145,6 +145,13 @@ class _Set:
         return f"[^{self.body}]" if self.negated else f"[{self.body}]"
 
 
+_CLASS_ESCAPES = {
+    "d": _Set(r"\p{Nd}"), "D": _Set(r"\P{Nd}"), "s": _Set(_SPACE), "S": _Set(_NOT_SPACE),
+    "w": _Set(_WORD), "W": _Set(_WORD, negated=True),
+}
+"""The character classes ``\\d \\D \\s \\S \\w \\W`` as Unicode sets."""
+
+
 def _options() -> Any:
     options = re2.Options()
     options.log_errors = False
@@ -280,18 +287,8 @@ class _Translator:
                 raise self.fail(f"\\{c} needs a property name")
             return _property(spec, negated)
         self.i += 2
-        if c == "d":
-            return _Set(r"\p{Nd}")
-        if c == "D":
-            return _Set(r"\P{Nd}")
-        if c == "s":
-            return _Set(_SPACE)
-        if c == "S":
-            return _Set(_NOT_SPACE)
-        if c == "w":
-            return _Set(_WORD)
-        if c == "W":
-            return _Set(_WORD, negated=True)
+        if c in _CLASS_ESCAPES:
+            return _CLASS_ESCAPES[c]
         if c == "b" and p.startswith("{", self.i):
             raise self.fail("word-edge assertions \\b{...} are not supported")
         if c in _SIMPLE_ESCAPES or c in _ASSERTIONS:

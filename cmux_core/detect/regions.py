@@ -11,6 +11,7 @@ blank when it is empty after stripping whitespace.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 
 from cmux_core.detect.manifest import Region
@@ -74,12 +75,13 @@ class ScreenView:
     def non_blank(self) -> list[int]:
         return [i for i, line in enumerate(self.lines) if line.strip()]
 
+    def _last(self, test: Callable[[str], object], stop: int) -> int | None:
+        """The index of the last of the lines before ``stop`` that passes ``test``."""
+        return next((i for i in range(stop - 1, -1, -1) if test(self.lines[i])), None)
+
     @cached_property
     def last_prompt(self) -> int | None:
-        for i in range(len(self.lines) - 1, -1, -1):
-            if is_prompt_line(self.lines[i]):
-                return i
-        return None
+        return self._last(is_prompt_line, len(self.lines))
 
     @cached_property
     def current_prompt(self) -> int | None:
@@ -94,12 +96,7 @@ class ScreenView:
     @cached_property
     def current_block_marker(self) -> int | None:
         current = self.current_prompt
-        if current is None:
-            return None
-        for i in range(current - 1, -1, -1):
-            if is_block_marker_line(self.lines[i]):
-                return i
-        return None
+        return None if current is None else self._last(is_block_marker_line, current)
 
     @cached_property
     def rules(self) -> list[int]:
@@ -156,9 +153,6 @@ class ScreenView:
         if kind == "above_prompt_box":
             return self._to(self.rules[-2]) if len(self.rules) >= 2 else self.screen
         if kind == "last_non_empty_above_prompt_box":
-            stop = self.rules[-2] if len(self.rules) >= 2 else len(lines)
-            for i in range(stop - 1, -1, -1):
-                if lines[i].strip():
-                    return lines[i]
-            return ""
+            found = self._last(str.strip, self.rules[-2] if len(self.rules) >= 2 else len(lines))
+            return "" if found is None else lines[found]
         raise ValueError(f"unknown region kind {kind!r}")

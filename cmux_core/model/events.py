@@ -9,10 +9,7 @@ shows the workspace as it was before its tabs closed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
-from cmux_core.events import Event, Notice
+from cmux_core.events import Event, Notice, event, notice
 from cmux_core.model.tree import Pane, Surface, Tab, Workspace
 
 __all__ = [
@@ -27,146 +24,127 @@ __all__ = [
 # -- workspaces -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@event("workspace_created")
 class WorkspaceCreated(Event):
-    kind: ClassVar[str] = "workspace_created"
     workspace: Workspace
 
 
-@dataclass(frozen=True, slots=True)
+@event("workspace_closed")
 class WorkspaceClosed(Event):
     """``snapshot``: the data carries the workspace's info (prepared before it closed)."""
 
-    kind: ClassVar[str] = "workspace_closed"
     workspace: Workspace
     snapshot: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@event("workspace_renamed")
 class WorkspaceRenamed(Event):
-    kind: ClassVar[str] = "workspace_renamed"
     workspace: Workspace
 
 
-@dataclass(frozen=True, slots=True)
+@event("workspace_moved")
 class WorkspaceMoved(Event):
     """``workspace`` moved to gap ``insert_index``; the data lists every workspace."""
 
-    kind: ClassVar[str] = "workspace_moved"
     workspace: Workspace
     insert_index: int
 
 
-@dataclass(frozen=True, slots=True)
+@event("workspace_reordered")
 class WorkspaceReordered(Event):
     """``block`` moved, in its order, before ``before`` (None: to the end)."""
 
-    kind: ClassVar[str] = "workspace_reordered"
     block: tuple[Workspace, ...]
     before: Workspace | None
 
 
-@dataclass(frozen=True, slots=True)
+@event("workspace_focused")
 class WorkspaceFocused(Event):
-    kind: ClassVar[str] = "workspace_focused"
     workspace: Workspace
 
 
 # -- tabs -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@event("tab_created")
 class TabCreated(Event):
-    kind: ClassVar[str] = "tab_created"
     tab: Tab
 
 
-@dataclass(frozen=True, slots=True)
+@event("tab_closed")
 class TabClosed(Event):
-    kind: ClassVar[str] = "tab_closed"
     tab: Tab
 
 
-@dataclass(frozen=True, slots=True)
+@event("tab_renamed")
 class TabRenamed(Event):
-    kind: ClassVar[str] = "tab_renamed"
     tab: Tab
 
 
-@dataclass(frozen=True, slots=True)
+@event("tab_moved")
 class TabMoved(Event):
     """``tab`` moved to gap ``insert_index``; the data lists its workspace's tabs."""
 
-    kind: ClassVar[str] = "tab_moved"
     tab: Tab
     insert_index: int
 
 
-@dataclass(frozen=True, slots=True)
+@event("tab_focused")
 class TabFocused(Event):
-    kind: ClassVar[str] = "tab_focused"
     tab: Tab
 
 
 # -- panes ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@event("pane_created")
 class PaneCreated(Event):
-    kind: ClassVar[str] = "pane_created"
     pane: Pane
 
 
-@dataclass(frozen=True, slots=True)
+@event("pane_closed")
 class PaneClosed(Event):
-    kind: ClassVar[str] = "pane_closed"
     pane: Pane
 
 
-@dataclass(frozen=True, slots=True)
+@event("pane_updated")
 class PaneUpdated(Event):
-    kind: ClassVar[str] = "pane_updated"
     pane: Pane
 
 
-@dataclass(frozen=True, slots=True)
+@event("pane_focused")
 class PaneFocused(Event):
-    kind: ClassVar[str] = "pane_focused"
     pane: Pane
 
 
-@dataclass(frozen=True, slots=True)
+@event("pane_exited")
 class PaneExited(Event):
     """The process of the pane's selected surface ended."""
 
-    kind: ClassVar[str] = "pane_exited"
     pane: Pane
     exit_code: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@event("pane_cwd_changed")
 class PaneCwdChanged(Event):
-    kind: ClassVar[str] = "pane_cwd_changed"
     pane: Pane
     cwd: str
 
 
-@dataclass(frozen=True, slots=True)
+@event("pane_progress_changed")
 class PaneProgressChanged(Event):
     """``progress`` as the program sent it (OSC 9;4): ``"<state>;<percent>"``."""
 
-    kind: ClassVar[str] = "pane_progress_changed"
     pane: Pane
     progress: str
 
 
-@dataclass(frozen=True, slots=True)
+@event("pane_notification")
 class PaneNotification(Event):
     """``dropped``: notifications the terminal sent since the previous event that were
     discarded by its rate limit (:mod:`cmux_core.model.throttle`). ``surface``: the
     terminal that sent it (None when it is not known: the pane's shown terminal)."""
 
-    kind: ClassVar[str] = "pane_notification"
     pane: Pane
     body: str
     title: str | None = None
@@ -174,12 +152,11 @@ class PaneNotification(Event):
     surface: Surface | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@event("pane_moved")
 class PaneMoved(Event):
     """``pane`` (now in its new tab) came from the ``previous_*`` ids; the move created
     and closed what the other fields name."""
 
-    kind: ClassVar[str] = "pane_moved"
     pane: Pane
     previous_pane_id: str
     previous_workspace_id: str
@@ -193,23 +170,22 @@ class PaneMoved(Event):
 # -- layout ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@event("layout_updated")
 class LayoutUpdated(Event):
-    kind: ClassVar[str] = "layout_updated"
     tab: Tab
 
 
 # -- notices (never on the wire) ------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@notice
 class TabViewed(Notice):
     """A focus call showed ``tab`` to the user, even when focus did not move."""
 
     tab: Tab
 
 
-@dataclass(frozen=True, slots=True)
+@notice
 class TerminalStarted(Notice):
     """``surface`` got its terminal in ``pane`` (new, or moved there); published before
     any of the terminal's output is read."""

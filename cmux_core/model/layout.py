@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from cmux_core.errors import CmuxError, InternalError, InvalidEnv, NotFound
+from cmux_core.errors import CmuxError, InternalError, InvalidEnv, InvalidNode, NotFound
 from cmux_core.terminal.process import validate_env
 
 Direction: TypeAlias = Literal["right", "down"]
@@ -117,17 +117,13 @@ class InvalidRatio(CmuxError):
     code = "invalid_ratio"
 
 
-class InvalidLayout(CmuxError, ValueError):
+class InvalidLayout(InvalidNode, ValueError):
     """A portable layout tree is malformed; ``path`` names the offending node.
 
     Paths read ``root``, ``root.first``, ``root.second.first``, ...
     """
 
     code = "invalid_layout"
-
-    def __init__(self, path: str, message: str) -> None:
-        super().__init__(message=f"{path}: {message}", data={"path": path})
-        self.path = path
 
 
 class InvalidLayoutEnv(InvalidLayout, InvalidEnv):

@@ -6,10 +6,7 @@ entry) is read from the record when the event is published (``cmux_core.api.wire
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
-from cmux_core.events import Event, Notice
+from cmux_core.events import Event, Notice, event, notice
 from cmux_core.plugin_host.record import Plugin
 
 __all__ = [
@@ -18,27 +15,24 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@event("plugin_loaded")
 class PluginLoaded(Event):
-    kind: ClassVar[str] = "plugin_loaded"
     plugin: Plugin
     reloaded: bool
 
 
-@dataclass(frozen=True, slots=True)
+@event("plugin_unloaded")
 class PluginUnloaded(Event):
     """``reason``: why (``disabled``, ``unlinked``, ``blocked``, ``replaced``, ...)."""
 
-    kind: ClassVar[str] = "plugin_unloaded"
     plugin: Plugin
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@event("plugin_error")
 class PluginError(Event):
     """A hook of ``plugin`` failed (``blocked``: and the plugin was blocked for it)."""
 
-    kind: ClassVar[str] = "plugin_error"
     plugin: Plugin
     hook: str
     message: str
@@ -48,7 +42,7 @@ class PluginError(Event):
 PluginEvent = PluginLoaded | PluginUnloaded | PluginError
 
 
-@dataclass(frozen=True, slots=True)
+@notice
 class PluginRegistrationsChanged(Notice):
     """What ``plugin_id`` registers changed: ``kinds`` names the tables touched
     (``manifests``, ``view_sorts``, ...), so detection or views can rebuild."""

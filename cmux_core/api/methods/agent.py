@@ -39,8 +39,8 @@ from cmux_core.agents.views import (
 )
 from cmux_core.api import wire
 from cmux_core.api.context import Call, ServerInfo
-from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.shared.reading import STRIP_ANSI, ReadLines, ReadSource, read_result
+from cmux_core.api.dispatch import MethodTable, Result, services
+from cmux_core.api.methods.shared.reading import ReadOptions, read_result
 from cmux_core.api.methods.shared.waiting import (
     deadline_of,
     next_batch,
@@ -58,10 +58,8 @@ from cmux_core.model.tree import Pane, Surface
 from cmux_core.plugin_host.host import PluginHost
 
 
-@dataclass(frozen=True, slots=True)
+@services
 class AgentServices:
-    """The services these handlers use, built by the composition root."""
-
     mux: Mux
     agents: AgentTracker
     events: EventHub
@@ -150,12 +148,8 @@ async def agent_focus(call: Call[AgentServices], p: AgentTarget) -> Result:
     return {"type": "agent_info", "agent": wire.agent_info(call.ctx.mux, tracker, surface)}
 
 
-class AgentReadParams(Params):
+class AgentReadParams(ReadOptions):
     target: str
-    source: ReadSource = "visible"
-    lines: ReadLines = None
-    format: Literal["text", "ansi"] = "text"
-    strip_ansi: bool = STRIP_ANSI
 
 
 @methods.method("agent.read", AgentReadParams)

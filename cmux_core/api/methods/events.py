@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError
@@ -23,7 +22,7 @@ from cmux_core.agents.record import AgentStatus
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call, ServerInfo
-from cmux_core.api.dispatch import MethodTable, Result, validation_error
+from cmux_core.api.dispatch import MethodTable, Result, services, validation_error
 from cmux_core.api.methods.shared.reading import (
     STRIP_ANSI,
     LineFinder,
@@ -47,10 +46,8 @@ from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane
 
 
-@dataclass(frozen=True, slots=True)
+@services
 class EventServices:
-    """The services these handlers use, built by the composition root."""
-
     mux: Mux
     agents: AgentTracker
     events: EventHub

@@ -10,13 +10,12 @@ Results follow the herdr Local API where it has the method (``integration_instal
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
 
 from cmux_core.api.context import Call
-from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.dispatch import MethodTable, Result, services
 from cmux_core.errors import CmuxError, NotFound
 from cmux_core.hookspecs import Params
 from cmux_core.plugin_host.host import PluginHost
@@ -30,10 +29,8 @@ from cmux_core.plugin_host.registry import Integration
 from cmux_core.plugin_host.settings_files import FileChange
 
 
-@dataclass(frozen=True, slots=True)
+@services
 class IntegrationServices:
-    """The services these handlers use, built by the composition root."""
-
     plugins: PluginHost
 
 

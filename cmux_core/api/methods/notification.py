@@ -7,11 +7,10 @@ when the "app" counts as active). Each created notification is also published as
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from cmux_core.api.context import Call
-from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.dispatch import MethodTable, Result, services
 from cmux_core.api.methods.shared.routing import (
     Routing,
     given,
@@ -26,10 +25,8 @@ from cmux_core.model.notifications import Notification, NotificationBook
 from cmux_core.model.tree import Surface, Workspace
 
 
-@dataclass(frozen=True, slots=True)
+@services
 class NotificationServices:
-    """The services these handlers use, built by the composition root."""
-
     mux: Mux
     notifications: NotificationBook
 

@@ -7,21 +7,18 @@ Result shapes follow the herdr Local API (``plugin_list {plugins}``, ``plugin_en
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field, field_validator
 
 from cmux_core.api.context import Call
-from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.dispatch import MethodTable, Result, services
 from cmux_core.hookspecs import Params
 from cmux_core.plugin_host.host import PluginHost
 
 
-@dataclass(frozen=True, slots=True)
+@services
 class PluginServices:
-    """The services these handlers use, built by the composition root."""
-
     plugins: PluginHost
 
 

@@ -8,7 +8,6 @@ import gc
 import math
 import os
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
@@ -17,7 +16,7 @@ from cmux_core.agents.scheduler import DetectionScheduler
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call, ServerInfo
-from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.dispatch import MethodTable, Result, services
 from cmux_core.config import ConfigError
 from cmux_core.config_file import load_settings
 from cmux_core.events import EventHub
@@ -27,10 +26,8 @@ from cmux_core.model.pane_io import server_rss_bytes
 from cmux_core.model.tree import LIVE_PANES
 
 
-@dataclass(frozen=True, slots=True)
+@services
 class ServerServices:
-    """The services these handlers use, built by the composition root."""
-
     info: ServerInfo
     events: EventHub
     mux: Mux

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import os
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
@@ -18,7 +17,7 @@ from pydantic import Field
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api.attach import AttachBook
 from cmux_core.api.context import Call, ServerInfo
-from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.dispatch import MethodTable, Result, services
 from cmux_core.api.methods import herdr_extras
 from cmux_core.api.methods.cmux_v2_catalog import NOT_SUPPORTED
 from cmux_core.api.methods.shared.input import key_bytes, write
@@ -45,10 +44,8 @@ from cmux_core.model.pane_io import (
 from cmux_core.model.tree import Pane, Surface, Workspace
 
 
-@dataclass(frozen=True, slots=True)
+@services
 class SystemServices:
-    """The services these handlers use, built by the composition root."""
-
     info: ServerInfo
     mux: Mux
     agents: AgentTracker

@@ -7,11 +7,10 @@ active one, where calls without a ``window_id`` go. Results carry the window's U
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from cmux_core.api.context import Call
-from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.dispatch import MethodTable, Result, services
 from cmux_core.api.methods.shared.creation import creation_focus, resolve_cwd
 from cmux_core.api.methods.shared.rows import window_row
 from cmux_core.config import Settings
@@ -22,10 +21,8 @@ from cmux_core.model.mux import Mux, spawn_error
 from cmux_core.model.tree import Window
 
 
-@dataclass(frozen=True, slots=True)
+@services
 class WindowServices:
-    """The services these handlers use, built by the composition root."""
-
     mux: Mux
     settings: Settings
 

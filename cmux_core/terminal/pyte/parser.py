@@ -230,25 +230,13 @@ class Parser:
     def _esc_dispatch(self, intermediates: str, final: str) -> None:
         screen = self.screen
         if intermediates == "":
-            if final == "7":
-                screen.save_cursor()
-            elif final == "8":
-                screen.restore_cursor()
-            elif final == "D":
-                screen.index()
+            if final in _ESC_METHODS:
+                getattr(screen, _ESC_METHODS[final])()
             elif final == "E":
                 screen.cursor.x = 0
                 screen.index()
-            elif final == "M":
-                screen.reverse_index()
-            elif final == "H":
-                screen.set_tab_stop()
-            elif final == "c":
-                screen.full_reset()
-            elif final == "=":
-                screen.modes.app_keypad = True
-            elif final == ">":
-                screen.modes.app_keypad = False
+            elif final in "=>":
+                screen.modes.app_keypad = final == "="
         elif intermediates == "#" and final == "8":
             screen.alignment_display()
         elif intermediates in ("(", ")"):
@@ -350,6 +338,11 @@ def _restore_cursor(screen: Screen, args: list[int]) -> None:
         screen.restore_cursor()
 
 
+# ESC finals (no intermediates) whose whole effect is the named screen method.
+_ESC_METHODS = {
+    "7": "save_cursor", "8": "restore_cursor", "D": "index", "M": "reverse_index",
+    "H": "set_tab_stop", "c": "full_reset",
+}
 # CSI finals whose whole effect is the named screen method called with the first parameter.
 _CSI_METHODS = {
     "@": "insert_characters", "A": "cursor_up", "B": "cursor_down", "C": "cursor_forward",

@@ -8,7 +8,6 @@ Handlers resolve ids (raising the not-found errors) and leave every change to
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -16,7 +15,7 @@ from pydantic import Field
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call
-from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.dispatch import MethodTable, Result, services
 from cmux_core.api.methods.shared.routing import pane_keys
 from cmux_core.api.methods.shared.rows import NOMINAL_CELL_PX
 from cmux_core.errors import CmuxError, InvalidParams
@@ -27,10 +26,8 @@ from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Workspace
 
 
-@dataclass(frozen=True, slots=True)
+@services
 class ArrangementServices:
-    """The services these handlers use, built by the composition root."""
-
     mux: Mux
     agents: AgentTracker
 

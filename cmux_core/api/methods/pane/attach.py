@@ -14,14 +14,13 @@ import base64
 import binascii
 import contextlib
 import logging
-from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field
 
 from cmux_core.api.attach import AttachBook, AttachSession, frame
 from cmux_core.api.context import Call, Peer
-from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.dispatch import MethodTable, Result, services
 from cmux_core.api.methods.shared.graphics import graphics_book
 from cmux_core.config import Settings
 from cmux_core.errors import CmuxError, InvalidParams
@@ -31,10 +30,8 @@ from cmux_core.hookspecs import Params
 from cmux_core.model.mux import Mux
 
 
-@dataclass(frozen=True, slots=True)
+@services
 class AttachServices:
-    """The services these handlers use, built by the composition root."""
-
     mux: Mux
     settings: Settings
     attach: AttachBook

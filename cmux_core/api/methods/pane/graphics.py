@@ -19,13 +19,12 @@ import base64
 import binascii
 import logging
 import os
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field
 
 from cmux_core.api.context import Call, Peer
-from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.dispatch import MethodTable, Result, services
 from cmux_core.api.framing import encode_error
 from cmux_core.api.methods.shared.graphics import graphics_book
 from cmux_core.config import Settings
@@ -49,10 +48,8 @@ from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Pane
 
 
-@dataclass(frozen=True, slots=True)
+@services
 class GraphicsServices:
-    """The services these handlers use, built by the composition root."""
-
     mux: Mux
     settings: Settings
     graphics: GraphicsBook

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
 from cmux_core.api.context import Call, ServerInfo
-from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.dispatch import MethodTable, Result, services
 from cmux_core.api.methods.shared.reading import (
     STRIP_ANSI,
     OutputMatch,
     ReadLines,
+    ReadOptions,
     ReadSource,
     line_matcher,
     next_output,
@@ -30,10 +30,8 @@ from cmux_core.model.pane_io import foreground_processes, keys_for, paste_bytes
 from cmux_core.model.tree import Surface
 
 
-@dataclass(frozen=True, slots=True)
+@services
 class PaneIoServices:
-    """The services these handlers use, built by the composition root."""
-
     mux: Mux
     info: ServerInfo
 
@@ -90,12 +88,8 @@ async def pane_send_input(call: Call[PaneIoServices], p: SendInputParams) -> Res
     return {"type": "ok"}
 
 
-class ReadParams(Params):
+class ReadParams(ReadOptions):
     pane_id: str
-    source: ReadSource = "visible"
-    lines: ReadLines = None
-    format: Literal["text", "ansi"] = "text"
-    strip_ansi: bool = STRIP_ANSI
 
 
 @methods.method("pane.read", ReadParams)

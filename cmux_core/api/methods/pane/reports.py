@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import unicodedata
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
@@ -30,7 +29,7 @@ from cmux_core.agents.authority import SessionRef
 from cmux_core.agents.metadata import MetadataPatch
 from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api.context import Call
-from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.dispatch import MethodTable, Result, services
 from cmux_core.api.methods.shared.reports import (
     MAX_ANCESTRY,
     MAX_CUSTOM_STATUS_CHARS,
@@ -55,10 +54,8 @@ from cmux_core.model.tree import Surface
 from cmux_core.plugin_host.host import PluginHost
 
 
-@dataclass(frozen=True, slots=True)
+@services
 class ReportServices:
-    """The services these handlers use, built by the composition root."""
-
     mux: Mux
     agents: AgentTracker
     plugins: PluginHost

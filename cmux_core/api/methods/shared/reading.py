@@ -48,6 +48,15 @@ ReadLines = Annotated[int | None, Field(ge=0), AfterValidator(_at_most_max)]
 """How many lines a read returns; more than :data:`MAX_READ_LINES` reads that many."""
 
 
+class ReadOptions(Params):
+    """The params of a screen read that say what it returns (its target is the subclass's)."""
+
+    source: ReadSource = "visible"
+    lines: ReadLines = None
+    format: Literal["text", "ansi"] = "text"
+    strip_ansi: bool = STRIP_ANSI
+
+
 def read_result(pane: Pane, source: ReadSource, lines: int | None,
                 fmt: Literal["text", "ansi"], surface: Surface | None = None) -> dict[str, Any]:
     """A ``pane.read`` result of the pane's terminal, or of ``surface``'s (one of its tabs)."""
