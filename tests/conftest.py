@@ -286,7 +286,7 @@ async def wait_version(host: PluginHost, wanted: int, timeout: float = 30.0) -> 
 
 # Nothing of a run may stay in the temporary directory: the controller (not an xdist
 # worker) lists the cmux entries there before the run and after it, and a run that leaves
-# new ones fails, naming them.
+# new ones, or processes running from new ones, fails, naming them.
 TEMP_PREFIX = "cmux"
 LEFTOVER_GRACE_S = 10.0
 """How long entries may take to go once the last test is done (servers shutting down)."""
@@ -296,6 +296,32 @@ _temp_before: set[str] = set()
 
 def _temp_entries() -> set[str]:
     return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith(TEMP_PREFIX)}
+
+
+def _temp_processes() -> set[str]:
+    """Processes still running from an entry of the temporary directory made during the run
+    (a server whose home was removed under it), as ``pid: command line``."""
+    base = os.path.join(tempfile.gettempdir(), TEMP_PREFIX)
+    found = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        for arg in argv:
+            at = arg.find(base)
+            if at < 0:
+                continue
+            entry = arg[at + len(tempfile.gettempdir()) + 1:].split("/")[0]
+            if entry not in _temp_before:
+                found.add(f"{pid}: {' '.join(argv).strip()[:200]}")
+                break
+    return found
+
+
+def _leftovers() -> set[str]:
+    return (_temp_entries() - _temp_before) | _temp_processes()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -309,14 +335,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if session.testscollected == 0:
         return
     deadline = time.monotonic() + LEFTOVER_GRACE_S
-    left = _temp_entries() - _temp_before
+    left = _leftovers()
     while left and time.monotonic() < deadline:
         time.sleep(0.2)
-        left = _temp_entries() - _temp_before
+        left = _leftovers()
     if left:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        message = (f"the run left {len(left)} new entr{'y' if len(left) == 1 else 'ies'} in "
-                   f"{tempfile.gettempdir()}: " + ", ".join(sorted(left)))
+        message = (f"the run left {len(left)} thing{'' if len(left) == 1 else 's'} in "
+                   f"{tempfile.gettempdir()} (entries, or processes running from them): "
+                   + "; ".join(sorted(left)))
         if reporter is not None:
             reporter.ensure_newline()
             reporter.write_line(message, red=True)
