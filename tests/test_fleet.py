@@ -240,6 +240,28 @@ def test_a_merged_stream_follows_a_machine_across_a_cut_link(rig: FleetRig) -> N
         assert event["data"]["machine"] == "m1" and event["data"]["pane_id"] == new
 
 
+def test_a_merged_stream_waits_for_a_machine_that_is_down(rig: FleetRig) -> None:
+    rig.call("machine.disable", {"machine": "m4"})
+    try:
+        with Client(rig.local.socket_path, timeout=60) as c:
+            started = c.call("events.subscribe", {"machines": ["local", "m4"],
+                                                  "subscriptions": [
+                                                      {"type": "pane.agent_status_changed"}]})
+            assert started["waiting"] == ["m4"]
+            rig.call("machine.enable", {"machine": "m4"})
+            assert _next_event(c) == {"event": "machine.link_restored",
+                                      "data": {"machine": "m4"}}
+            new = rig.call("pane.split", {"pane_id": "m4/w1:p1"})["pane"]["pane_id"]
+            rig.call("pane.report_agent", {"pane_id": new, "source": "test",
+                                           "agent": "claude", "state": "working"})
+            event = _next_event(c)
+            assert event["data"]["machine"] == "m4" and event["data"]["pane_id"] == new
+    finally:
+        if not rig.state("m4")["enabled"]:
+            rig.call("machine.enable", {"machine": "m4"})
+        rig.wait_state("m4", "connected")
+
+
 def _machine_events(c: Client, name: str, until: str) -> list[dict[str, Any]]:
     """The machine events about ``name`` up to the first in state ``until`` (``removed``:
     up to its removal)."""
