@@ -119,6 +119,8 @@ def test_a_sshd_without_forwarding_falls_back_to_the_bridge(rig: FleetRig) -> No
         home = strict.home("strict")
         rig.add("strict", home, ssh_options=strict.options(home))
         assert rig.wait_state("strict", "connected")["transport"] == "bridge"
+        check = rig.cli("machine", "check", "strict")
+        assert check.returncode == 0 and "through cmux bridge" in check.stdout, check.stdout
         assert rig.call("pane.get", {"pane_id": "strict/w1:p1"})["machine"] == "strict"
         merged = rig.call("agent.list", {"machines": ["strict", "m1"]})
         assert merged["unreachable"] == []
@@ -306,6 +308,7 @@ def test_machine_flag_runs_any_command_there(rig: FleetRig) -> None:
     check = rig.cli("machine", "check", "m9")
     assert check.returncode == 0, check.stdout + check.stderr
     assert "protocol 20" in check.stdout and "round trip" in check.stdout
+    assert "forwarded over the master" in check.stdout
     install = rig.cli("machine", "install", "nope")
     assert install.returncode == 1 and "machine_not_found" in install.stderr
     missing = rig.cli("--machine", "nope", "pane", "list")
