@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 Row = Mapping[str, Any]
+Machines = str | list[str] | None
+"""The ``machines`` of ``agent.list``: None for this machine alone."""
 
 MACHINE_EVENTS = ("machine.state_changed", "machine.removed")
 """Followed with ``--machines``, so a machine going offline or coming back redraws."""

@@ -33,7 +33,13 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from cmux_core.cli.common import AddCommon
-from cmux_core.cli.fleet_view import MACHINE_EVENTS, machine_groups, machine_heading, shown_machines
+from cmux_core.cli.fleet_view import (
+    MACHINE_EVENTS,
+    Machines,
+    machine_groups,
+    machine_heading,
+    shown_machines,
+)
 from cmux_core.client import AsyncClient, Client
 from cmux_core.config import socket_path
 from cmux_core.errors import CmuxError
@@ -167,8 +173,6 @@ class Board:
     (``local``) first; the rows are then drawn grouped by machine."""
 
 
-Machines = str | list[str] | None
-"""The ``machines`` of ``agent.list``: None for this machine alone."""
 
 
 def fetch_board(client: Client, view: bool | str, machines: Machines = None) -> Board:

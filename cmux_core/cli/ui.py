@@ -49,9 +49,14 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from cmux_core.cli import kitty
 from cmux_core.cli.common import AddCommon
-from cmux_core.cli.fleet_view import MACHINE_EVENTS, machine_groups, machine_heading, shown_machines
+from cmux_core.cli.fleet_view import (
+    MACHINE_EVENTS,
+    Machines,
+    machine_groups,
+    machine_heading,
+    shown_machines,
+)
 from cmux_core.cli.outer_terminal import EndSignals, TerminalOutput, signal_status
-from cmux_core.cli.sidebar import Machines
 from cmux_core.cli.ui_pane import (
     Fragments,
     PanePreview,
