@@ -367,6 +367,15 @@ def test_ui_groups_machines_and_shows_a_remote_pane_through_the_link(rig: FleetR
     rig.call("pane.report_agent", {"pane_id": "m9/w1:p1", "source": "test",
                                    "agent": "claude", "state": "blocked"})
     rig.call("pane.send_text", {"pane_id": "m9/w1:p1", "text": "echo far-$((20+3))\n"})
+    # With machines saved, the ui shows the whole fleet unless told otherwise.
+    term = Terminal(rig.local, "ui", kitty=False, size=(60, 120), cell=(0, 0))
+    try:
+        term.until(lambda: term.shows("local · local") and term.shows("m1 · connected"))
+        term.type(b"q")
+        assert term.exited() == 0
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
     term = Terminal(rig.local, "ui", "--machines", "m9", kitty=False, size=(30, 120),
                     cell=(0, 0))
     try:
