@@ -261,8 +261,9 @@ def test_help_runs_as_a_command() -> None:
 def test_cli_modules_import_as_a_tree() -> None:
     """main builds the parser from the command table (commands), which names the group
     modules; they import common (and the shared helpers: kitty graphics, the outer
-    terminal), the helpers none of them. Only main imports inside functions (what a command
-    needs, when it runs); no other import of ours hides inside a function."""
+    terminal, the fleet's grouping of agent lists), the helpers none of them. Only main
+    imports inside functions (what a command needs, when it runs); no other import of ours
+    hides inside a function."""
     cli = Path(__file__).resolve().parents[1] / "cmux_core" / "cli"
     imports: dict[str, set[str]] = {}
     for path in sorted(cli.glob("*.py")):
@@ -281,7 +282,7 @@ def test_cli_modules_import_as_a_tree() -> None:
     # Helpers are shared by the groups and import no module of cli; a part (``ui_pane``,
     # ``plugin_install``, ``machine_ssh``) is a piece of one group, or of main
     # (``extensions``), imported by it alone.
-    helpers = {"common", "kitty", "outer_terminal"}
+    helpers = {"common", "kitty", "outer_terminal", "fleet_view"}
     parts = {"ui_pane": "ui", "plugin_install": "plugin", "machine_ssh": "machine",
              "extensions": "main"}
     groups = set(imports) - {"main", "commands", "__init__"} - helpers - set(parts)

@@ -119,6 +119,8 @@ def test_a_sshd_without_forwarding_falls_back_to_the_bridge(rig: FleetRig) -> No
         home = strict.home("strict")
         rig.add("strict", home, ssh_options=strict.options(home))
         assert rig.wait_state("strict", "connected")["transport"] == "bridge"
+        check = rig.cli("machine", "check", "strict")
+        assert check.returncode == 0 and "through cmux bridge" in check.stdout, check.stdout
         assert rig.call("pane.get", {"pane_id": "strict/w1:p1"})["machine"] == "strict"
         merged = rig.call("agent.list", {"machines": ["strict", "m1"]})
         assert merged["unreachable"] == []
@@ -240,6 +242,28 @@ def test_a_merged_stream_follows_a_machine_across_a_cut_link(rig: FleetRig) -> N
         assert event["data"]["machine"] == "m1" and event["data"]["pane_id"] == new
 
 
+def test_a_merged_stream_waits_for_a_machine_that_is_down(rig: FleetRig) -> None:
+    rig.call("machine.disable", {"machine": "m4"})
+    try:
+        with Client(rig.local.socket_path, timeout=60) as c:
+            started = c.call("events.subscribe", {"machines": ["local", "m4"],
+                                                  "subscriptions": [
+                                                      {"type": "pane.agent_status_changed"}]})
+            assert started["waiting"] == ["m4"]
+            rig.call("machine.enable", {"machine": "m4"})
+            assert _next_event(c) == {"event": "machine.link_restored",
+                                      "data": {"machine": "m4"}}
+            new = rig.call("pane.split", {"pane_id": "m4/w1:p1"})["pane"]["pane_id"]
+            rig.call("pane.report_agent", {"pane_id": new, "source": "test",
+                                           "agent": "claude", "state": "working"})
+            event = _next_event(c)
+            assert event["data"]["machine"] == "m4" and event["data"]["pane_id"] == new
+    finally:
+        if not rig.state("m4")["enabled"]:
+            rig.call("machine.enable", {"machine": "m4"})
+        rig.wait_state("m4", "connected")
+
+
 def _machine_events(c: Client, name: str, until: str) -> list[dict[str, Any]]:
     """The machine events about ``name`` up to the first in state ``until`` (``removed``:
     up to its removal)."""
@@ -284,6 +308,7 @@ def test_machine_flag_runs_any_command_there(rig: FleetRig) -> None:
     check = rig.cli("machine", "check", "m9")
     assert check.returncode == 0, check.stdout + check.stderr
     assert "protocol 20" in check.stdout and "round trip" in check.stdout
+    assert "forwarded over the master" in check.stdout
     install = rig.cli("machine", "install", "nope")
     assert install.returncode == 1 and "machine_not_found" in install.stderr
     missing = rig.cli("--machine", "nope", "pane", "list")
@@ -342,6 +367,15 @@ def test_ui_groups_machines_and_shows_a_remote_pane_through_the_link(rig: FleetR
     rig.call("pane.report_agent", {"pane_id": "m9/w1:p1", "source": "test",
                                    "agent": "claude", "state": "blocked"})
     rig.call("pane.send_text", {"pane_id": "m9/w1:p1", "text": "echo far-$((20+3))\n"})
+    # With machines saved, the ui shows the whole fleet unless told otherwise.
+    term = Terminal(rig.local, "ui", kitty=False, size=(60, 120), cell=(0, 0))
+    try:
+        term.until(lambda: term.shows("local · local") and term.shows("m1 · connected"))
+        term.type(b"q")
+        assert term.exited() == 0
+    finally:
+        if term.proc.poll() is None:
+            term.proc.kill()
     term = Terminal(rig.local, "ui", "--machines", "m9", kitty=False, size=(30, 120),
                     cell=(0, 0))
     try:

@@ -3,10 +3,14 @@ machines are shown, with their state, and the agents grouped under each."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from cmux_core.errors import CmuxError
+
 Row = Mapping[str, Any]
+Machines = str | list[str] | None
+"""The ``machines`` of ``agent.list``: None for this machine alone."""
 
 MACHINE_EVENTS = ("machine.state_changed", "machine.removed")
 """Followed with ``--machines``, so a machine going offline or coming back redraws."""
@@ -51,3 +55,19 @@ def machine_heading(machine: Mapping[str, Any], count: int) -> str:
     if state not in ("connected", "local") and machine.get("reason"):
         text += f" ({machine['reason']})"
     return text + f" · {count} agent{'s' if count != 1 else ''}"
+
+
+def machines_option(text: str | None, listed: Callable[[], Mapping[str, Any]]) -> Machines:
+    """What ``--machines`` asks for: ``all`` or the names given; ``local`` for this machine
+    alone (None); not given: ``all`` when a saved machine is enabled (``listed`` returns
+    ``machine.list``; a server that cannot answer it has no fleet), else None."""
+    if text == "local":
+        return None
+    if text:
+        return "all" if text == "all" else text.split(",")
+    try:
+        saved = listed().get("machines", [])
+    except (CmuxError, OSError, TimeoutError):  # an older server, or none: no fleet to show
+        return None
+    return "all" if any(isinstance(m, Mapping) and m.get("enabled", True)
+                        for m in saved) else None

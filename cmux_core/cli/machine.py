@@ -82,6 +82,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"remote cmux {row['version']} (protocol {row['protocol']})")
     if row.get("round_trip_ms") is not None:
         print(f"round trip {row['round_trip_ms']:.2f} ms")
+    if row.get("transport") == "forward":
+        print("calls go to the remote socket forwarded over the master")
+    elif row.get("transport") == "bridge":
+        print("calls go through cmux bridge (the remote sshd allows no stream-local "
+              "forwarding)")
     if row.get("ssh_error"):
         print(f"ssh said: {row['ssh_error']}")
     for missing in row["missing"]:

@@ -33,7 +33,14 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from cmux_core.cli.common import AddCommon
-from cmux_core.cli.fleet_view import MACHINE_EVENTS, machine_groups, machine_heading, shown_machines
+from cmux_core.cli.fleet_view import (
+    MACHINE_EVENTS,
+    Machines,
+    machine_groups,
+    machine_heading,
+    machines_option,
+    shown_machines,
+)
 from cmux_core.client import AsyncClient, Client
 from cmux_core.config import socket_path
 from cmux_core.errors import CmuxError
@@ -167,8 +174,6 @@ class Board:
     (``local``) first; the rows are then drawn grouped by machine."""
 
 
-Machines = str | list[str] | None
-"""The ``machines`` of ``agent.list``: None for this machine alone."""
 
 
 def fetch_board(client: Client, view: bool | str, machines: Machines = None) -> Board:
@@ -518,9 +523,11 @@ def add_sidebar_commands(sub: Any, add_common: AddCommon) -> None:
     p.add_argument("--columns", default=DEFAULT_COLUMNS,
                    help=f"comma-separated: {', '.join(COLUMNS)}, $TOKEN "
                         f"(default {DEFAULT_COLUMNS})")
-    p.add_argument("--machines", metavar="all|NAME,...",
+    p.add_argument("--machines", metavar="all|local|NAME,...",
                    help="also the agents of these saved machines (local for this one), or "
-                        "all: every enabled machine and this; adds a MACHINE column")
+                        "all: every enabled machine and this; grouped per machine with a "
+                        "MACHINE column (--watch: all when a machine is enabled; local: "
+                        "this machine alone)")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                    help="colour the list: auto (when printing to a terminal and NO_COLOR is "
                         "unset), always or never")
@@ -536,12 +543,10 @@ def cmd_agents(args: argparse.Namespace) -> int:
     view: bool | str = True if params is not None else (args.client or DEFAULT_CLIENT)
     path = str(socket_path(args.socket, args.session))
     machines: Machines = None
-    if args.machines:
-        names = args.machines.split(",")
-        machines = "all" if args.machines == "all" else names
-        if all(c.key != "machine" for c in columns):
-            columns.insert(1 if columns and columns[0].key == "status" else 0,
-                           COLUMNS["machine"])
+    if args.machines or args.watch:
+        machines = machines_option(args.machines, lambda: _machine_list(path))
+    if machines is not None and all(c.key != "machine" for c in columns):
+        columns.insert(1 if columns and columns[0].key == "status" else 0, COLUMNS["machine"])
     if args.watch:
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             raise CmuxError("invalid_params", "--watch needs a terminal")
@@ -566,6 +571,11 @@ def cmd_agents(args: argparse.Namespace) -> int:
         print(" " + status if board.total == len(board.rows)
               else f" {status}  ({board.total - len(board.rows)} hidden by the view)")
     return 0
+
+
+def _machine_list(path: str) -> Mapping[str, Any]:
+    with Client(path) as client:
+        return client.call("machine.list")
 
 
 class Sidebar:

@@ -49,9 +49,15 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from cmux_core.cli import kitty
 from cmux_core.cli.common import AddCommon
-from cmux_core.cli.fleet_view import MACHINE_EVENTS, machine_groups, machine_heading, shown_machines
+from cmux_core.cli.fleet_view import (
+    MACHINE_EVENTS,
+    Machines,
+    machine_groups,
+    machine_heading,
+    machines_option,
+    shown_machines,
+)
 from cmux_core.cli.outer_terminal import EndSignals, TerminalOutput, signal_status
-from cmux_core.cli.sidebar import Machines
 from cmux_core.cli.ui_pane import (
     Fragments,
     PanePreview,
@@ -61,7 +67,7 @@ from cmux_core.cli.ui_pane import (
     switch_keyboard,
     switch_modes,
 )
-from cmux_core.client import AsyncClient
+from cmux_core.client import AsyncClient, Client
 from cmux_core.config import socket_path
 from cmux_core.errors import CmuxError
 
@@ -641,11 +647,9 @@ class TerminalText:
         return True
 
 
-def machines_param(text: str | None) -> Machines:
-    """``--machines``: None (this machine), ``"all"`` or the names given."""
-    if not text:
-        return None
-    return "all" if text == "all" else text.split(",")
+def _machine_list(path: str) -> Mapping[str, Any]:
+    with Client(path) as client:
+        return client.call("machine.list")
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
@@ -665,6 +669,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
         params.setdefault("source", "cli")
     view: bool | str = True if params is not None else (args.client or DEFAULT_CLIENT)
     path = str(socket_path(args.socket, args.session))
+    machines = machines_option(args.machines, lambda: _machine_list(path))
     out = TerminalOutput(sys.stdout.fileno())
     with EndSignals(out) as signals:
         found = graphics_probe(sys.stdin.fileno(), out.fd)
@@ -673,7 +678,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
         with create_app_session(output=output):
             ui = Ui(path, view, params, sidebar_width=args.sidebar_width,
                     cell=found.cell if found.graphics else None, files=found.files,
-                    signals=signals, machines=machines_param(args.machines))
+                    signals=signals, machines=machines)
             try:
                 code = asyncio.run(ui.run())
             except EOFError:  # the terminal closed under the ui
@@ -701,10 +706,11 @@ def add_ui_command(sub: Any, add_common: AddCommon) -> None:
                         "defaults to cli), e.g. "
                         "'{\"filter\": {\"op\": \"eq\", \"field\": \"agent\", "
                         "\"value\": \"claude\"}}'")
-    p.add_argument("--machines", metavar="all|NAME,...",
+    p.add_argument("--machines", metavar="all|local|NAME,...",
                    help="also the agents of these saved machines (local for this one), or "
                         "all: every enabled machine and this; grouped by machine, with each "
-                        "machine's state")
+                        "machine's state (default: all when a machine is enabled; local: "
+                        "this machine alone)")
     p.add_argument("--sidebar-width", type=int, default=SIDEBAR_WIDTH, metavar="CELLS",
                    help=f"width of the sidebar (default {SIDEBAR_WIDTH})")
     p.set_defaults(func=cmd_ui)

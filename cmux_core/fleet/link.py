@@ -3,9 +3,12 @@ on the remote, so the master carries the remote server's socket protocol, line f
 
 The master (``ssh -M -S <control dir>/<name>``) runs as a child of this server, in the
 foreground, so its exit is seen at once; requests go over its session, replies are matched
-by ``id``. A call that may hold its request (a wait, a stream, a relay) gets a channel of its
-own (:meth:`Link.open_channel`): another ``ssh -S`` session multiplexed over the same
-master, which costs no new connection or authentication. All ssh I/O is asyncio pipes and
+by ``id``. Once up, the remote server's socket is forwarded over the master where the sshd
+allows it (:mod:`.forward`), and the shared calls go there instead, with no bridge process
+in the way. A call that may hold its request (a wait, a stream, a relay) gets a channel of
+its own (:meth:`Link.open_channel`): a connection to the forwarded socket, else another
+``ssh -S`` session multiplexed over the same master; neither costs a new connection or
+authentication. All ssh I/O is asyncio pipes and
 every call has a deadline, so a link that drops or stalls never blocks the loop; a dropped
 link fails its pending calls with ``machine_offline`` and reconnects with backoff.
 """
