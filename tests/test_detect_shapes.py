@@ -229,7 +229,8 @@ def test_an_input_box_inside_a_dialog_box_and_a_command_awaiting_input() -> None
 
 
 @pytest.mark.parametrize("hint", ["Press Enter to continue", "Enter to continue",
-                                  "↵ to dismiss", "Hit the return key to proceed"])
+                                  "↵ to dismiss", "Hit the return key to proceed",
+                                  "Usage limit has reset · Press enter to continue"])
 def test_every_manifest_reads_a_notice_over_a_pending_tool_call_as_blocked(hint: str) -> None:
     """A notice waiting for Enter drawn over a tool call still running, whatever its words
     and whatever the title says: nothing goes on until a person presses the key."""
