@@ -6,7 +6,8 @@ the ``dialog_shape`` rule of its manifest sees a cursor on one of two options an
 confirm/cancel hint. Any line it reads answers the dialog with its default, "No, exit",
 and it exits with status 1, as Claude Code does. ``blindbot`` is the same program under a
 manifest without the shape rule, so its dialog reads ``unknown`` and its launch times out.
-In ``prompt`` mode the agent shows its idle prompt and exits on the first line it reads.
+In ``prompt`` mode the agent shows its idle prompt and exits on the first line it reads;
+in ``later`` mode the first line it reads replaces the prompt with a screen no rule knows.
 """
 
 from __future__ import annotations
@@ -25,12 +26,18 @@ from fake_agent import agent_argv, manifest_server, write_agent, write_manifests
 from cmux_core.cli.agent import add_agent_commands
 from cmux_core.cli.common import add_common
 from cmux_core.cli.manifests import add_explain_command
+from cmux_core.detect.engine import FALLBACK_IDLE
 from cmux_core.errors import CmuxError
 from cmux_core.testing import ServerProcess, wait_until
 
 AGENT = textwrap.dedent("""\
     import sys
-    if sys.argv[1] == "prompt":
+    if sys.argv[1] == "later":
+        sys.stdout.write("\\x1b[2J\\x1b[Hbot> ")
+        sys.stdout.flush()
+        sys.stdin.readline()
+        sys.stdout.write("\\x1b[2J\\x1b[Hsomething no rule knows\\n")
+    elif sys.argv[1] == "prompt":
         sys.stdout.write("\\x1b[2J\\x1b[Hbot> ")
     else:
         sys.stdout.write("\\x1b[2J\\x1b[H" + "\\n".join([
@@ -93,6 +100,19 @@ def status(api: Api, target: str) -> str | None:
     return str(reply["result"]["agent"]["agent_status"]) if reply["ok"] else None
 
 
+def cmux_explain(api: Api, capsys: pytest.CaptureFixture[str], target: str) -> str:
+    """What ``cmux agent explain TARGET`` prints about a live pane."""
+    parser = argparse.ArgumentParser()
+    add_common(parser, top=True)
+    add_explain_command(parser.add_subparsers().add_parser("agent").add_subparsers(),
+                        add_common)
+    capsys.readouterr()
+    args = parser.parse_args(["agent", "explain", "--socket", str(api.server.socket_path),
+                              target])
+    assert args.func(args) == 0
+    return capsys.readouterr().out
+
+
 def refused(api: Api, target: str, text: str) -> dict[str, Any]:
     """The error ``agent.prompt`` answers (the test fails if it succeeds)."""
     reply = api.request("agent.prompt", {"target": target, "text": text}, WAIT_S)
@@ -123,7 +143,7 @@ def test_a_blocked_agent_is_refused_naming_the_dialog(api: Api, scripts: dict[st
 
 
 def test_a_launch_that_times_out_unrecognised_sends_nothing(
-        api: Api, scripts: dict[str, Path]) -> None:
+        api: Api, scripts: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     pane = api("agent.start", {"name": "blind", "timeout_ms": 3500,
                                "argv": agent_argv(scripts["blindbot"], "dialog")}
                )["agent"]["pane_id"]
@@ -137,29 +157,27 @@ def test_a_launch_that_times_out_unrecognised_sends_nothing(
     explained = api("agent.explain", {"target": "blind"})["explain"]
     assert (explained["state"], explained["matched_rule"]) == ("unknown", None), \
         "explain says what the server publishes, not the idle fallback"
-
-
-def test_cmux_agent_explain_prints_the_unknown_the_server_publishes(
-        api: Api, scripts: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    """A dialog no rule of its agent knows is published ``unknown``; ``cmux agent explain``
-    on the live pane says so too, never the idle fallback of a saved screen."""
-    pane = api.run([sys.executable, str(scripts["blindbot"]), "dialog"])
-    wait_until(lambda: "Leave now" in api.read(pane) or None, timeout=WAIT_S,
-               message="the dialog drawn")
-    wait_until(lambda: api.request("agent.explain", {"target": pane})["ok"] or None,
-               timeout=WAIT_S, message="the agent detected")
-    assert status(api, pane) == "unknown"
-    parser = argparse.ArgumentParser()
-    add_common(parser, top=True)
-    add_explain_command(parser.add_subparsers().add_parser("agent").add_subparsers(),
-                        add_common)
-    capsys.readouterr()
-    args = parser.parse_args(["agent", "explain", "--socket", str(api.server.socket_path),
-                              pane])
-    assert args.func(args) == 0
-    out = capsys.readouterr().out
-    assert "agent: blindbot  state: unknown" in out and "state: idle" not in out, out
+    out = cmux_explain(api, capsys, "blind")
+    assert "agent: blindbot  state: unknown" in out and "state: idle" not in out, \
+        "cmux agent explain prints what the server publishes, never idle"
     assert "agent_screen_not_recognised_yet" in out, out
+
+
+def test_cmux_agent_explain_prints_the_idle_fallback_the_server_publishes(
+        api: Api, scripts: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """Once a screen rule has matched, a screen no rule knows is published ``idle`` (the
+    fallback), and the live ``cmux agent explain`` says idle too."""
+    pane = api("agent.start", {"name": "later", "argv": agent_argv(scripts["blindbot"], "later")}
+               )["agent"]["pane_id"]
+    wait_until(lambda: status(api, pane) == "idle" or None, timeout=WAIT_S,
+               message="the agent at its prompt")
+    api("pane.send_text", {"pane_id": pane, "text": "go\n"})
+    wait_until(lambda: api("agent.explain", {"target": pane})["explain"]["fallback_reason"]
+               == FALLBACK_IDLE or None, timeout=WAIT_S, message="the unknown screen read")
+    assert status(api, pane) == "idle"
+    out = cmux_explain(api, capsys, pane)
+    assert "agent: blindbot  state: idle\n" in out, out
+    api("pane.close", {"pane_id": pane})
 
 
 def test_an_agent_exiting_on_the_prompt_is_a_failure(api: Api, scripts: dict[str, Path]

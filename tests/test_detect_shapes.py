@@ -68,6 +68,25 @@ def reworded(lines: list[str]) -> list[str]:
     return out
 
 
+HINT_WORDS = [(r"(?i)\bto go back\b", "to cancel"), (r"(?i)\bto cancel\b", "to go back"),
+              (r"(?i)\bpress enter to\b", "Enter to"), (r"(?i)\bto confirm\b", "to select"),
+              (r"(?i)\bto select\b", "to choose"), (r"(?i)\bto submit\b", "to send")]
+
+
+def hints_reworded(lines: list[str]) -> list[str]:
+    """Key hints in other words: go back for cancel and back, select for confirm, ..."""
+    out = []
+    for line in lines:
+        if re.search(r"(?i)\b(?:esc|enter)\b", line) and not CURSOR.match(line):
+            for pattern, words in HINT_WORDS:
+                changed = re.sub(pattern, words, line)
+                if changed != line:
+                    line = changed
+                    break
+        out.append(line)
+    return out
+
+
 def bordered(table: dict[int, int]) -> Callable[[list[str]], list[str]]:
     return lambda lines: [line.translate(table) for line in lines]
 
@@ -96,7 +115,7 @@ VARIANTS: dict[str, Callable[[list[str]], list[str]]] = {
     "renumbered": renumbered, "unnumbered": unnumbered, "reworded": reworded,
     **{f"borders {i}": bordered(t) for i, t in enumerate(BORDERS)},
     **{f"width {w}": ruled(w) for w in (60, 120, 200)},
-    "footer reversed": footer_reversed,
+    "footer reversed": footer_reversed, "hints reworded": hints_reworded,
 }
 
 
@@ -210,7 +229,8 @@ def test_an_input_box_inside_a_dialog_box_and_a_command_awaiting_input() -> None
 
 
 @pytest.mark.parametrize("hint", ["Press Enter to continue", "Enter to continue",
-                                  "↵ to dismiss", "Hit the return key to proceed"])
+                                  "↵ to dismiss", "Hit the return key to proceed",
+                                  "Usage limit has reset · Press enter to continue"])
 def test_every_manifest_reads_a_notice_over_a_pending_tool_call_as_blocked(hint: str) -> None:
     """A notice waiting for Enter drawn over a tool call still running, whatever its words
     and whatever the title says: nothing goes on until a person presses the key."""

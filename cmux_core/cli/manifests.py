@@ -406,7 +406,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
                                  lambda result: _render_mismatch(result["explain"]))
         return run_and_print(args, "agent.explain", {"target": args.target},
                              lambda result: _render_explain(result.get("explain", result),
-                                                            args.verbose))
+                                                            args.verbose, saved=False))
     try:
         screen = normalize_screen(args.file.read_text(encoding="utf-8", errors="replace"))
     except OSError as exc:
@@ -451,10 +451,12 @@ def _render_mismatch(result: dict[str, Any]) -> None:
     print(found["screen"], end="")
 
 
-def _render_explain(result: dict[str, Any], verbose: bool) -> None:
+def _render_explain(result: dict[str, Any], verbose: bool, *, saved: bool = True) -> None:
+    """Print ``result``; ``saved``: of a saved screen (``--file``), not a live pane, whose
+    state is the one the server publishes."""
     rule = result.get("matched_rule")
     state = result.get("state")
-    if result.get("fallback_reason") == FALLBACK_IDLE:
+    if saved and result.get("fallback_reason") == FALLBACK_IDLE:
         # A saved screen: no rule matched, and a server publishes the idle fallback only
         # for an agent one of whose screen rules has matched since it started.
         state = "unknown (idle only once a screen rule of the agent has matched)"

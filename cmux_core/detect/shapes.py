@@ -41,6 +41,9 @@ _CONFIRM = re.compile(r"(?i)(?:\benter\b|\breturn\b|[↵⏎]).{0,24}?"
                       r"|\b(?:confirm|select|submit|choose)\b.{0,4}(?:\benter\b|[↵⏎])")
 _CANCEL = re.compile(r"(?i)\b(?:esc|escape)\b.{0,24}?\b(?:cancel|back|exit|close|dismiss|"
                      r"skip|reject|deny|quit)|\bcancel|\bgo back\b")
+_PARTS = re.compile(r"\s+[·•|—–]\s+")
+"""What separates the parts of a status line (``Usage limit has reset · Press enter to
+continue``)."""
 _BACK_HINT = re.compile(r"(?i)^(?:press\s+)?(?:esc|escape)\s+to\s+(?:cancel|go\s+back|back)\W*$")
 """A hint line that only cancels or goes back (``Esc to go back``)."""
 _NOTICE = re.compile(r"(?i)^\W*(?:(?:press|hit)\s+)?(?:the\s+)?(?:enter|return|any key|[↵⏎])"
@@ -234,7 +237,7 @@ def notice(lines: list[str]) -> Dialog | None:
     if last is not None and _YES_NO.search(_strip(lines[last])):
         return Dialog("notice", last, _strip(lines[last]))
     for at in range(len(lines) - 1, -1, -1):
-        if _NOTICE.match(_strip(lines[at])):
+        if any(_NOTICE.match(part) for part in _PARTS.split(_strip(lines[at]))):
             return Dialog("notice", at, _heading(lines, at))
         if _AWAITING.match(_strip(lines[at])):
             return Dialog("notice", at, _strip(lines[at]))

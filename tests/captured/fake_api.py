@@ -425,14 +425,15 @@ def gemini_folded(body: dict[str, Any]) -> dict[str, Any]:
 
 @cache
 def tls_context() -> ssl.SSLContext:
-    """A server context with a self-signed certificate made for this run."""
-    folder = Path(tempfile.mkdtemp(prefix="fake-api-tls-"))
-    key, cert = folder / "key.pem", folder / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True)
+    """A server context with a self-signed certificate made for this run (its files are
+    removed once loaded)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
+    with tempfile.TemporaryDirectory(prefix="fake-api-tls-") as folder:
+        key, cert = Path(folder) / "key.pem", Path(folder) / "cert.pem"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days",
+                        "1", "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
+                       check=True, capture_output=True)
+        context.load_cert_chain(cert, key)
     return context
 
 
