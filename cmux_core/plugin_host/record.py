@@ -30,6 +30,7 @@ FAULT_HISTORY = 20
 """Errors and warnings kept per plugin for ``plugin.list``."""
 
 Status = Literal["loaded", "disabled", "blocked"]
+Isolation = Literal["thread", "process"]
 
 
 @dataclass(slots=True)
@@ -74,6 +75,8 @@ class Plugin:
     drain: asyncio.Task[None] | None = None
     overflowing: bool = False
     abandoned_threads: int = 0
+    isolation: Isolation = "thread"
+    """Where its code runs: ``thread`` (in the server) or ``process`` (a process of its own)."""
 
     def to_wire(self) -> dict[str, Any]:
         """The ``plugin.list`` entry."""
@@ -94,6 +97,8 @@ class Plugin:
             "errors": [f.to_wire() for f in self.errors],
             "warnings": list(self.warnings),
             "abandoned_threads": self.abandoned_threads,
+            "isolation": self.isolation,
+            "pid": self.worker.pid if self.worker is not None else None,
         }
 
 
@@ -105,6 +110,15 @@ class PluginWorker:
     waiting; Python cannot stop a thread, so the host abandons such a worker (:attr:`stuck`)
     and starts another. The threads are daemons so they cannot hold the process open at exit.
     """
+
+    ABANDONED = "its thread was abandoned"
+    RETIRED = "abandoned a worker thread stuck in a call past its budget"
+    STUCK = "its thread is stuck in an earlier call"
+
+    @property
+    def pid(self) -> int | None:
+        """The process the plugin's code runs in when it is not the server's own."""
+        return None
 
     def __init__(self, name: str) -> None:
         self._jobs: queue.SimpleQueue[
