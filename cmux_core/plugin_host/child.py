@@ -79,10 +79,12 @@ class ChildCall:
     def request_blocking(self, method: str, params: Mapping[str, Any] | None = None, *,
                          timeout: float = 30.0) -> dict[str, Any]:
         loop = self._child.loop
-        with contextlib.suppress(RuntimeError):
-            if asyncio.get_running_loop() is loop:
-                raise RuntimeError("request_blocking called on the plugin's loop; await "
-                                   "request()")
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            raise RuntimeError("request_blocking called on the plugin's loop; await request()")
         return asyncio.run_coroutine_threadsafe(self.request(method, params), loop
                                                 ).result(timeout)
 
