@@ -24,13 +24,14 @@ import pytest
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.methods import plugin as plugin_methods
 from cmux_core.app import STOP_GRACE_S
+from cmux_core.cli.plugin import describe
 from cmux_core.config import Settings
 from cmux_core.config_file import load_settings
 from cmux_core.errors import CmuxError
 from cmux_core.plugin_host import integrations
 from cmux_core.plugin_host.host import PluginHost
 from cmux_core.plugin_host.isolation import isolation_of
-from cmux_core.plugin_host.loader import PluginSource
+from cmux_core.plugin_host.loader import PluginSource, sources_at
 from cmux_core.testing import ServerProcess, async_wait_until, start_server, wait_until
 
 HOG_N = 30_000_000
@@ -243,6 +244,7 @@ def test_a_killed_process_is_reported_and_a_new_one_starts_on_enable_and_on_save
         assert counter["status"] == "loaded" and counter["isolation"] == "process"
         pid = counter["pid"]
         assert pid != server.process.pid and alive(pid)
+        assert f"    runs in a process of its own (pid {pid})" in describe(counter)
         # a callable that cannot cross a process is refused at load, saying why; what can
         # cross is registered
         refused = plugins(server)["refused"]
@@ -267,6 +269,7 @@ def test_a_killed_process_is_reported_and_a_new_one_starts_on_enable_and_on_save
         counter = plugins(server)["counter"]
         assert counter["error"].startswith("blocked: its process was killed by SIGKILL")
         assert counter["pid"] is None
+        assert "    runs in a process of its own (none running)" in describe(counter)
         with pytest.raises(CmuxError) as gone:
             server.call("plugin.counter.hello")
         assert gone.value.code == "method_not_found"
@@ -448,6 +451,18 @@ def test_isolation_comes_from_config_then_the_plugin_then_the_default(tmp_path: 
     assert isolation_of(sources["plain"], settings) == "process"
     config.write_text('[plugins]\nprocess = ["plain"]\n')
     assert isolation_of(sources["plain"], load_settings(config)) == "process"
+    project = tmp_path / "dist"
+    write(project / "src" / "dist_mod", "__init__.py", "x = 1\n")
+    write(project, "pyproject.toml", """
+        [project]
+        name = "dist"
+        [project.entry-points.cmux]
+        dist = "dist_mod"
+        [tool.cmux]
+        isolation = "process"
+    """)
+    [linked] = sources_at(project)
+    assert isolation_of(linked, load_settings(tmp_path / "none.toml")) == "process"
     config.write_text('[plugins]\nisolation = "fork"\n')
     with pytest.raises(ValueError, match=r"\[plugins\] isolation must be one of thread, "):
         load_settings(config)
