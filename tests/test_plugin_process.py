@@ -466,3 +466,21 @@ def test_isolation_comes_from_config_then_the_plugin_then_the_default(tmp_path: 
     config.write_text('[plugins]\nisolation = "fork"\n')
     with pytest.raises(ValueError, match=r"\[plugins\] isolation must be one of thread, "):
         load_settings(config)
+
+
+def test_an_import_that_ends_its_process_is_reported_with_how_it_ended(tmp_path: Path) -> None:
+    d = tmp_path / "plugins"
+    write(d, "quits.py", 'import os\nCMUX_ISOLATION = "process"\nos._exit(3)\n')
+    write(d, "fine.py", 'CMUX_ISOLATION = "process"\n')
+
+    async def main() -> None:
+        host = make_host(tmp_path, d)
+        await host.start()
+        quits = host.get("quits")
+        assert quits.status == "blocked"
+        assert quits.error == "import failed: ProcessGone: the plugin's process ended " \
+                              "(exit status 3)"
+        assert host.get("fine").status == "loaded"
+        await host.stop()
+
+    asyncio.run(main())

@@ -171,6 +171,12 @@ class ProcessWorker(PluginWorker):
             self._kill()
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             pass
+        # The pipe closes as the process ends: give its exit status a moment to arrive, so
+        # the calls it leaves unanswered can say how it ended.
+        for _ in range(50):
+            if self.exited is not None or self._closing:
+                break
+            await asyncio.sleep(0.02)
         self._fail_pending()
 
     def _settle(self, message: Mapping[str, Any]) -> None:
