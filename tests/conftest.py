@@ -10,7 +10,9 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import os
 import socket
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -280,3 +282,42 @@ async def wait_version(host: PluginHost, wanted: int, timeout: float = 30.0) -> 
     async def answers() -> bool:
         return await plugin_version(host) == wanted
     await async_wait_until(answers, timeout, 0.02, message=f"version {wanted} to answer")
+
+
+# Nothing of a run may stay in the temporary directory: the controller (not an xdist
+# worker) lists the cmux entries there before the run and after it, and a run that leaves
+# new ones fails, naming them.
+TEMP_PREFIX = "cmux"
+LEFTOVER_GRACE_S = 10.0
+"""How long entries may take to go once the last test is done (servers shutting down)."""
+
+_temp_before: set[str] = set()
+
+
+def _temp_entries() -> set[str]:
+    return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith(TEMP_PREFIX)}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):
+        _temp_before.update(_temp_entries())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput") or session.config.option.collectonly:
+        return
+    if session.testscollected == 0:
+        return
+    deadline = time.monotonic() + LEFTOVER_GRACE_S
+    left = _temp_entries() - _temp_before
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = _temp_entries() - _temp_before
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = (f"the run left {len(left)} new entr{'y' if len(left) == 1 else 'ies'} in "
+                   f"{tempfile.gettempdir()}: " + ", ".join(sorted(left)))
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(message, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -100,6 +100,7 @@ def test_graceful_shutdown(how: str) -> None:
         server.process.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGINT)
     assert server.process.wait(15) == 0
     assert not server.socket_path.exists()
+    assert not server.socket_path.with_name(server.socket_path.name + ".fleet").exists()
     wait_until(lambda: _gone(pid), 30, message="pane shell to end")
 
 

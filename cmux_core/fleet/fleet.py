@@ -4,6 +4,7 @@ enabled one, kept connected while the server runs."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -36,10 +37,13 @@ class Fleet:
             self._follow(machine)
 
     async def stop(self) -> None:
-        """Close every master; the remote servers keep running."""
-        self._started = False
+        """Close every master and remove the control directory; the remote servers keep
+        running."""
+        started, self._started = self._started, False
         links, self._links = list(self._links.values()), {}
         await asyncio.gather(*(link.stop() for link in links), *self._stopping)
+        if started and not self.control_dir.is_symlink():
+            shutil.rmtree(self.control_dir, ignore_errors=True)
 
     def _follow(self, machine: Machine | None, old: str | None = None) -> None:
         """Start, restart or stop the link of ``old`` (or ``machine.name``) to match."""

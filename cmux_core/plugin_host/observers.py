@@ -5,7 +5,8 @@ plugin (the plugin's ``inbox``) and return at once; one task per plugin drains i
 calling each hookimpl of the serving version contained (:class:`PluginCaller`). A plugin
 is given observer calls only once its ``cmux_startup`` has run: calls queued while it loaded
 wait and are delivered after it, in order. A queue at :data:`OBSERVER_QUEUE_LIMIT` drops new
-calls (warned once per overflow) until it drains.
+calls until it has drained to half of that; each overflow is warned twice, when it starts
+and when it ends (with the count dropped), however long it lasts.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ __all__ = ["OBSERVER_HOOKS", "OBSERVER_QUEUE_LIMIT", "ObserverQueues"]
 OBSERVER_HOOKS = ("cmux_on_report_agent", "cmux_on_report_metadata", "cmux_on_event")
 OBSERVER_QUEUE_LIMIT = 1000
 """Observer calls one plugin may have waiting before new ones are dropped."""
+OBSERVER_RESUME = OBSERVER_QUEUE_LIMIT // 2
+"""Once dropping, a plugin's queue takes calls again when no more than this many wait."""
 
 
 class ObserverQueues:
@@ -84,16 +87,31 @@ class ObserverQueues:
         for plugin in self._plugins.values():
             if plugin.status != "loaded" or hook not in plugin.hooks:
                 continue
-            if len(plugin.inbox) >= OBSERVER_QUEUE_LIMIT:
-                if not plugin.overflowing:
-                    plugin.overflowing = True
-                    self._caller.warn(plugin, f"observer queue full ({OBSERVER_QUEUE_LIMIT}); "
-                                              "dropping calls until it drains")
+            if self._overflowing(plugin):
+                plugin.overflow_dropped += 1
+                plugin.dropped_calls += 1
                 continue
-            plugin.overflowing = False
             plugin.inbox.append((hook, kwargs))
             if plugin.started:  # else they wait for its cmux_startup, which kicks them
                 self.kick(plugin, loop)
+
+    def _overflowing(self, plugin: Plugin) -> bool:
+        """Whether ``plugin``'s queue is dropping calls; warns as an overflow starts and ends."""
+        waiting = len(plugin.inbox)
+        if not plugin.overflowing:
+            if waiting < OBSERVER_QUEUE_LIMIT:
+                return False
+            plugin.overflowing = True
+            plugin.overflow_dropped = 0
+            self._caller.warn(plugin, f"observer queue full ({OBSERVER_QUEUE_LIMIT} calls); "
+                                      f"dropping calls until it drains to {OBSERVER_RESUME}")
+            return True
+        if waiting > OBSERVER_RESUME:
+            return True
+        plugin.overflowing = False
+        self._caller.warn(plugin, f"observer queue drained to {waiting}; "
+                                  f"{plugin.overflow_dropped} calls were dropped")
+        return False
 
     async def _drain(self, plugin: Plugin) -> None:
         module = plugin.module

@@ -51,7 +51,9 @@ class Plugin:
     ``module`` is the version currently serving (None when disabled, blocked, or never
     loaded). ``error`` says why a plugin is blocked; ``errors`` and ``warnings`` are the
     recent history, newest last. ``abandoned_threads`` counts the workers left behind while
-    still stuck in a call the host had stopped waiting for.
+    still stuck in a call the host had stopped waiting for; ``dropped_calls`` the observer
+    calls dropped because the plugin's queue was full (``overflow_dropped`` those of the
+    overflow still going on).
     """
 
     plugin_id: str
@@ -74,6 +76,8 @@ class Plugin:
     inbox: deque[tuple[str, dict[str, Any]]] = field(default_factory=deque)
     drain: asyncio.Task[None] | None = None
     overflowing: bool = False
+    overflow_dropped: int = 0
+    dropped_calls: int = 0
     abandoned_threads: int = 0
     isolation: Isolation = "thread"
     """Where its code runs: ``thread`` (in the server) or ``process`` (a process of its own)."""
@@ -97,6 +101,7 @@ class Plugin:
             "errors": [f.to_wire() for f in self.errors],
             "warnings": list(self.warnings),
             "abandoned_threads": self.abandoned_threads,
+            "dropped_calls": self.dropped_calls,
             "isolation": self.isolation,
             "pid": self.worker.pid if self.worker is not None else None,
         }
