@@ -484,3 +484,34 @@ def test_an_import_that_ends_its_process_is_reported_with_how_it_ended(tmp_path:
         await host.stop()
 
     asyncio.run(main())
+
+
+def test_a_process_plugin_is_checked_like_one_in_a_thread(tmp_path: Path) -> None:
+    """A misspelt hook, a hook argument that does not exist and a wrapper block the plugin
+    with the same message whichever way it runs."""
+    bodies = {
+        "typo": "@hookimpl\ndef cmux_startpu():\n    pass\n",
+        "badarg": "@hookimpl\ndef cmux_on_event(kind, colour):\n    pass\n",
+        "wrapper": "@hookimpl(wrapper=True)\ndef cmux_on_event(kind):\n    yield\n",
+    }
+    errors: dict[str, dict[str, str]] = {}
+    for isolation in ("thread", "process"):
+        d = tmp_path / isolation
+        for name, body in bodies.items():
+            write(d, f"{name}.py", f"from cmux_core.hookspecs import hookimpl\n"
+                                   f"CMUX_ISOLATION = {isolation!r}\n{body}")
+
+        async def main(d: Path = d) -> dict[str, str]:
+            host = make_host(tmp_path / f"{d.name}-home", d)
+            await host.start()
+            found = {name: str(host.get(name).error).replace(str(d), "DIR")
+                     for name in bodies}
+            assert all(host.get(name).status == "blocked" for name in bodies)
+            await host.stop()
+            return found
+
+        errors[isolation] = asyncio.run(main())
+    assert errors["process"] == errors["thread"]
+    assert "cmux_startpu" in errors["process"]["typo"]
+    assert "colour" in errors["process"]["badarg"]
+    assert "hook wrappers are not supported" in errors["process"]["wrapper"]

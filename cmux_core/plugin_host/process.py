@@ -104,7 +104,10 @@ class ProcessWorker(PluginWorker):
                 return serving, digest
         await self._spawn()
         reply = await self._remote({"op": "load", "source": _source_wire(source)}, None)
-        return self._stand_in(reply), str(reply.get("digest") or "")
+        module = self._stand_in(reply)
+        if source.path is not None and source.kind == "file":
+            module.__file__ = str(source.path)
+        return module, str(reply.get("digest") or "")
 
     async def _spawn(self) -> None:
         ours, theirs = socket.socketpair()
@@ -269,18 +272,21 @@ class ProcessWorker(PluginWorker):
     # -- the stand-in module ----------------------------------------------------------------
 
     def _stand_in(self, reply: Mapping[str, Any]) -> types.ModuleType:
-        module = types.ModuleType(f"_cmux_plugin_process_{self.plugin_id.replace('-', '_')}")
+        module = types.ModuleType(f"_cmux_plugin_{self.plugin_id.replace('-', '_')}")
         module.__doc__ = reply.get("doc")
         module.__dict__["__version__"] = reply.get("version") or ""
         contributions = reply.get("contributions") or {}
         for hook in reply.get("hooks") or ():
             name, argnames = str(hook["name"]), [str(a) for a in hook.get("argnames") or ()]
-            if name in CONTRIBUTION_HOOKS:
+            opts = hook.get("opts") or {}
+            if opts.get("wrapper") or opts.get("hookwrapper"):
+                # never called: the host refuses wrappers, as it does in a thread
+                fn = _function(name, argnames, lambda _kwargs: None, kind="generator")
+            elif name in CONTRIBUTION_HOOKS:
                 fn = _function(name, argnames, functools.partial(
-                    self._replay, contributions.get(name)), is_async=False)
+                    self._replay, contributions.get(name)), kind="sync")
             else:
                 fn = _function(name, argnames, functools.partial(self._hook, name))
-            opts = hook.get("opts") or {}
             setattr(module, name, hookspecs.hookimpl(
                 fn, hookwrapper=bool(opts.get("hookwrapper")), wrapper=bool(opts.get("wrapper")),
                 tryfirst=bool(opts.get("tryfirst")), trylast=bool(opts.get("trylast"))))
@@ -334,7 +340,7 @@ class ProcessWorker(PluginWorker):
 
 
 def _function(name: str, argnames: list[str], body: Callable[[dict[str, Any]], Any], *,
-              is_async: bool = True) -> Callable[..., Any]:
+              kind: str = "async") -> Callable[..., Any]:
     """A function called ``name`` taking ``argnames`` (pluggy reads a function's code for
     them) that passes them to ``body`` as one dict."""
     for arg in argnames:
@@ -344,8 +350,11 @@ def _function(name: str, argnames: list[str], body: Callable[[dict[str, Any]], A
         raise ValueError(f"hook name {name!r} cannot be forwarded")
     params = ", ".join(argnames)
     packed = ", ".join(f"{a!r}: {a}" for a in argnames)
-    source = (f"async def {name}({params}):\n    return await _body({{{packed}}})\n" if is_async
-              else f"def {name}({params}):\n    return _body({{{packed}}})\n")
+    source = {
+        "async": f"async def {name}({params}):\n    return await _body({{{packed}}})\n",
+        "sync": f"def {name}({params}):\n    return _body({{{packed}}})\n",
+        "generator": f"def {name}({params}):\n    yield _body({{{packed}}})\n",
+    }[kind]
     namespace: dict[str, Any] = {"_body": body}
     exec(compile(source, f"<plugin process stand-in {name}>", "exec"), namespace)
     fn: Callable[..., Any] = namespace[name]
