@@ -285,6 +285,11 @@ def test_a_killed_process_is_reported_and_a_new_one_starts_on_enable_and_on_save
                    timeout=30, message="the reload")
         assert server.call("plugin.counter.hello")["greeting"] == "hi, world"
         wait_until(lambda: not alive(again["pid"]), timeout=30, message="the old one to end")
+        # disabling ends the process too
+        newest = plugins(server)["counter"]["pid"]
+        server.call("plugin.disable", {"plugin_id": "counter"})
+        assert plugins(server)["counter"]["pid"] is None
+        wait_until(lambda: not alive(newest), timeout=30, message="the disabled one to end")
     finally:
         server.stop()
 
