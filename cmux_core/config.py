@@ -116,6 +116,11 @@ class Settings:
     scrollback_lines: int = 10_000
     shell: str = field(default_factory=default_shell)
     plugins_dirs: list[Path] = field(default_factory=list)
+    plugin_isolation: dict[str, list[str]] = field(default_factory=dict)
+    """``[plugins] process = [...]`` and ``thread = [...]``: plugin ids (or distribution
+    names) by isolation, ahead of what a plugin declares."""
+    plugin_default_isolation: str = "thread"
+    """``[plugins] isolation``: for plugins neither configured nor declaring one."""
     manifests_dirs: list[Path] = field(default_factory=list)
     state_dir: Path = field(default_factory=state_dir)
     restore: bool = True

@@ -78,6 +78,21 @@ class CmuxTable(Table):
         "false, as older cmux builds did (default false; CMUX_FOCUS_ON_CREATE=1 too)")
 
 
+class PluginsTable(Table):
+    """[plugins]: where plugins' code runs (docs/plugins.md, Isolation)."""
+
+    isolation: Literal["thread", "process"] | SkipJsonSchema[None] = Field(
+        default=None, description="where a plugin that is not listed below and declares "
+        "nothing runs: thread (in the server) or process (a process of its own); default "
+        "thread")
+    process: list[str] | SkipJsonSchema[None] = Field(
+        default=None, description="plugin ids or distribution names run in a process of "
+        "their own")
+    thread: list[str] | SkipJsonSchema[None] = Field(
+        default=None, description="plugin ids or distribution names run in the server's "
+        "process, whatever they declare")
+
+
 class ConfigFile(Table):
     """~/.config/cmux/config.toml ($XDG_CONFIG_HOME/cmux/config.toml)."""
 
@@ -86,6 +101,7 @@ class ConfigFile(Table):
     server: ServerTable = ServerTable()
     experimental: ExperimentalTable = ExperimentalTable()
     cmux: CmuxTable = CmuxTable()
+    plugins: PluginsTable = PluginsTable()
 
 
 MUST = {
@@ -93,6 +109,8 @@ MUST = {
     "scrollback_lines": "a whole number of lines",
     "restore_text_lines": f"a whole number from 0 to {MAX_RESTORE_TEXT_LINES}",
     "shell": "a program path", "size": "a string like 120x40",
+    "isolation": "one of thread, process", "process": "a list of plugin ids",
+    "thread": "a list of plugin ids",
 }
 """What a wrong value of each key must be instead; true or false for the others."""
 
@@ -176,3 +194,9 @@ def apply(config: ConfigFile, settings: Settings, path: Path) -> None:
             raise ConfigError(f"{path}: [server] {exc}") from None
     settings.kitty_graphics = settings.kitty_graphics or bool(config.experimental.kitty_graphics)
     settings.focus_on_create = settings.focus_on_create or bool(config.cmux.focus_on_create)
+    plugins = config.plugins
+    if plugins.isolation is not None:
+        settings.plugin_default_isolation = plugins.isolation
+    for choice in ("process", "thread"):
+        if getattr(plugins, choice) is not None:
+            settings.plugin_isolation[choice] = list(getattr(plugins, choice))

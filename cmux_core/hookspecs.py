@@ -20,7 +20,10 @@ How the host calls hooks (``cmux_core.plugin_host.host.PluginHost``):
 * A hookimpl may be ``def`` or ``async def``; neither runs on the server's event loop.
   Coroutines run on an event loop of the plugin's own (on a thread of its own), plain
   functions on the plugin's worker thread, so a slow or stuck one delays only that plugin;
-  neither may touch server objects.
+  neither may touch server objects. A plugin whose isolation is ``process`` (docs/plugins.md,
+  "A process of its own") has both in a process of its own; there, what crosses is data, and
+  ``cmux_register_view_sorts``, ``cmux_register_view_filters`` and
+  ``cmux_register_graphics_sources`` raise :class:`RegistrationError`.
 * Every call has a time budget: past a soft limit a warning is recorded, past the hard limit
   the host stops waiting and counts a failure.
 * Contribution hooks (``cmux_register_*``) receive a ``register`` callback. They are called

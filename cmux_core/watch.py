@@ -195,10 +195,9 @@ class _Inotify:
 
     def start(self) -> None:
         """Watch every root there is and anchor the others; nothing is reported."""
-        for root in self.roots:
-            if not self._attach(root):
-                self.missing.add(root)
-        self._anchor_missing()
+        self.missing.update(self.roots)
+        self._retry_missing()
+        self.pending.clear()
 
     # -- watches ------------------------------------------------------------------------
 
@@ -266,14 +265,37 @@ class _Inotify:
 
     def _retry_missing(self) -> None:
         """Attach the missing roots that exist now (reported as added, with what they
-        hold) and anchor the rest again."""
-        for root in sorted(self.missing):
-            found = self._attach(root)
-            if found is not None:
-                self.missing.discard(root)
-                self.pending.append((Change.added, str(root)))
-                self.pending.extend((Change.added, str(p)) for p in found)
-        self._anchor_missing()
+        hold) and anchor the rest again.
+
+        A directory on the way to a root made after it was looked for but before its
+        parent's anchor was in place raises no event: after anchoring, whatever exists
+        between an anchor and its root is looked at again, until nothing moves.
+        """
+        while True:
+            attached = False
+            for root in sorted(self.missing):
+                found = self._attach(root)
+                if found is not None:
+                    attached = True
+                    self.missing.discard(root)
+                    self.pending.append((Change.added, str(root)))
+                    self.pending.extend((Change.added, str(p)) for p in found)
+            before = set(self.anchors.values())
+            self._anchor_missing()
+            moved = set(self.anchors.values()) != before
+            if not (attached or moved) or not self._ahead_of_anchors():
+                return
+
+    def _ahead_of_anchors(self) -> bool:
+        """Whether a directory exists between a missing root (included) and its anchor."""
+        anchored = set(self.anchors.values())
+        for root in self.missing:
+            for path in (root, *root.parents):
+                if path in anchored:
+                    break
+                if path.is_dir():
+                    return True
+        return False
 
     def _lose_root(self, root: Path) -> None:
         self._drop_tree(root)

@@ -143,12 +143,15 @@ def test_config_schema_accepts_what_the_server_reads_and_names_bad_keys(tmp_path
     validator = jsonschema.Draft202012Validator(schema)
     text = ('[server]\nsize = "100x30"\nemulator = "pyte"\nscrollback_lines = 500\n'
             'restore_text_lines = 20\nherdr_env = false\nshell = "/bin/sh"\n'
-            "[experimental]\nkitty_graphics = true\n[cmux]\nfocus_on_create = true\n")
+            "[experimental]\nkitty_graphics = true\n[cmux]\nfocus_on_create = true\n"
+            '[plugins]\nisolation = "process"\nprocess = ["a"]\nthread = ["b"]\n')
     validator.validate(tomllib.loads(text))
     path = tmp_path / "config.toml"
     path.write_text(text)
     settings = load_settings(path)
     assert (settings.columns, settings.rows, settings.scrollback_lines) == (100, 30, 500)
+    assert settings.plugin_default_isolation == "process"
+    assert settings.plugin_isolation == {"process": ["a"], "thread": ["b"]}
     for bad, message in [('[server]\nherdr_env = "no"\n', "[server] herdr_env must be true "
                           "or false, not 'no'"),
                          ("[server]\nscrollback_lines = true\n", "[server] scrollback_lines "

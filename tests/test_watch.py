@@ -236,3 +236,31 @@ def test_watch_scans_when_inotify_cannot_be_had(
 
     run(False, [tmp_path], body)
     assert "falls back to scanning" in caplog.text
+
+
+def test_a_root_made_just_before_its_parent_is_watched_is_not_missed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The root appears after the watcher looked for it and before the watch of its new
+    parent is in place, so no event ever tells of it. That window is microseconds wide, so
+    the test makes the root in it by wrapping the step that adds the parent's watch; the
+    watcher and the kernel's events stay real."""
+    root = tmp_path / "a" / "root"
+    anchor = watch_module._Inotify._anchor_missing
+    made: list[Path] = []
+
+    def anchor_after_making_the_root(self: Any) -> None:
+        if (tmp_path / "a").is_dir() and not made:
+            root.mkdir()
+            made.append(root)
+        anchor(self)
+
+    monkeypatch.setattr(watch_module._Inotify, "_anchor_missing", anchor_after_making_the_root)
+
+    async def body(w: Watched) -> None:
+        (tmp_path / "a").mkdir()
+        await w.until(root, timeout=10)
+        (root / "first.toml").write_text("a = 1\n")
+        await w.until(root / "first.toml", timeout=10)
+        assert made == [root]
+
+    run(False, [root], body)

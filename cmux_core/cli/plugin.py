@@ -99,6 +99,9 @@ def describe(plugin: dict[str, Any]) -> list[str]:
              f"{'' if plugin.get('enabled') else ' (disabled)'}  {plugin['source']['origin']}"]
     hooks = ", ".join(plugin.get("hooks") or []) or "-"
     lines.append(f"    hooks: {hooks}")
+    if plugin.get("isolation") == "process":
+        running = f"pid {plugin['pid']}" if plugin.get("pid") else "none running"
+        lines.append(f"    runs in a process of its own ({running})")
     regs = {k: v for k, v in (plugin.get("registrations") or {}).items() if v}
     for kind, names in regs.items():
         lines.append(f"    {kind}: {', '.join(names)}")

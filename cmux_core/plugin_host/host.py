@@ -32,7 +32,7 @@ import functools
 import logging
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,7 @@ from cmux_core.plugin_host.events import (
     PluginRegistrationsChanged,
     PluginUnloaded,
 )
+from cmux_core.plugin_host.isolation import isolation_of
 from cmux_core.plugin_host.loader import (
     STATE_FILE,
     PluginSource,
@@ -69,6 +70,7 @@ from cmux_core.plugin_host.loader import (
 )
 from cmux_core.plugin_host.method_calls import InProcessApi, RawParams, method_handler
 from cmux_core.plugin_host.observers import ObserverQueues
+from cmux_core.plugin_host.process import ProcessWorker
 from cmux_core.plugin_host.record import Plugin, PluginWorker, Status
 from cmux_core.plugin_host.registry import (
     CONTRIBUTION_HOOKS,
@@ -456,9 +458,7 @@ class PluginHost:
         """
         reloading = plugin.status == "loaded"
         label = "reload" if reloading else "load"
-        worker = PluginWorker(f"cmux-plugin-{plugin.plugin_id}")
-        job = worker.submit(functools.partial(
-            import_source, plugin.source, plugin.module, plugin.source_digest))
+        worker, job = self._begin_import(plugin)
         try:
             module, digest = await asyncio.wait_for(job, self.import_budget)
         except asyncio.CancelledError:
@@ -466,10 +466,11 @@ class PluginHost:
             raise
         except Exception as exc:
             if job.cancelled():  # the budget ran out, not the plugin's own TimeoutError
-                release_abandoned(plugin.source, plugin.module)
+                if not isinstance(worker, ProcessWorker):
+                    release_abandoned(plugin.source, plugin.module)
                 self._retire(plugin, worker)
                 self._reject(plugin, label, f"import timed out after {self.import_budget:g}s "
-                             "(its thread was abandoned)", None)
+                             f"({worker.ABANDONED})", None)
             else:
                 worker.close()
                 self._reject(plugin, label, f"import failed: {describe(exc)}", exc)
@@ -515,11 +516,27 @@ class PluginHost:
         self._calls.emit(PluginLoaded(plugin, reloading))
         return True
 
+    def _begin_import(self, plugin: Plugin) -> tuple[PluginWorker, asyncio.Future[Any]]:
+        """A new worker for ``plugin`` in the isolation it loads with, and its import job."""
+        name = f"cmux-plugin-{plugin.plugin_id}"
+        in_process = isinstance(plugin.worker, ProcessWorker)
+        if isolation_of(plugin.source, self.settings) == "process":
+            worker = ProcessWorker(name, plugin.plugin_id,
+                                   on_exit=lambda how: self._on_exit(plugin, worker, how))
+            serving = plugin.module if in_process else None
+            return worker, asyncio.ensure_future(
+                worker.load(plugin.source, serving, plugin.source_digest))
+        thread = PluginWorker(name)
+        return thread, thread.submit(functools.partial(
+            import_source, plugin.source, None if in_process else plugin.module,
+            plugin.source_digest))
+
     def _install(self, plugin: Plugin, module: object, digest: str, staged: Registrations,
                  worker: PluginWorker) -> None:
         """Make ``module`` (its registrations ``staged``, run by ``worker``) the serving
         version of ``plugin`` and add its methods to the server's table."""
         plugin.worker = worker
+        plugin.isolation = "process" if isinstance(worker, ProcessWorker) else "thread"
         plugin.module = module
         plugin.source_digest = digest
         plugin.registrations = staged
@@ -597,8 +614,7 @@ class PluginHost:
         if plugin.started:
             for impl in self._impls(module, "cmux_shutdown"):
                 if worker is not None and worker.stuck:
-                    self._calls.warn(plugin, "cmux_shutdown not called: its thread is stuck "
-                                             "in an earlier call")
+                    self._calls.warn(plugin, f"cmux_shutdown not called: {worker.STUCK}")
                     continue
                 await self._calls.call_impl(plugin, "cmux_shutdown", impl,
                                             {"plugin_id": plugin.plugin_id})
@@ -622,8 +638,7 @@ class PluginHost:
         waiting for is abandoned (a daemon; Python cannot stop it), logged and counted."""
         if worker.stuck:
             plugin.abandoned_threads += 1
-            self._calls.warn(plugin, f"abandoned a worker thread stuck in a call past its "
-                                     f"budget ({plugin.abandoned_threads} so far)")
+            self._calls.warn(plugin, f"{worker.RETIRED} ({plugin.abandoned_threads} so far)")
         worker.close()
 
     async def _unload(self, plugin: Plugin, status: Status, *, reason: str,
@@ -651,26 +666,34 @@ class PluginHost:
         self._calls.fault(plugin, label, message, exc=exc, count=False, blocked=True)
 
     def _on_failing(self, plugin: Plugin) -> None:
-        task = asyncio.get_running_loop().create_task(self._block_failing(plugin))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._later(self._block_failing(plugin))
 
     def _on_hanging(self, plugin: Plugin, worker: PluginWorker, label: str) -> None:
-        task = asyncio.get_running_loop().create_task(self._block_hung(plugin, worker, label))
+        self._later(self._block_hung(plugin, worker, label))
+
+    def _on_exit(self, plugin: Plugin, worker: PluginWorker, how: str) -> None:
+        """``worker``'s process ended unasked: block the plugin if that version serves."""
+        self._later(self._block_serving(plugin, worker, f"blocked: its process {how}; enable "
+                                        "it, or save its source, to start a new one"))
+
+    def _later(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     async def _block_hung(self, plugin: Plugin, worker: PluginWorker, label: str) -> None:
         """Block ``plugin`` when ``worker`` is still stuck a budget after ``label`` timed out
         and is still the one serving it."""
-        if not await worker.hung(self._calls.budget):
-            return
+        if await worker.hung(self._calls.budget):
+            await self._block_serving(plugin, worker, (
+                f"blocked: {label} ran past its {self._calls.budget:g}s budget and is still "
+                "running (a coroutine that never yields or a call that never returns; "
+                f"{worker.ABANDONED})"))
+
+    async def _block_serving(self, plugin: Plugin, worker: PluginWorker, message: str) -> None:
         async with self._lock:
             if plugin.status != "loaded" or plugin.worker is not worker:
                 return
-            message = (f"blocked: {label} ran past its {self._calls.budget:g}s budget and "
-                       "is still running (a coroutine that never yields or a call that never "
-                       "returns)")
             await self._unload(plugin, "blocked", reason="blocked")
             plugin.error = message
             self._calls.fault(plugin, "block", message, count=False, blocked=True)

@@ -289,10 +289,20 @@ def import_source(source: PluginSource, serving: object | None, serving_digest: 
         if serving is not None and digest == serving_digest:
             return serving, digest
         return _exec_file(source.plugin_id, source.path, data), digest
-    digest = _tree_digest(source.root)
+    digest = source_digest(source)
     if serving is not None and digest == serving_digest:
         return serving, digest
     return _import_package(source), digest
+
+
+def source_digest(source: PluginSource) -> str:
+    """A digest of ``source``'s code on disk ('' for an entry point or an unreadable file)."""
+    if source.kind == "file" and source.path is not None:
+        try:
+            return hashlib.sha256(source.path.read_bytes()).hexdigest()
+        except OSError:
+            return ""
+    return _tree_digest(source.root) if source.kind == "package" else ""
 
 
 def _module_name(plugin_id: str) -> str:

@@ -30,6 +30,7 @@ FAULT_HISTORY = 20
 """Errors and warnings kept per plugin for ``plugin.list``."""
 
 Status = Literal["loaded", "disabled", "blocked"]
+Isolation = Literal["thread", "process"]
 
 
 @dataclass(slots=True)
@@ -78,6 +79,8 @@ class Plugin:
     overflow_dropped: int = 0
     dropped_calls: int = 0
     abandoned_threads: int = 0
+    isolation: Isolation = "thread"
+    """Where its code runs: ``thread`` (in the server) or ``process`` (a process of its own)."""
 
     def to_wire(self) -> dict[str, Any]:
         """The ``plugin.list`` entry."""
@@ -99,6 +102,8 @@ class Plugin:
             "warnings": list(self.warnings),
             "abandoned_threads": self.abandoned_threads,
             "dropped_calls": self.dropped_calls,
+            "isolation": self.isolation,
+            "pid": self.worker.pid if self.worker is not None else None,
         }
 
 
@@ -110,6 +115,15 @@ class PluginWorker:
     waiting; Python cannot stop a thread, so the host abandons such a worker (:attr:`stuck`)
     and starts another. The threads are daemons so they cannot hold the process open at exit.
     """
+
+    ABANDONED = "its thread was abandoned"
+    RETIRED = "abandoned a worker thread stuck in a call past its budget"
+    STUCK = "its thread is stuck in an earlier call"
+
+    @property
+    def pid(self) -> int | None:
+        """The process the plugin's code runs in when it is not the server's own."""
+        return None
 
     def __init__(self, name: str) -> None:
         self._jobs: queue.SimpleQueue[
