@@ -283,6 +283,18 @@ def add_command(sub: Any, cmd: Command, add_common: AddCommon) -> None:
     parser.set_defaults(func=runner(cmd, dests))
 
 
+def add_subcommand(sub: Any, name: str, add_common: AddCommon,
+                   run: Callable[[argparse.Namespace], int], **parser: Any
+                   ) -> argparse.ArgumentParser:
+    """Add the subcommand ``name`` (``parser``: its ``help``, ``description``, ...) to the
+    subparsers ``sub``, with the common options, run by ``run``; returns its parser for the
+    command's own arguments."""
+    p: argparse.ArgumentParser = sub.add_parser(name, **parser)
+    add_common(p)
+    p.set_defaults(func=run)
+    return p
+
+
 def add_group(sub: Any, name: str, help: str, commands: Sequence[Command],
               add_common: AddCommon) -> Any:
     """Add the group ``name`` made of ``commands`` to ``sub``; returns its subparsers."""
