@@ -24,7 +24,6 @@ from cmux_core.cli.common import (
     AddCommon,
     Command,
     Result,
-    add_group,
     arg,
     pane_title,
     run_and_print,
@@ -264,9 +263,8 @@ COMMANDS = [
 ]
 
 
-def add_pane_commands(sub: Any, add_common: AddCommon) -> None:
-    """Add the ``pane`` group, and cmux's ``read-screen`` and surface commands, to ``sub``."""
-    add_group(sub, "pane", "manage panes", COMMANDS, add_common)
+def add_cmux_commands(sub: Any, add_common: AddCommon) -> None:
+    """Add cmux's ``read-screen`` and surface commands to ``sub``."""
     add_read_screen_command(sub, add_common)
     add_cmux_surface_commands(sub, add_common)
 

@@ -16,7 +16,6 @@ from cmux_core.cli.common import (
     AddCommon,
     Command,
     Result,
-    add_group,
     arg,
     run_and_print,
     show_key,
@@ -52,12 +51,6 @@ COMMANDS = [
                       help="gap to move to: 0 is before the first, N after the last")),
             show_list("tabs", "tab_id")),
 ]
-
-
-def add_tab_commands(sub: Any, add_common: AddCommon) -> None:
-    """Add the ``tab`` group, and cmux's ``tab-action``, to ``sub``."""
-    add_group(sub, "tab", "manage tabs", COMMANDS, add_common)
-    add_tab_action_command(sub, add_common)
 
 
 TAB_ACTION_EPILOG = """\

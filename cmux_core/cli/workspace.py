@@ -4,7 +4,6 @@ through them, move them between windows and run their sidebar actions."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from cmux_core.cli.common import (
     ARGV,
@@ -12,10 +11,8 @@ from cmux_core.cli.common import (
     ENV,
     FOCUS,
     LABEL,
-    AddCommon,
     Command,
     Result,
-    add_group,
     arg,
     show_key,
     show_list,
@@ -94,8 +91,3 @@ def action_params(ns: argparse.Namespace) -> Result:
     params = {"action": ns.action, "workspace_id": ns.workspace_id, "title": ns.title,
               "description": ns.description, "color": ns.color}
     return {k: v for k, v in params.items() if v is not None}
-
-
-def add_workspace_commands(sub: Any, add_common: AddCommon) -> None:
-    """Add the ``workspace`` group to ``sub``."""
-    add_group(sub, "workspace", "manage workspaces", COMMANDS, add_common)
