@@ -139,6 +139,14 @@ ENV = arg("--env", action=EnvAction, metavar="KEY=VALUE", help="environment (rep
 ARGV = arg("argv", param="command", nargs="*", metavar="-- ARGV",
            help="program to run instead of the shell")
 LABEL = arg("label", help="new label (empty restores the default)")
+
+
+def launching(*own: Arg) -> tuple[Arg, ...]:
+    """The arguments of a command that starts a program in a new pane: ``own``, then
+    ``--cwd``, ``--focus``, ``--env`` and the program's argv."""
+    return (*own, CWD, FOCUS, ENV, ARGV)
+
+
 IN_WORKSPACE = arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
                    help="only this workspace")
 

@@ -6,14 +6,12 @@ from __future__ import annotations
 import argparse
 
 from cmux_core.cli.common import (
-    ARGV,
-    CWD,
-    ENV,
     FOCUS,
     LABEL,
     Command,
     Result,
     arg,
+    launching,
     show_key,
     show_list,
     show_object,
@@ -38,8 +36,8 @@ COMMANDS = [
     Command("get", "workspace.get", "show one workspace", (WORKSPACE,),
             show_object("workspace")),
     Command("create", "workspace.create", "create a workspace (prints its id)",
-            (CWD, arg("--label", help="label of the workspace"), FOCUS, ENV,
-             arg("--description", help="free text shown with the workspace"), ARGV),
+            launching(arg("--label", help="label of the workspace"),
+                      arg("--description", help="free text shown with the workspace")),
             show_key("workspace", "workspace_id")),
     Command("focus", "workspace.focus", "make a workspace the active one", (WORKSPACE,)),
     Command("rename", "workspace.rename", "set a workspace label", (WORKSPACE, LABEL)),
