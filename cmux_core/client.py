@@ -83,7 +83,20 @@ def _result(reply: dict[str, Any]) -> dict[str, Any]:
     return result if isinstance(result, dict) else {}
 
 
-class Client:
+class _Endpoint:
+    """What both clients are given: the socket path (default:
+    :func:`cmux_core.config.socket_path`'s), the read timeout and the saved machine calls
+    are relayed to; and the ids they number their requests with."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *,
+                 timeout: float | None = DEFAULT_TIMEOUT, machine: str | None = None) -> None:
+        self.path = str(path) if path is not None else _default_socket()
+        self.timeout = timeout
+        self.machine = _machine(machine)
+        self._ids = itertools.count(1)
+
+
+class Client(_Endpoint):
     """A blocking client. ``timeout`` (seconds) bounds each read; None waits forever.
 
     Raises :class:`CmuxError` with the server's code for error replies and with
@@ -93,12 +106,9 @@ class Client:
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *,
                  timeout: float | None = DEFAULT_TIMEOUT, machine: str | None = None) -> None:
-        self.path = str(path) if path is not None else _default_socket()
-        self.timeout = timeout
-        self.machine = _machine(machine)
+        super().__init__(path, timeout=timeout, machine=machine)
         self._sock: socket.socket | None = None
         self._buf = b""
-        self._ids = itertools.count(1)
 
     def __enter__(self) -> Client:
         return self
@@ -189,7 +199,7 @@ class Client:
             yield dict(json.loads(self._readline(timeout)))
 
 
-class AsyncClient:
+class AsyncClient(_Endpoint):
     """The asyncio twin of :class:`Client`; it raises the same errors."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *,
@@ -198,12 +208,9 @@ class AsyncClient:
         # uses the other one, starts faster without it.
         import asyncio
 
-        self.path = str(path) if path is not None else _default_socket()
-        self.timeout = timeout
-        self.machine = _machine(machine)
+        super().__init__(path, timeout=timeout, machine=machine)
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
-        self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
 
     async def __aenter__(self) -> AsyncClient:

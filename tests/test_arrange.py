@@ -3,7 +3,6 @@ through a real server; every reply and event is checked against the herdr schema
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -14,8 +13,7 @@ from typing import Any
 import pytest
 from conftest import Api
 
-from cmux_core.cli.layout import add_layout_commands
-from cmux_core.cli.main import add_common, build_parser
+from cmux_core.cli.main import build_parser
 from cmux_core.errors import CmuxError
 from cmux_core.testing import wait_until
 
@@ -681,9 +679,6 @@ def test_area_change_resizes_every_tab(api: Api) -> None:
 def run_cli(api: Api, capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     """Run one ``cmux`` command in-process against the test server; returns its stdout."""
     parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    if "layout" not in sub.choices:
-        add_layout_commands(sub, add_common)
     args = parser.parse_args([*argv, "--socket", str(api.server.socket_path)])
     capsys.readouterr()
     assert args.func(args) == 0

@@ -2,9 +2,9 @@
 
 Agents and scripts run ``cmux`` in loops, so start-up is kept short: :data:`COMMANDS` names
 every command with its one-line help, its example and the ``module:function`` that adds its
-parser, and :func:`build_parser` imports only the module of the command being run;
-``cmux --help`` imports none of them. A command another module adds is one more
-:class:`Entry`.
+parser (or the ``module:TABLE`` of the commands of its group), and :func:`build_parser`
+imports only the module of the command being run; ``cmux --help`` imports none of them. A
+command another module adds is one more :class:`Entry`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import importlib
 from collections.abc import Sequence
 from typing import Any, NamedTuple, NoReturn
 
-from cmux_core.cli.common import add_common
+from cmux_core.cli.common import add_common, add_group
 
 USAGE_ERROR = 2
 TIMED_OUT = 124
@@ -26,7 +26,8 @@ COMPAT = "cmux-compatible commands"
 
 class Entry(NamedTuple):
     """One top-level command: its name and one-line help, and ``loader``, the
-    ``module:function`` that adds it (and any command sharing that loader) to the parser."""
+    ``module:function`` that adds it (and any command sharing that loader) to the parser, or
+    the ``module:TABLE`` of :class:`~cmux_core.cli.common.Command` rows its group is made of."""
 
     name: str
     help: str
@@ -47,14 +48,14 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("ping", "check that the server answers", f"{_M}:add_basic_commands", "cmux ping"),
     Entry("tree", "windows, workspaces and panes as a tree", f"{_M}:add_system_commands",
           "cmux tree --all"),
-    Entry("workspace", "manage workspaces", "cmux_core.cli.workspace:add_workspace_commands",
+    Entry("workspace", "manage workspaces", "cmux_core.cli.workspace:COMMANDS",
           "cmux workspace list"),
-    Entry("tab", "manage tabs", "cmux_core.cli.tab:add_tab_commands", "cmux tab list"),
-    Entry("pane", "manage panes", f"{_P}:add_pane_commands",
+    Entry("tab", "manage tabs", "cmux_core.cli.tab:COMMANDS", "cmux tab list"),
+    Entry("pane", "manage panes", f"{_P}:COMMANDS",
           "cmux pane wait \"$p\" passed --timeout 60"),
-    Entry("layout", "save and apply tab layouts", "cmux_core.cli.layout:add_layout_commands",
+    Entry("layout", "save and apply tab layouts", "cmux_core.cli.layout:COMMANDS",
           "cmux layout save review"),
-    Entry("window", "manage windows", "cmux_core.cli.window:add_window_commands",
+    Entry("window", "manage windows", "cmux_core.cli.window:COMMANDS",
           "cmux window list"),
     Entry("agent", "start, prompt, wait for and inspect agents", f"{_M}:add_agent_group",
           "cmux agent prompt builder \"fix the failing test\" --wait"),
@@ -98,21 +99,21 @@ COMMANDS: tuple[Entry, ...] = (
     Entry("new-workspace", "create a workspace (workspace.create); focus stays put unless "
           "--focus true", "cmux_core.cli.new_workspace:add_new_workspace_command", group=COMPAT),
     Entry("new-split", "split a surface's pane with a new terminal (surface.split)",
-          f"{_P}:add_pane_commands", group=COMPAT),
+          f"{_P}:add_cmux_commands", group=COMPAT),
     Entry("new-surface", "add a terminal tab to a pane (surface.create)",
-          f"{_P}:add_pane_commands", group=COMPAT),
-    Entry("close-surface", "close a surface (surface.close)", f"{_P}:add_pane_commands",
+          f"{_P}:add_cmux_commands", group=COMPAT),
+    Entry("close-surface", "close a surface (surface.close)", f"{_P}:add_cmux_commands",
           group=COMPAT),
     Entry("send", "type text into a surface; \\n is Enter (surface.send_text)",
-          f"{_P}:add_pane_commands", group=COMPAT),
-    Entry("send-key", "press a key in a surface (surface.send_key)", f"{_P}:add_pane_commands",
+          f"{_P}:add_cmux_commands", group=COMPAT),
+    Entry("send-key", "press a key in a surface (surface.send_key)", f"{_P}:add_cmux_commands",
           group=COMPAT),
     Entry("read-screen", "print a surface's screen (surface.read_text)",
-          f"{_P}:add_pane_commands", group=COMPAT, aliases=("capture-pane",)),
+          f"{_P}:add_cmux_commands", group=COMPAT, aliases=("capture-pane",)),
     Entry("list-pane-surfaces", "list a pane's surfaces (pane.surfaces)",
-          f"{_P}:add_pane_commands", group=COMPAT),
+          f"{_P}:add_cmux_commands", group=COMPAT),
     Entry("tab-action", "run a tab action on a surface (tab.action)",
-          "cmux_core.cli.tab:add_tab_commands", group=COMPAT),
+          "cmux_core.cli.tab:add_tab_action_command", group=COMPAT),
     Entry("notify", "notify about a surface (notification.create)",
           "cmux_core.cli.notification:add_notification_commands", group=COMPAT),
     Entry("list-notifications", "list the notifications (notification.list)",
@@ -185,9 +186,15 @@ def command_word(argv: Sequence[str]) -> str | None:
 
 
 def load(sub: Any, entry: Entry) -> None:
-    """Import ``entry``'s module and let it add its commands to ``sub``."""
-    module, _, function = entry.loader.partition(":")
-    getattr(importlib.import_module(module), function)(sub, add_common)
+    """Import ``entry``'s module and let it add its commands to ``sub``; a loader naming a
+    command table (a sequence of :class:`~cmux_core.cli.common.Command`) becomes the group
+    ``entry.name`` of those commands."""
+    module, _, name = entry.loader.partition(":")
+    found = getattr(importlib.import_module(module), name)
+    if isinstance(found, Sequence):
+        add_group(sub, entry.name, entry.help, found, add_common)
+    else:
+        found(sub, add_common)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

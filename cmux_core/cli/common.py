@@ -139,6 +139,14 @@ ENV = arg("--env", action=EnvAction, metavar="KEY=VALUE", help="environment (rep
 ARGV = arg("argv", param="command", nargs="*", metavar="-- ARGV",
            help="program to run instead of the shell")
 LABEL = arg("label", help="new label (empty restores the default)")
+
+
+def launching(*own: Arg) -> tuple[Arg, ...]:
+    """The arguments of a command that starts a program in a new pane: ``own``, then
+    ``--cwd``, ``--focus``, ``--env`` and the program's argv."""
+    return (*own, CWD, FOCUS, ENV, ARGV)
+
+
 IN_WORKSPACE = arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
                    help="only this workspace")
 
@@ -281,6 +289,18 @@ def add_command(sub: Any, cmd: Command, add_common: AddCommon) -> None:
         dests[param or dest] = dest
     add_common(parser)
     parser.set_defaults(func=runner(cmd, dests))
+
+
+def add_subcommand(sub: Any, name: str, add_common: AddCommon,
+                   run: Callable[[argparse.Namespace], int], **parser: Any
+                   ) -> argparse.ArgumentParser:
+    """Add the subcommand ``name`` (``parser``: its ``help``, ``description``, ...) to the
+    subparsers ``sub``, with the common options, run by ``run``; returns its parser for the
+    command's own arguments."""
+    p: argparse.ArgumentParser = sub.add_parser(name, **parser)
+    add_common(p)
+    p.set_defaults(func=run)
+    return p
 
 
 def add_group(sub: Any, name: str, help: str, commands: Sequence[Command],

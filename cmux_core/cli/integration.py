@@ -19,7 +19,7 @@ import pwd
 from pathlib import Path
 from typing import Any
 
-from cmux_core.cli.common import AddCommon, print_json
+from cmux_core.cli.common import AddCommon, add_subcommand, print_json
 
 
 def add_integration_commands(subparsers: Any, add_common: AddCommon) -> None:
@@ -32,21 +32,18 @@ def add_integration_commands(subparsers: Any, add_common: AddCommon) -> None:
     add_common(group)
     sub = group.add_subparsers(dest="integration_command", metavar="ACTION", required=True)
 
-    p = sub.add_parser("list", help="every registered integration and whether it is installed")
-    add_common(p)
+    p = add_subcommand(sub, "list", add_common, cmd_list,
+                       help="every registered integration and whether it is installed")
     _add_plugins_dir(p)
-    p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("status", help="one integration's declaration and status")
-    add_common(p)
+    p = add_subcommand(sub, "status", add_common, cmd_status,
+                       help="one integration's declaration and status")
     _add_plugins_dir(p)
     p.add_argument("target", metavar="NAME", help="the integration (cmux integration list)")
-    p.set_defaults(func=cmd_status)
 
     for action, text in (("install", "install an integration into the agent's settings"),
                          ("uninstall", "remove what an integration installed")):
-        p = sub.add_parser(action, help=text)
-        add_common(p)
+        p = add_subcommand(sub, action, add_common, cmd_run, help=text)
         _add_plugins_dir(p)
         p.add_argument("target", metavar="NAME", help="the integration (cmux integration list)")
         p.add_argument("--dry-run", action="store_true",
@@ -55,7 +52,7 @@ def add_integration_commands(subparsers: Any, add_common: AddCommon) -> None:
             p.add_argument("--option", action="append", type=_option, default=[],
                            metavar="KEY=VALUE", help="an option for the integration "
                            "(repeatable; see its documentation)")
-        p.set_defaults(func=cmd_run, action=action)
+        p.set_defaults(action=action)
 
 
 def _add_plugins_dir(p: argparse.ArgumentParser) -> None:

@@ -16,10 +16,8 @@ import sys
 from typing import Any
 
 from cmux_core.cli.common import (
-    AddCommon,
     Command,
     Result,
-    add_group,
     arg,
     fields,
     print_json,
@@ -114,6 +112,3 @@ COMMANDS = [
 ]
 
 
-def add_layout_commands(sub: Any, add_common: AddCommon) -> None:
-    """Add the ``layout`` group to ``sub``."""
-    add_group(sub, "layout", "save and apply tab layouts", COMMANDS, add_common)

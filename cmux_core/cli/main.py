@@ -27,7 +27,7 @@ from cmux_core.cli.commands import (
     build_parser,
     command_word,
 )
-from cmux_core.cli.common import AddCommon, add_common
+from cmux_core.cli.common import AddCommon, add_common, add_subcommand
 from cmux_core.errors import CmuxError
 
 if TYPE_CHECKING:
@@ -150,10 +150,9 @@ def add_serve_command(sub: Any, add_common: AddCommon) -> None:
     from cmux_core.cli.common import size_arg
     from cmux_core.cli.server import add_session_file_options
 
-    p = sub.add_parser("serve", help="run the server in the foreground",
+    p = add_subcommand(sub, "serve", add_common, cmd_serve, help="run the server in the foreground",
                        description="Run the server in the foreground until Ctrl-C, SIGTERM "
                        "or cmux server stop. Options override ~/.config/cmux/config.toml.")
-    add_common(p)
     p.add_argument("--size", type=size_arg, metavar="COLSxROWS",
                    help="virtual area every tab is laid out in (default 120x40)")
     p.add_argument("--emulator", choices=["auto", "pyte", "ghostty"],
@@ -171,29 +170,23 @@ def add_serve_command(sub: Any, add_common: AddCommon) -> None:
     p.add_argument("--empty", action="store_true",
                    help="start with no workspace (unless a saved session is restored)")
     add_session_file_options(p)
-    p.set_defaults(func=cmd_serve)
 
 
 def add_basic_commands(sub: Any, add_common: AddCommon) -> None:
     """``call``, ``ping``, ``events`` and ``api``."""
-    p = sub.add_parser("call", help="call any method: cmux call METHOD [JSON|-]",
+    p = add_subcommand(sub, "call", add_common, cmd_call,
+                       help="call any method: cmux call METHOD [JSON|-]",
                        description="Call any socket method and print its result as JSON.")
-    add_common(p)
     p.add_argument("method", help="method name, e.g. workspace.list (cmux capabilities "
                    "lists them)")
     p.add_argument("params", nargs="?", default="", help="params as a JSON object, or - to "
                    "read them from standard input (default: none)")
-    p.set_defaults(func=cmd_call)
 
-    p = sub.add_parser("ping", help="check that the server answers")
-    add_common(p)
-    p.set_defaults(func=cmd_ping)
+    p = add_subcommand(sub, "ping", add_common, cmd_ping, help="check that the server answers")
 
-    p = sub.add_parser("events", help="stream events as JSON lines")
-    add_common(p)
+    p = add_subcommand(sub, "events", add_common, cmd_events, help="stream events as JSON lines")
     p.add_argument("types", nargs="*", metavar="TYPE",
                    help="dotted event names, e.g. pane.created (default: all)")
-    p.set_defaults(func=cmd_events)
 
     p = sub.add_parser("api", help="describe the socket API")
     api_sub = p.add_subparsers(dest="api_command", metavar="COMMAND", required=True)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cmux_core.cli.common import AddCommon, print_json, run_and_print, table
+from cmux_core.cli.common import AddCommon, add_subcommand, print_json, run_and_print, table
 from cmux_core.detect.engine import (
     FALLBACK_IDLE,
     Classification,
@@ -220,33 +220,30 @@ def add_manifest_commands(subparsers: Any, add_common: AddCommon) -> None:
     add_common(group)
     sub = group.add_subparsers(dest="manifests_command", metavar="ACTION", required=True)
 
-    p = sub.add_parser("list", help="the active manifests: agent, version, rules, source",
+    p = add_subcommand(sub, "list", add_common, cmd_list,
+                       help="the active manifests: agent, version, rules, source",
                        description="List the manifests a server started now would use "
                        "for each agent: the bundled ones, ~/.config/cmux/manifests and "
                        "each --manifests-dir, a later source above an earlier one.")
-    add_common(p)
     _add_manifests_dir(p)
-    p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("check", help="validate manifest files; errors as file:line:col",
+    p = add_subcommand(sub, "check", add_common, cmd_check,
+                       help="validate manifest files; errors as file:line:col",
                        description="Validate manifest files. Without PATH, every file of "
                        "the active manifest directories: the bundled one, "
                        "~/.config/cmux/manifests and each --manifests-dir.")
-    add_common(p)
     p.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                    help="manifest file or directory of manifests (default: the active "
                         "manifest directories)")
     _add_manifests_dir(p)
-    p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("test", help="run the cases declared next to each manifest",
+    p = add_subcommand(sub, "test", add_common, cmd_test,
+                       help="run the cases declared next to each manifest",
                        description="Run the cases declared next to each manifest "
                        "(NAME.cases.toml, NAME.cases/) and name the rules no case selects.")
-    add_common(p)
     p.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                    help="manifest files or directories (default: the bundled manifests)")
     p.add_argument("--verbose", "-v", action="store_true", help="list passing cases too")
-    p.set_defaults(func=cmd_test)
 
     p = sub.add_parser("schema", help="print the JSON Schema of the manifest format",
                        description="Print the JSON Schema of a manifest file, for editors; "

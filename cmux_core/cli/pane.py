@@ -13,10 +13,6 @@ import sys
 from typing import Any
 
 from cmux_core.cli.common import (
-    ARGV,
-    CWD,
-    ENV,
-    FOCUS,
     IN_WORKSPACE,
     LABEL,
     LINES,
@@ -24,8 +20,8 @@ from cmux_core.cli.common import (
     AddCommon,
     Command,
     Result,
-    add_group,
     arg,
+    launching,
     pane_title,
     run_and_print,
     seconds_to_ms,
@@ -185,13 +181,13 @@ COMMANDS = [
             render=show_object("pane"),
             params=lambda ns: {"caller_pane_id": os.environ.get("CMUX_PANE_ID")}),
     Command("split", "pane.split", "split a pane (prints the new pane's id)",
-            (arg("--pane", dest="pane_id", metavar="PANE",
-                 help="pane to split (default: $CMUX_PANE_ID, else the focused pane)"),
-             arg("--direction", choices=["right", "down"], default="right",
-                 help="where the new pane goes: right (side by side) or down (stacked); "
-                      "default right"),
-             arg("--ratio", type=float, help="split ratio (clamped to 0.1-0.9)"),
-             CWD, ENV, FOCUS, ARGV),
+            launching(arg("--pane", dest="pane_id", metavar="PANE",
+                          help="pane to split (default: $CMUX_PANE_ID, else the focused "
+                               "pane)"),
+                      arg("--direction", choices=["right", "down"], default="right",
+                          help="where the new pane goes: right (side by side) or down "
+                               "(stacked); default right"),
+                      arg("--ratio", type=float, help="split ratio (clamped to 0.1-0.9)")),
             show_key("pane", "pane_id"), pane_default=True),
     Command("focus", "pane.focus", "focus a pane (and its workspace and tab)", (PANE,)),
     Command("rename", "pane.rename", "set a pane label", (PANE, LABEL)),
@@ -264,9 +260,8 @@ COMMANDS = [
 ]
 
 
-def add_pane_commands(sub: Any, add_common: AddCommon) -> None:
-    """Add the ``pane`` group, and cmux's ``read-screen`` and surface commands, to ``sub``."""
-    add_group(sub, "pane", "manage panes", COMMANDS, add_common)
+def add_cmux_commands(sub: Any, add_common: AddCommon) -> None:
+    """Add cmux's ``read-screen`` and surface commands to ``sub``."""
     add_read_screen_command(sub, add_common)
     add_cmux_surface_commands(sub, add_common)
 

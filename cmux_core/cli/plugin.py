@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from cmux_core.cli.common import AddCommon, client, print_json
+from cmux_core.cli.common import AddCommon, add_subcommand, client, print_json
 from cmux_core.cli.plugin_install import cmd_install, cmd_outdated, cmd_uninstall
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.version import __version__
@@ -30,52 +30,44 @@ def add_plugin_commands(subparsers: Any, add_common: AddCommon) -> None:
     add_common(group)
     sub = group.add_subparsers(dest="plugin_command", metavar="ACTION", required=True)
 
-    p = sub.add_parser("list", help="every plugin: status, version, source, hooks, errors")
-    add_common(p)
+    p = add_subcommand(sub, "list", add_common, cmd_list,
+                       help="every plugin: status, version, source, hooks, errors")
     p.add_argument("plugin_id", nargs="?", metavar="PLUGIN", help="show only this plugin")
     p.add_argument("--outdated", action="store_true", help="instead: the installed plugin "
                    "distributions with a newer release (asks the package index)")
-    p.set_defaults(func=cmd_list)
 
     for action, text in (("install", "install a plugin distribution into this environment "
                           "and load it into the running server"),
                          ("upgrade", "upgrade a plugin distribution and reload it")):
-        p = sub.add_parser(action, help=text, description=text[:1].upper() + text[1:] +
+        p = add_subcommand(sub, action, add_common, cmd_install, help=text,
+                           description=text[:1].upper() + text[1:] +
                            ". Refused when it needs another cmux-core than this one.")
-        add_common(p)
         p.add_argument("target", metavar="NAME|PATH|URL", help="a distribution name, a "
                        "project directory, a wheel file or a URL")
-        p.set_defaults(func=cmd_install)
 
-    p = sub.add_parser("uninstall", help="uninstall a plugin distribution and unload it")
-    add_common(p)
+    p = add_subcommand(sub, "uninstall", add_common, cmd_uninstall,
+                       help="uninstall a plugin distribution and unload it")
     p.add_argument("name", metavar="NAME", help="the distribution's name (pip's)")
-    p.set_defaults(func=cmd_uninstall)
 
     for action, text in (("enable", "load a plugin and keep it enabled"),
                          ("disable", "unload a plugin and keep it disabled")):
-        p = sub.add_parser(action, help=text)
-        add_common(p)
+        p = add_subcommand(sub, action, add_common, cmd_set_enabled, help=text)
         p.add_argument("plugin_id", metavar="PLUGIN", help="the plugin's id (cmux plugin list)")
-        p.set_defaults(func=cmd_set_enabled, action=action)
+        p.set_defaults(action=action)
 
-    p = sub.add_parser("link", help="load a plugin directory or .py file now and on restart")
-    add_common(p)
+    p = add_subcommand(sub, "link", add_common, cmd_link,
+                       help="load a plugin directory or .py file now and on restart")
     p.add_argument("path", help="a plugin distribution directory, a .py file or a "
                    "directory of .py files")
     p.add_argument("--disabled", action="store_true", help="link without enabling")
-    p.set_defaults(func=cmd_link)
 
-    p = sub.add_parser("unlink", help="forget a linked plugin")
-    add_common(p)
+    p = add_subcommand(sub, "unlink", add_common, cmd_unlink, help="forget a linked plugin")
     p.add_argument("plugin_id", metavar="PLUGIN", help="the linked plugin's id")
-    p.set_defaults(func=cmd_unlink)
 
-    p = sub.add_parser("new", help="scaffold a distributable plugin in ./NAME")
-    add_common(p)
+    p = add_subcommand(sub, "new", add_common, cmd_new,
+                       help="scaffold a distributable plugin in ./NAME")
     p.add_argument("name", help="distribution and plugin id, e.g. cmux-hello")
     p.add_argument("--dir", default=".", help="parent directory (default: current)")
-    p.set_defaults(func=cmd_new)
 
 
 def _call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> dict[str, Any]:

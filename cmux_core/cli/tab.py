@@ -7,17 +7,13 @@ import argparse
 from typing import Any
 
 from cmux_core.cli.common import (
-    ARGV,
-    CWD,
-    ENV,
-    FOCUS,
     IN_WORKSPACE,
     LABEL,
     AddCommon,
     Command,
     Result,
-    add_group,
     arg,
+    launching,
     run_and_print,
     show_key,
     show_list,
@@ -40,9 +36,9 @@ COMMANDS = [
     Command("list", "tab.list", "list tabs", (IN_WORKSPACE,), show_tabs),
     Command("get", "tab.get", "show one tab", (TAB,), show_object("tab")),
     Command("create", "tab.create", "create a tab (prints its id)",
-            (arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
-                 help="the workspace (default: the active one)"),
-             CWD, arg("--label", help="label of the tab"), FOCUS, ENV, ARGV),
+            launching(arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
+                          help="the workspace (default: the active one)"),
+                      arg("--label", help="label of the tab")),
             show_key("tab", "tab_id")),
     Command("focus", "tab.focus", "focus a tab", (TAB,)),
     Command("rename", "tab.rename", "set a tab label", (TAB, LABEL)),
@@ -52,12 +48,6 @@ COMMANDS = [
                       help="gap to move to: 0 is before the first, N after the last")),
             show_list("tabs", "tab_id")),
 ]
-
-
-def add_tab_commands(sub: Any, add_common: AddCommon) -> None:
-    """Add the ``tab`` group, and cmux's ``tab-action``, to ``sub``."""
-    add_group(sub, "tab", "manage tabs", COMMANDS, add_common)
-    add_tab_action_command(sub, add_common)
 
 
 TAB_ACTION_EPILOG = """\

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from cmux_core.cli.common import (
     CWD,
     FOCUS,
-    AddCommon,
     Command,
     Result,
-    add_group,
     arg,
     show_key,
     starred,
@@ -35,8 +31,3 @@ COMMANDS = [
     Command("close", "window.close", "close a window, its workspaces and their panes",
             (WINDOW,)),
 ]
-
-
-def add_window_commands(sub: Any, add_common: AddCommon) -> None:
-    """Add the ``window`` group to ``sub``."""
-    add_group(sub, "window", "manage windows", COMMANDS, add_common)

@@ -4,19 +4,14 @@ through them, move them between windows and run their sidebar actions."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from cmux_core.cli.common import (
-    ARGV,
-    CWD,
-    ENV,
     FOCUS,
     LABEL,
-    AddCommon,
     Command,
     Result,
-    add_group,
     arg,
+    launching,
     show_key,
     show_list,
     show_object,
@@ -41,8 +36,8 @@ COMMANDS = [
     Command("get", "workspace.get", "show one workspace", (WORKSPACE,),
             show_object("workspace")),
     Command("create", "workspace.create", "create a workspace (prints its id)",
-            (CWD, arg("--label", help="label of the workspace"), FOCUS, ENV,
-             arg("--description", help="free text shown with the workspace"), ARGV),
+            launching(arg("--label", help="label of the workspace"),
+                      arg("--description", help="free text shown with the workspace")),
             show_key("workspace", "workspace_id")),
     Command("focus", "workspace.focus", "make a workspace the active one", (WORKSPACE,)),
     Command("rename", "workspace.rename", "set a workspace label", (WORKSPACE, LABEL)),
@@ -94,8 +89,3 @@ def action_params(ns: argparse.Namespace) -> Result:
     params = {"action": ns.action, "workspace_id": ns.workspace_id, "title": ns.title,
               "description": ns.description, "color": ns.color}
     return {k: v for k, v in params.items() if v is not None}
-
-
-def add_workspace_commands(sub: Any, add_common: AddCommon) -> None:
-    """Add the ``workspace`` group to ``sub``."""
-    add_group(sub, "workspace", "manage workspaces", COMMANDS, add_common)

@@ -524,6 +524,11 @@ class Mux:
         if tab.zoomed:
             self.apply_sizes(tab)
 
+    def focus_surface(self, surface: Surface) -> None:
+        """Select ``surface`` in its pane, then focus that pane (:meth:`focus_pane`)."""
+        surface.pane.selected = surface
+        self.focus_pane(surface.pane)
+
     def _viewed(self, tab: Tab) -> None:
         self.events.publish(TabViewed(tab))
 

@@ -96,8 +96,7 @@ async def surface_focus(call: Call[SurfaceServices], p: SurfaceFocusParams) -> R
     """Select the surface in its pane and focus that pane, its workspace and window."""
     mux = call.ctx.mux
     surface = mux.surface(p.surface_id)
-    surface.pane.selected = surface
-    mux.focus_pane(surface.pane)
+    mux.focus_surface(surface)
     return {"type": "surface", **surface_keys(surface)}
 
 
@@ -329,8 +328,7 @@ async def surface_reorder(call: Call[SurfaceServices], p: SurfaceReorderParams) 
         index = others.index(anchor) + (0 if given(p.before_surface_id) else 1)
     surfaces.reorder(mux, surface, index)
     if p.focus:
-        pane.selected = surface
-        mux.focus_pane(pane)
+        mux.focus_surface(surface)
     return {"type": "ok", **surface_keys(surface)}
 
 
@@ -444,8 +442,7 @@ async def surface_respawn(call: Call[SurfaceServices], p: RespawnParams) -> Resu
         raise spawn_error(exc, "surface_respawn_failed") from None
     surface.requested_command = requested_command(p.command, p.initial_command)
     if p.focus:
-        surface.pane.selected = surface
-        mux.focus_pane(surface.pane)
+        mux.focus_surface(surface)
     return {"type": "ok", **surface_keys(surface)}
 
 

@@ -385,8 +385,7 @@ async def debug_notification_focus(call: Call[SystemServices], p: Routing) -> Re
     mux = call.ctx.mux
     surface = surface_of(mux, p)
     flashes = surface.flash_count
-    surface.pane.selected = surface
-    mux.focus_pane(surface.pane)
+    mux.focus_surface(surface)
     if surface.flash_count == flashes:  # showing it did not flash it already
         surface.flash_count += 1
     return {"type": "ok", **surface_keys(surface)}

@@ -121,15 +121,26 @@ def report_target(call: Call[ReportServices], pane_id: str | None,
     return pane.terminal_surface
 
 
-class ReportAgentParams(Params):
+class ReportTarget(Params):
+    """The terminal a report is about (:func:`report_target`)."""
+
     pane_id: str | None = None
     surface_id: str | None = None
+
+
+class SourceReport(ReportTarget):
+    """A report of the declared ``source`` about ``agent``; ``seq`` orders the source's
+    reports."""
+
     source: str
     agent: str
+    seq: int | None = Field(default=None, ge=0)
+
+
+class ReportAgentParams(SourceReport):
     state: AgentState
     message: str | None = None
     custom_status: str | None = None
-    seq: int | None = Field(default=None, ge=0)
     agent_session_id: str | None = None
     agent_session_path: str | None = None
     launch_env: dict[str, Any] | None = None
@@ -158,12 +169,7 @@ async def pane_report_agent(call: Call[ReportServices], p: ReportAgentParams) ->
     return {"type": "ok"}
 
 
-class ReportSessionParams(Params):
-    pane_id: str | None = None
-    surface_id: str | None = None
-    source: str
-    agent: str
-    seq: int | None = Field(default=None, ge=0)
+class ReportSessionParams(SourceReport):
     agent_session_id: str | None = None
     agent_session_path: str | None = None
     session_start_source: str | None = None
@@ -183,12 +189,8 @@ async def pane_report_agent_session(call: Call[ReportServices], p: ReportSession
     return {"type": "ok"}
 
 
-class ReleaseAgentParams(Params):
-    pane_id: str | None = None
-    surface_id: str | None = None
-    source: str
-    agent: str
-    seq: int | None = Field(default=None, ge=0)
+class ReleaseAgentParams(SourceReport):
+    pass
 
 
 @methods.method("pane.release_agent", ReleaseAgentParams)
@@ -201,9 +203,7 @@ async def pane_release_agent(call: Call[ReportServices], p: ReleaseAgentParams) 
     return {"type": "ok"}
 
 
-class ClearAuthorityParams(Params):
-    pane_id: str | None = None
-    surface_id: str | None = None
+class ClearAuthorityParams(ReportTarget):
     source: str | None = None
     seq: int | None = Field(default=None, ge=0)
 
@@ -217,9 +217,7 @@ async def pane_clear_agent_authority(call: Call[ReportServices], p: ClearAuthori
     return {"type": "ok"}
 
 
-class ReportMetadataParams(Params):
-    pane_id: str | None = None
-    surface_id: str | None = None
+class ReportMetadataParams(ReportTarget):
     source: str
     agent: str | None = None
     applies_to_source: str | None = None
@@ -277,9 +275,8 @@ async def pane_report_metadata(call: Call[ReportServices], p: ReportMetadataPara
     return {"type": "ok"}
 
 
-class OpenReportSocketParams(Params):
-    pane_id: str | None = None
-    surface_id: str | None = None
+class OpenReportSocketParams(ReportTarget):
+    pass
 
 
 @methods.method("pane.open_report_socket", OpenReportSocketParams)
