@@ -2,7 +2,7 @@
 
 A case that compares cmux with tmux runs each half ``repeat`` times, cmux and tmux in
 turn, both servers alive but only one working at a time. Each run records its figure
-(wall seconds, or a rate) and the CPU-seconds (utime + stime from ``/proc``) its server
+(wall seconds, or a rate) and the CPU-seconds (utime + stime, from ``/proc``) its server
 used for that run; a row reports the medians of both. Wall time on a shared machine
 carries every other process's load; CPU time counts only what the server itself did.
 """
@@ -14,17 +14,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from .proc import cpu_seconds
+from .proc import run_seconds
 from .report import Row
 
 T = TypeVar("T")
 
 
 def with_cpu(pid: int, run: Callable[[], T]) -> tuple[T, float]:
-    """``run()``'s result and the CPU-seconds process ``pid`` used meanwhile."""
-    before = cpu_seconds(pid)
+    """``run()``'s result and the CPU-seconds process ``pid`` used meanwhile (utime +
+    stime, read at nanosecond resolution from the threads' schedstat rather than in the
+    10 ms ticks of ``/proc/PID/stat``, so short runs count too)."""
+    before = run_seconds(pid)
     result = run()
-    return result, cpu_seconds(pid) - before
+    return result, run_seconds(pid) - before
 
 
 @dataclass

@@ -74,7 +74,7 @@ def number(value: float | None) -> str:
         return f"{value:.1f}"
     if magnitude >= 0.1:
         return f"{value:.2f}"
-    return f"{value:.3f}"
+    return f"{value:.3g}"
 
 
 def table(rows: list[Row]) -> str:
