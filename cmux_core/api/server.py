@@ -73,13 +73,6 @@ class LineQueue:
         self._room = asyncio.Event()
         self._room.set()
 
-    def __len__(self) -> int:
-        return len(self._items)
-
-    @property
-    def queued_bytes(self) -> int:
-        return self._bytes
-
     def empty(self) -> bool:
         return not self._items
 
