@@ -17,7 +17,7 @@ import orjson
 from cmux_core.errors import CmuxError
 
 from .cases import CASES
-from .context import FULL, QUICK, Context
+from .context import FULL, FULL_REPEAT, QUICK, QUICK_REPEAT, Context
 from .report import Row, table
 from .tmux import version as tmux_version
 
@@ -33,6 +33,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="the cmux screen backend (default: auto)")
     parser.add_argument("--only", action="append", choices=sorted(CASES), metavar="NAME",
                         help=f"run only this case (repeatable): {', '.join(CASES)}")
+    parser.add_argument("--repeat", type=int, metavar="N",
+                        help=f"alternating cmux/tmux runs per compared figure, the median "
+                        f"reported (default {FULL_REPEAT}, --quick {QUICK_REPEAT})")
     parser.add_argument("--json", type=Path, default=RESULTS, metavar="PATH",
                         help=f"where to write the results (default: {RESULTS})")
     return parser.parse_args(argv)
@@ -45,13 +48,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     names = args.only or list(CASES)
     sizes = QUICK if args.quick else FULL
+    repeat = args.repeat if args.repeat is not None else (
+        QUICK_REPEAT if args.quick else FULL_REPEAT)
+    if repeat < 1:
+        print("--repeat must be at least 1", file=sys.stderr)
+        return 2
     started = datetime.datetime.now(datetime.UTC)
     load_before = os.getloadavg()
     rows: list[Row] = []
     timings: dict[str, float] = {}
     failures: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="cmux-bench-") as workdir:
-        ctx = Context(sizes, args.emulator, Path(workdir))
+        ctx = Context(sizes, args.emulator, Path(workdir), repeat)
         for name in names:
             print(f"running {name} ...", file=sys.stderr, flush=True)
             began = time.perf_counter()
@@ -65,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     load_after = os.getloadavg()
     backend = ", ".join(sorted(b for b in ctx.backends if b)) or args.emulator
     heading = (f"cmux (emulator {backend}) vs {tmux_version()} - {started:%Y-%m-%d %H:%M} UTC, "
-               f"{os.cpu_count()} CPUs, {'quick' if args.quick else 'full'} run, load average "
+               f"{os.cpu_count()} CPUs, {'quick' if args.quick else 'full'} run, medians of "
+               f"{repeat} alternating runs, load average "
                f"{load_before[0]:.1f} before, {load_after[0]:.1f} after")
     print(heading)
     print(table(rows), flush=True)
@@ -75,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         "emulator": backend,
         "tmux": tmux_version(),
         "quick": args.quick,
+        "repeat": repeat,
         "cases": names,
         "case_seconds": timings,
         "failures": failures,

@@ -9,6 +9,7 @@ the other works).
 
 from __future__ import annotations
 
+import functools
 import statistics
 import threading
 import time
@@ -25,6 +26,8 @@ from .fleet import case_fleet
 from .graphics import case_graphics
 from .hooks import case_hooks
 from .mcp import case_mcp
+from .memory import case_memory
+from .paired import Runs, paired_row, with_cpu
 from .proc import CLOCK_TICKS, cpu_seconds, rss_bytes, steady_rss
 from .report import Row
 from .scale import case_idle, case_lists, case_scale
@@ -35,7 +38,7 @@ from .tmux import ControlClient, Tmux
 COLOUR_LINES = Path(__file__).with_name("colour_lines.py")
 CAT_ARGV = ["sh", "-c", "stty -echo; echo ready-cat; exec cat"]
 IDLE_ARGV = ["cat"]
-INGEST_BUDGET_S = 30.0
+INGEST_BUDGET_S = 60.0
 """No further ingest repeat starts once the cmux runs have taken this long."""
 PIPELINE_DEPTH = 100
 """Requests in flight per write when pipelining; keeps both socket buffers far from full."""
@@ -352,104 +355,111 @@ def flood_tmux(tmux: Tmux, size: int, timeout: float) -> Flood:
 
 
 def case_ingest(ctx: Context) -> list[Row]:
-    n, runs = ctx.sizes.ingest_lines, ctx.sizes.ingest_runs
-    cmux_runs: list[float] = []
-    tmux_runs: list[float] = []
+    n = ctx.sizes.ingest_lines
+    wall, cpu_per_mb = {"cmux": Runs(), "tmux": Runs()}, {"cmux": Runs(), "tmux": Runs()}
+    megabytes = seq_bytes(n) / 1e6
     # Runs alternate between the two so a change in machine load hits both alike; both
     # servers sit idle while the other one works.
     with ctx.cmux() as side, ctx.tmux() as tmux:
         tmux.new_session("main", ["sh"])
+        tmux_pid = tmux.server_pid()
+        runs: dict[str, tuple[int, Callable[[], float]]] = {
+            "cmux": (side.pid, lambda: ingest_cmux(side, n)),
+            "tmux": (tmux_pid, lambda: ingest_tmux(tmux, "main", n))}
         # A slow backend gets fewer repeats so the whole bench stays within minutes.
-        while len(cmux_runs) < runs and sum(cmux_runs) < INGEST_BUDGET_S:
-            cmux_runs.append(ingest_cmux(side, n))
-            tmux_runs.append(ingest_tmux(tmux, "main", n))
+        while (len(wall["cmux"].values) < ctx.repeat
+               and sum(wall["cmux"].values) < INGEST_BUDGET_S):
+            for name, (pid, run) in runs.items():
+                seconds, cpu = with_cpu(pid, run)
+                wall[name].add(seconds, cpu)
+                cpu_per_mb[name].add(cpu / megabytes, cpu)
         ctx.backends.add(side.backend)
-    c, t = statistics.median(cmux_runs), statistics.median(tmux_runs)
-    megabytes = seq_bytes(n) / 1e6
-    detail = {"lines": n, "bytes": seq_bytes(n), "cmux_s": cmux_runs, "tmux_s": tmux_runs}
+    detail = {"lines": n, "bytes": seq_bytes(n)}
+    rate = {name: Runs([megabytes / s for s in r.values], r.cpu) for name, r in wall.items()}
     return [
-        Row("ingest_s", f"ingest: seq 1..{n} visible (s)", c, t, "lower",
-            f"median of {len(cmux_runs)}; cmux wakes on pane.wait_for_output, tmux polls "
-            "capture-pane every 10 ms", detail),
-        Row("ingest_mb_s", "ingest rate (MB/s through the PTY)", megabytes / c, megabytes / t,
-            "higher"),
+        paired_row("ingest_s", f"ingest: seq 1..{n} visible (s)", wall["cmux"], wall["tmux"],
+                   "lower", "cmux wakes on pane.wait_for_output, tmux polls capture-pane "
+                   "every 10 ms (its polling is in tmux's CPU-seconds too)", detail=detail),
+        paired_row("ingest_mb_s", "ingest rate (MB/s through the PTY)", rate["cmux"],
+                   rate["tmux"], "higher"),
+        paired_row("ingest_cpu_s_per_mb", "ingest: server CPU-seconds per MB",
+                   cpu_per_mb["cmux"], cpu_per_mb["tmux"], "lower",
+                   "utime+stime of the server over the run / MB through the PTY; goal "
+                   "<= 0.5x tmux"),
     ]
-
-
-ROUND_TRIP_BATCH = 20
-"""Round trips per turn: cmux and tmux take turns so a change in machine speed hits both."""
 
 
 def case_roundtrip(ctx: Context) -> list[Row]:
     count = ctx.sizes.round_trips
-    waited: list[float] = []
-    read: list[float] = []
-    control: list[float] = []
-    polled: list[float] = []
+    runs = {kind: Runs() for kind in ("wait", "read", "control", "poll")}
     with ctx.cmux() as side, ctx.tmux() as tmux:
         cmux_pane = cat_pane(side)
         ctx.backends.add(side.backend)
         tmux_pane = tmux.new_session("main", CAT_ARGV)
         tmux.wait_visible(tmux_pane, "ready-cat", interval=0.01)
+        tmux_pid = tmux.server_pid()
         client = ControlClient(tmux, "main")
-        server_cpu = 0.0
+        kinds: list[tuple[str, int, Callable[[range], list[float]]]] = [
+            ("wait", side.pid, lambda r: round_trip_cmux(side, cmux_pane, r)),
+            ("control", tmux_pid, lambda r: round_trip_tmux_control(client, tmux_pane, r)),
+            ("read", side.pid, lambda r: round_trip_cmux(side, cmux_pane, r, poll=True)),
+            ("poll", tmux_pid, lambda r: round_trip_tmux_poll(tmux, tmux_pane, r))]
         try:
-            for first in range(0, count, ROUND_TRIP_BATCH):
-                batch = range(first, min(count, first + ROUND_TRIP_BATCH))
-                before = cpu_seconds(side.pid)
-                waited += round_trip_cmux(side, cmux_pane, batch)
-                server_cpu += cpu_seconds(side.pid) - before
-                control += round_trip_tmux_control(client, tmux_pane, batch)
-                read += round_trip_cmux(side, cmux_pane, batch, poll=True)
-                polled += round_trip_tmux_poll(tmux, tmux_pane, batch)
+            for turn in range(ctx.repeat):
+                batch = range(turn * count, (turn + 1) * count)
+                for kind, pid, run in kinds:
+                    times, cpu = with_cpu(pid, functools.partial(run, batch))
+                    runs[kind].add(statistics.median(times), cpu / count)
         finally:
             client.close()
-    median = {name: ms(statistics.median(times)) for name, times in
-              [("wait", waited), ("read", read), ("control", control), ("poll", polled)]}
-    detail = {"count": count, **{f"{name}_p90_ms": ms(percentile(times, 90)) for name, times in
-                                 [("wait", waited), ("read", read), ("control", control),
-                                  ("poll", polled)]},
-              # In clock ticks (10 ms), so only a rough figure over a few hundred round trips.
-              "server_cpu_us_per_wait_round_trip": round(server_cpu / count * 1e6)}
+    note = (f"median of {ctx.repeat} runs of {count} (each run's median): a line to cat "
+            "(echo off) until its output is seen; cpu-s: server CPU-seconds per round trip")
     return [
-        Row("roundtrip_wait_control_ms", "round trip (wait_for_output) vs tmux -C, median (ms)",
-            median["wait"], median["control"], "lower",
-            f"median of {count}: a line to cat (echo off) until its output is seen; "
-            "send_text + wait_for_output pipelined on one connection; tmux -C: send-keys, "
-            f"then its %output; cmux and tmux take turns, {ROUND_TRIP_BATCH} at a time",
-            detail),
-        Row("roundtrip_read_control_ms", "round trip (pane.read polled) vs tmux -C, median (ms)",
-            median["read"], median["control"], "lower",
-            "send_text, then pane.read back to back until the line shows"),
-        Row("roundtrip_wait_poll_ms",
-            "round trip (wait_for_output) vs send-keys+capture-pane, median (ms)",
-            median["wait"], median["poll"], "lower",
-            "tmux: one send-keys process, then capture-pane processes back to back"),
+        paired_row("roundtrip_wait_control_ms",
+                   "round trip (wait_for_output) vs tmux -C, median (ms)", runs["wait"],
+                   runs["control"], "lower", note + "; send_text + wait_for_output "
+                   "pipelined on one connection; tmux -C: send-keys, then its %output",
+                   scale=1000, detail={"count_per_run": count}),
+        paired_row("roundtrip_read_control_ms",
+                   "round trip (pane.read polled) vs tmux -C, median (ms)", runs["read"],
+                   runs["control"], "lower",
+                   "send_text, then pane.read back to back until the line shows", scale=1000),
+        paired_row("roundtrip_wait_poll_ms",
+                   "round trip (wait_for_output) vs send-keys+capture-pane, median (ms)",
+                   runs["wait"], runs["poll"], "lower",
+                   "tmux: one send-keys process, then capture-pane processes back to back; "
+                   "tmux's cpu-s leave out the tmux client processes", scale=1000),
     ]
 
 
 def case_pings(ctx: Context) -> list[Row]:
-    count = ctx.sizes.pings
-    with ctx.cmux() as side:
-        conn = side.connect()
+    count, deep = ctx.sizes.pings, ctx.sizes.pipelined_pings
+    runs = {kind: Runs() for kind in ("cmux_seq", "cmux_pipe", "tmux_seq", "tmux_pipe")}
+    with ctx.cmux() as side, ctx.tmux() as tmux:
+        tmux.new_session("main", IDLE_ARGV)
+        tmux_pid = tmux.server_pid()
+        conn, client = side.connect(), ControlClient(tmux, "main")
+        kinds: list[tuple[str, int, Callable[[], float]]] = [
+            ("cmux_seq", side.pid, lambda: pings_cmux(conn, count, pipelined=False)),
+            ("tmux_seq", tmux_pid, lambda: pings_tmux(client, count, pipelined=False)),
+            ("cmux_pipe", side.pid, lambda: pings_cmux(conn, deep, pipelined=True)),
+            ("tmux_pipe", tmux_pid, lambda: pings_tmux(client, deep, pipelined=True))]
         try:
-            sequential = pings_cmux(conn, count, pipelined=False)
-            pipelined = pings_cmux(conn, count, pipelined=True)
+            for _ in range(ctx.repeat):
+                for kind, pid, run in kinds:
+                    rate, cpu = with_cpu(pid, run)
+                    runs[kind].add(rate, cpu)
         finally:
             conn.close()
-    with ctx.tmux() as tmux:
-        tmux.new_session("main", IDLE_ARGV)
-        client = ControlClient(tmux, "main")
-        try:
-            t_sequential = pings_tmux(client, count, pipelined=False)
-            t_pipelined = pings_tmux(client, count, pipelined=True)
-        finally:
             client.close()
     return [
-        Row("pings_sequential", "pings/s, one at a time", sequential, t_sequential, "higher",
-            f"{count} requests on one connection; tmux: display-message -p on tmux -C"),
-        Row("pings_pipelined", f"pings/s, pipelined {PIPELINE_DEPTH} deep", pipelined,
-            t_pipelined, "higher"),
+        paired_row("pings_sequential", "pings/s, one at a time", runs["cmux_seq"],
+                   runs["tmux_seq"], "higher",
+                   f"{count} requests a run on one connection; tmux: display-message -p on "
+                   f"tmux -C; cpu-s: server CPU-seconds per run of {count}"),
+        paired_row("pings_pipelined", f"pings/s, pipelined {PIPELINE_DEPTH} deep",
+                   runs["cmux_pipe"], runs["tmux_pipe"], "higher",
+                   f"{deep} requests a run; cpu-s per run of {deep}"),
     ]
 
 
@@ -576,6 +586,7 @@ CASES: dict[str, Callable[[Context], list[Row]]] = {
     "pings": case_pings,
     "cpu": case_cpu,
     "rss": case_rss,
+    "memory": case_memory,
     "flood": case_flood,
     "scale": case_scale,
     "idle": case_idle,

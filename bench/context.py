@@ -16,9 +16,12 @@ class Sizes:
     """How much work each case does."""
 
     ingest_lines: int
-    ingest_runs: int
     round_trips: int
+    """Round trips of each kind in one run."""
     pings: int
+    """Sequential pings in one run."""
+    pipelined_pings: int
+    """Pipelined pings in one run."""
     idle_panes: int
     idle_seconds: float
     rss_panes: int
@@ -27,12 +30,15 @@ class Sizes:
     flood_timeout: float
 
 
-FULL = Sizes(ingest_lines=2_000_000, ingest_runs=3, round_trips=200, pings=10_000,
+FULL = Sizes(ingest_lines=2_000_000, round_trips=200, pings=5_000, pipelined_pings=20_000,
              idle_panes=50, idle_seconds=10.0, rss_panes=10, rss_lines=10_000,
              flood_bytes=100_000_000, flood_timeout=90.0)
-QUICK = Sizes(ingest_lines=200_000, ingest_runs=1, round_trips=50, pings=2_000,
+QUICK = Sizes(ingest_lines=200_000, round_trips=50, pings=1_000, pipelined_pings=4_000,
               idle_panes=50, idle_seconds=3.0, rss_panes=3, rss_lines=10_000,
               flood_bytes=10_000_000, flood_timeout=30.0)
+FULL_REPEAT = 5
+QUICK_REPEAT = 3
+"""Alternating cmux/tmux runs per compared figure, unless ``--repeat`` says otherwise."""
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -47,11 +53,13 @@ def ms(seconds: float) -> float:
 
 @dataclass
 class Context:
-    """What every case gets: sizes, the emulator to ask cmux for, a scratch directory."""
+    """What every case gets: sizes, the emulator to ask cmux for, a scratch directory,
+    and how many alternating runs of each half a compared figure is the median of."""
 
     sizes: Sizes
     emulator: str
     workdir: Path
+    repeat: int = FULL_REPEAT
     backends: set[str] = field(default_factory=set)
 
     def cmux(self) -> CmuxSide:

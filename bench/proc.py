@@ -18,6 +18,21 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def run_seconds(pid: int) -> float:
+    """CPU time all live threads of the process have run, in seconds, to the nanosecond:
+    the sum of each thread's ``/proc/PID/task/TID/schedstat`` run time, the figure the
+    kernel splits into utime and stime. A thread that ended between two readings drops
+    out of the later one (a server's threads live as long as it does)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total / 1e9
+
+
 def rss_bytes(pid: int) -> int:
     """Resident set size of the process, in bytes."""
     with open(f"/proc/{pid}/status") as f:

@@ -6,6 +6,8 @@ nothing here asserts on timing.
 
 from __future__ import annotations
 
+import dataclasses
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +17,7 @@ import pytest
 # bench/ sits next to tests/ and is not an installed package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import cases, context, mcp, scale, startup
+from bench import cases, context, mcp, memory, paired, scale, startup
 from bench.cmux import CmuxSide
 from bench.report import Row, table
 
@@ -87,3 +89,47 @@ def test_table_reads_ratios_by_direction() -> None:
     assert "* higher wins: a note" in text
     assert context.percentile([3.0, 1.0, 2.0], 50) == 2.0
     assert context.percentile([3.0, 1.0, 2.0], 100) == 3.0
+
+
+def test_memory_reads_the_servers_steady_rss(side: CmuxSide) -> None:
+    assert memory.memory_cmux(side, 2) > 1 << 20
+
+
+def test_a_run_counts_its_servers_cpu_seconds(side: CmuxSide) -> None:
+    conn = side.connect()
+    try:
+        rate, cpu = paired.with_cpu(side.pid, lambda: cases.pings_cmux(conn, 2000, False))
+    finally:
+        conn.close()
+    assert rate > 0
+    assert cpu > 0, "2,000 pings took no server CPU time: the reading is not the server's"
+
+
+def test_paired_rows_report_medians_of_the_runs_and_their_cpu() -> None:
+    cmux = paired.Runs()
+    for value, cpu in [(1.0, 0.5), (3.0, 0.1), (2.0, 0.2)]:
+        cmux.add(value, cpu)
+    row = paired.paired_row("k", "a figure", cmux, paired.Runs([4.0, 4.0, 4.0], [1.0] * 3),
+                            "lower", scale=1000)
+    assert (row.cmux, row.tmux, row.ratio) == (2000.0, 4000.0, 0.5)
+    assert (row.cmux_cpu, row.tmux_cpu, row.cpu_ratio, row.runs) == (0.2, 1.0, 0.2, 3)
+    data = row.as_json()
+    assert data["cmux_cpu_s"] == 0.2 and data["cpu_ratio"] == 0.2 and data["runs"] == 3
+    assert data["detail"]["cmux_runs"] == [1.0, 3.0, 2.0]
+    text = table([row])
+    assert "cpu-s cmux" in text.splitlines()[0]
+    assert text.splitlines()[2].split()[-3:] == ["0.20", "1.00", "0.20"]
+    no_cpu = paired.paired_row("m", "memory", paired.Runs([5.0]), paired.Runs([1.0]), "lower")
+    assert no_cpu.cmux_cpu is None and no_cpu.cpu_ratio is None and no_cpu.runs == 1
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="the compared cases need tmux")
+def test_compared_cases_alternate_repeat_runs_of_each_side(tmp_path: Path) -> None:
+    sizes = dataclasses.replace(context.QUICK, pings=20, pipelined_pings=200, round_trips=3)
+    ctx = context.Context(sizes, "auto", tmp_path, repeat=2)
+    rows = cases.case_pings(ctx) + cases.case_roundtrip(ctx)
+    for row in rows:
+        assert row.runs == 2, row.key
+        assert len(row.detail["cmux_runs"]) == len(row.detail["tmux_runs"]) == 2
+        assert row.cmux_cpu is not None and row.tmux_cpu is not None
+        assert row.ratio is not None

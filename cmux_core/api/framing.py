@@ -21,6 +21,8 @@ MAX_LINE_BYTES = 1 << 20
 """Largest accepted request line, newline excluded (1 MiB)."""
 
 _NO_ID: Any = None
+_PLAIN_IDS = frozenset({int, str, type(None)})
+"""Id types that hold no float: no second look at the line for them."""
 
 
 class LineSplitter:
@@ -92,21 +94,22 @@ def parse_line(line: bytes) -> Request:
     if line.endswith(b"\r"):
         line = line[:-1]
     try:
-        line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RequestError(CmuxError("invalid_utf8", f"request is not valid UTF-8 ({exc.reason})")
-                           ) from None
-    try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
+        # orjson refuses invalid UTF-8 too; that gets its own error.
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise RequestError(CmuxError(
+                "invalid_utf8", f"request is not valid UTF-8 ({bad.reason})")) from None
         raise RequestError(CmuxError("parse_error", f"invalid JSON: {exc}")) from None
-    if isinstance(obj, list):
-        raise RequestError(ProtocolError(message="batch requests are not supported; send one "
-                                         "JSON object per line"))
-    if not isinstance(obj, dict):
+    if type(obj) is not dict:
+        if isinstance(obj, list):
+            raise RequestError(ProtocolError(message="batch requests are not supported; "
+                                             "send one JSON object per line"))
         raise RequestError(ProtocolError(message="expected a JSON object"))
     request_id = obj.get("id", _NO_ID)
-    if _holds_float(request_id):
+    if type(request_id) not in _PLAIN_IDS and _holds_float(request_id):
         request_id = _exact_id(line, request_id)
     if "jsonrpc" in obj and obj["jsonrpc"] != "2.0":
         raise RequestError(ProtocolError(message='jsonrpc must be "2.0" when present'),

@@ -17,6 +17,7 @@ import itertools
 import logging
 import os
 import select
+from collections import deque
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -47,23 +48,88 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 _CLOSED = object()
 _PEER_GONE = "peer disconnected"
+STREAM_LIMIT = 1 << 16
+"""Each connection's StreamReader limit: it stops taking bytes from the socket once twice
+this is buffered and unread (the request reader reads 64 KiB at a time), so what waits in
+:class:`LineQueue` is most of what a client has the server hold."""
 LISTEN_BACKLOG = 4096
 """Pending connections the socket queues; listen() lowers it to ``net.core.somaxconn``."""
+
+
+class LineQueue:
+    """Request lines read ahead of the one being answered, bounded by count and by bytes.
+
+    It is full at ``max_lines`` items or ``max_bytes`` bytes of lines, whichever comes
+    first; one producer (the reader) waits for room, one consumer (the worker) waits for
+    lines. The end-of-input marker may always be added.
+    """
+
+    def __init__(self, max_lines: int, max_bytes: int) -> None:
+        self.max_lines = max_lines
+        self.max_bytes = max_bytes
+        self._items: deque[bytes | CmuxError | object] = deque()
+        self._bytes = 0
+        self._readable = asyncio.Event()
+        self._room = asyncio.Event()
+        self._room.set()
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def full(self) -> bool:
+        return len(self._items) >= self.max_lines or self._bytes >= self.max_bytes
+
+    def put_nowait(self, item: bytes | CmuxError | object) -> None:
+        """Add ``item`` whether or not the queue is full (the caller checked)."""
+        self._items.append(item)
+        if isinstance(item, bytes):
+            self._bytes += len(item)
+        self._readable.set()
+        if self.full():
+            self._room.clear()
+
+    def get_nowait(self) -> bytes | CmuxError | object:
+        """The oldest item; IndexError when there is none."""
+        item = self._items.popleft()
+        if isinstance(item, bytes):
+            self._bytes -= len(item)
+        if not self._items:
+            self._readable.clear()
+        if not self.full():
+            self._room.set()
+        return item
+
+    async def wait_readable(self) -> None:
+        await self._readable.wait()
+
+    async def wait_room(self) -> None:
+        await self._room.wait()
 
 
 class Connection:
     """One client connection. Lines are answered in the order they arrive.
 
-    What a client costs is bounded both ways. At most :attr:`QUEUED_LINES` request lines
-    wait behind the one being answered, and the worker answers the next only once the
-    client has taken the replies so far (the transport's write buffer is below its
-    high-water mark). A client that writes without reading is therefore no longer read
-    from: its writes block in its own socket. An event stream whose client stops reading
-    ends with its subscriber queue's overflow (see :meth:`start_stream`).
+    What a client costs is bounded both ways. At most :attr:`QUEUED_LINES` request lines,
+    or :attr:`QUEUED_BYTES` of them, wait behind the one being answered, and the worker
+    answers the next only once the client has taken the replies so far (the transport's
+    write buffer is below its high-water mark). A client that writes without reading is
+    therefore no longer read from: its writes block in its own socket. An event stream
+    whose client stops reading ends with its subscriber queue's overflow (see
+    :meth:`start_stream`).
+
+    Replies to requests answered back to back are gathered and written together: once no
+    request line is left to answer, once :attr:`GATHER_BYTES` are gathered, before
+    anything else is written to the client, or at the loop's next turn when a request
+    waits, whichever comes first. A reply is therefore never held behind a later request.
     """
 
-    QUEUED_LINES = 16
-    """Request lines (each at most 1 MiB) read ahead of the one being answered."""
+    QUEUED_LINES = 1024
+    """Request lines read ahead of the one being answered."""
+    QUEUED_BYTES = 1 << 20
+    """Bytes of request lines read ahead; past it the next line (itself at most 1 MiB)
+    waits for room."""
+    GATHER_BYTES = 1 << 16
+    """Gathered reply bytes that are written at once, without waiting for the batch's end."""
     PEER_CHECK_S = 0.5
     """While reading is held back, how often the socket is checked for a hang-up."""
 
@@ -73,8 +139,12 @@ class Connection:
         self.client_id = client_id
         self.reader = reader
         self.writer = writer
-        self.lines: asyncio.Queue[bytes | CmuxError | object] = asyncio.Queue(
-            self.QUEUED_LINES)
+        self.lines = LineQueue(self.QUEUED_LINES, self.QUEUED_BYTES)
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+        self._flush_soon = False
+        self._loop = asyncio.get_running_loop()
+        self._high_water = writer.transport.get_write_buffer_limits()[1]
         self.gone = asyncio.Event()
         self.subscriptions: list[Subscriber] = []
         self.tasks: set[asyncio.Task[Any]] = set()
@@ -112,33 +182,29 @@ class Connection:
                 self.gone.set()
                 for task in list(self.holding):
                     task.cancel(_PEER_GONE)
-        if ended:
-            # The lines already read are still answered: a client may half-close.
-            await self.lines.put(_CLOSED)
-        else:
+        if not ended:
             # Reset or hung up: nobody is left to read replies; closing ends the worker.
             self.writer.close()
-            with contextlib.suppress(asyncio.QueueFull):
-                self.lines.put_nowait(_CLOSED)
+        # The lines already read are still answered: a client may half-close.
+        self.lines.put_nowait(_CLOSED)
 
     async def _queue_line(self, item: bytes | CmuxError) -> None:
-        """Hand a line to the worker, waiting while :attr:`QUEUED_LINES` are queued.
+        """Hand a line to the worker, waiting while the queue is full (:attr:`QUEUED_LINES`
+        lines or :attr:`QUEUED_BYTES`).
 
         Meanwhile nothing is read, so the peer leaving is not seen as end of input; the
         socket is checked every :attr:`PEER_CHECK_S` instead, and ConnectionResetError
         is raised once the peer has hung up.
         """
-        if not self.lines.full():
-            self.lines.put_nowait(item)
-            return
-        while True:
+        lines = self.lines
+        while lines.full():
             try:
                 async with asyncio.timeout(self.PEER_CHECK_S):
-                    await self.lines.put(item)
-                return
+                    await lines.wait_room()
             except TimeoutError:
                 if self._hung_up():
                     raise ConnectionResetError(_PEER_GONE) from None
+        lines.put_nowait(item)
 
     def _hung_up(self) -> bool:
         """Whether the peer closed its end, asked without reading: a client that only shut
@@ -155,19 +221,27 @@ class Connection:
 
     async def serve(self) -> None:
         reader_task = self._reader_task = asyncio.create_task(self.read_lines())
+        lines = self.lines
         try:
             while True:
-                item = await self.lines.get()
+                if lines.empty():
+                    # Everything read so far is answered: out with the replies.
+                    await self.drain()
+                    await lines.wait_readable()
+                item = lines.get_nowait()
                 if item is _CLOSED:
                     break
-                if isinstance(item, CmuxError):
-                    self.send(encode_error(None, item))
-                else:
-                    assert isinstance(item, bytes)
+                if isinstance(item, bytes):
                     await self.handle_line(item)
+                else:
+                    assert isinstance(item, CmuxError)
+                    self.reply(encode_error(None, item))
                 if self.writer.is_closing():
                     break
-                await self.drain()
+                if (self._out_bytes >= self.GATHER_BYTES
+                        or self.writer.transport.get_write_buffer_size() > self._high_water):
+                    await self.drain()
+            self.flush()
             # Keep streaming subscriptions open until the peer leaves.
             if self.subscriptions:
                 await self.gone.wait()
@@ -184,30 +258,56 @@ class Connection:
     async def handle_line(self, line: bytes) -> None:
         if v1_text.is_text_command(line):
             with contextlib.suppress(Disconnected):
-                self.send((await v1_text.answer(line, self._call_v2)).encode() + b"\n")
+                self.reply((await v1_text.answer(line, self._call_v2)).encode() + b"\n")
             return
         try:
             request = parse_line(line)
         except RequestError as exc:
-            self.send(encode_error(exc.request_id, exc))
+            self.reply(encode_error(exc.request_id, exc))
             return
         try:
             result = await self.server.call(request, self)
         except Disconnected:
             return
         except CmuxError as exc:
-            self.send(encode_error(request.id, exc))
+            self.reply(encode_error(request.id, exc))
             return
         try:
-            self.send(encode_success(request.id, result))
+            self.reply(encode_success(request.id, result))
         except TypeError as exc:
             log.exception("cannot encode result of %s", request.method)
-            self.send(encode_error(request.id, InternalError(message=f"encode failed: {exc}")))
+            self.reply(encode_error(request.id, InternalError(message=f"encode failed: {exc}")))
 
     async def _call_v2(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return await self.server.call(Request(method=method, params=params, id=None), self)
 
+    def reply(self, data: bytes) -> None:
+        """Gather a reply line to be written with the others of its batch (see the class)."""
+        if self.writer.is_closing():
+            return
+        self._out.append(data)
+        self._out_bytes += len(data)
+        if not self._flush_soon:
+            # A request that waits lets the loop turn: the replies before it go out then.
+            self._flush_soon = True
+            self._loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Write the gathered replies, in one write."""
+        self._flush_soon = False
+        out = self._out
+        if not out:
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        out.clear()
+        self._out_bytes = 0
+        if not self.writer.is_closing():
+            self.writer.write(data)
+
     def send(self, data: bytes) -> None:
+        """Write ``data`` now, after every reply gathered before it."""
+        if self._out:
+            self.flush()
         if not self.writer.is_closing():
             self.writer.write(data)
 
@@ -226,10 +326,13 @@ class Connection:
 
     def finish(self) -> None:
         """End a connection taken by :meth:`take_raw`: it closes once the reply is out."""
-        with contextlib.suppress(asyncio.QueueFull):
-            self.lines.put_nowait(_CLOSED)
+        self.lines.put_nowait(_CLOSED)
 
     async def drain(self) -> None:
+        """Write the gathered replies and wait until the client has taken what was
+        written, down to the transport's high-water mark."""
+        if self._out:
+            self.flush()
         with contextlib.suppress(ConnectionError, OSError):
             await self.writer.drain()
 
@@ -385,7 +488,7 @@ class Server:
         old_umask = os.umask(0o177)
         try:
             self._server = await asyncio.start_unix_server(
-                self._on_connect, path=str(path), limit=MAX_LINE_BYTES * 2,
+                self._on_connect, path=str(path), limit=STREAM_LIMIT,
                 backlog=LISTEN_BACKLOG)
         except OSError as exc:
             raise SocketPathError(f"cannot listen on {path}: {exc.strerror}") from None

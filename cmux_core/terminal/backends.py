@@ -3,14 +3,21 @@
 ``pyte`` (:class:`~cmux_core.terminal.pyte.emulator.PyteEmulator`, pure Python) is
 always available; ``ghostty`` (:class:`~cmux_core.terminal.ghostty.GhosttyEmulator`)
 needs the optional native ``pyghostty`` package, so it is imported on first use and a
-missing or broken library is a fact to handle, not an import error of this module.
+missing or broken library is a fact to handle, not an import error of this module. pyte
+too is imported only when a terminal uses it: a server whose terminals all run on
+ghostty never loads pyte and its character-width tables (about 8 MiB).
 """
 
 from __future__ import annotations
 
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.terminal.emulator import Emulator
-from cmux_core.terminal.pyte.emulator import PyteEmulator
+
+
+def _pyte(columns: int, lines: int, scrollback_lines: int) -> Emulator:
+    from cmux_core.terminal.pyte.emulator import PyteEmulator
+
+    return PyteEmulator(columns, lines, scrollback_lines=scrollback_lines)
 
 
 def make_emulator(
@@ -24,7 +31,7 @@ def make_emulator(
     :class:`InvalidParams` for an unknown backend name.
     """
     if backend == "pyte":
-        return PyteEmulator(columns, lines, scrollback_lines=scrollback_lines)
+        return _pyte(columns, lines, scrollback_lines)
     if backend not in ("ghostty", "auto"):
         raise InvalidParams("emulator", f"unknown emulator backend {backend!r}")
     try:
@@ -35,5 +42,5 @@ def make_emulator(
             raise CmuxError(
                 "emulator_unavailable", f"the ghostty emulator cannot be loaded: {exc}"
             ) from exc
-        return PyteEmulator(columns, lines, scrollback_lines=scrollback_lines)
+        return _pyte(columns, lines, scrollback_lines)
     return GhosttyEmulator(columns, lines, scrollback_lines=scrollback_lines)

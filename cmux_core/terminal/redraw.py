@@ -19,7 +19,6 @@ import re
 from dataclasses import dataclass
 
 from cmux_core.terminal.emulator import Emulator
-from cmux_core.terminal.pyte.cells import char_width
 
 SYNC_BEGIN = b"\x1b[?2026h"
 SYNC_END = b"\x1b[?2026l"
@@ -89,6 +88,9 @@ def _take(text: str, columns: int, used: int, out: list[str]) -> int:
     if text.isascii() and used + len(text) <= columns:
         out.append(text)
         return used + len(text)
+    # Here, not at the top: the width tables cost megabytes and only wide text needs them.
+    from cmux_core.terminal.pyte.cells import char_width
+
     kept = []
     for char in text:
         width = char_width(char)
