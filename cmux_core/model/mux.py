@@ -47,6 +47,7 @@ from cmux_core.model.events import (
     WorkspaceRenamed,
 )
 from cmux_core.model.readings import Readings
+from cmux_core.model.stamps import ChangeStamps
 from cmux_core.model.throttle import SignalThrottle
 from cmux_core.model.tree import Pane, Surface, Tab, Window, Workspace, auto_label
 from cmux_core.terminal.emulator import TerminalSignal, strip_title
@@ -81,6 +82,8 @@ class Mux:
         self.area = layout.Rect(0, 0, settings.columns, settings.rows)
         self.readings = Readings()
         """Memos of pane rectangles and foreground directories, for lists of many panes."""
+        self.stamps = ChangeStamps()
+        """When each pane's list row may have changed (fed every event by the app)."""
         self.windows: list[Window] = []
         self.active_window: Window | None = None
         self.panes: dict[str, Pane] = {}

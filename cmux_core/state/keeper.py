@@ -5,8 +5,9 @@ Saving is driven by what happens, never by a clock running on its own: every typ
 (a pane created or closed, a split resized, a rename, an agent's session reported, a view
 set ...) and every client request arms one timer :data:`EVENT_DELAY_S` ahead, and pane
 output (which is how a shell's ``cd`` shows) one :data:`OUTPUT_DELAY_S` ahead, unless an
-earlier one is armed already. When it fires the session is captured on the loop and,
-only when it differs from what was last saved, written by a worker thread
+earlier one is armed already. When it fires the session is captured on the loop, a tab at
+a time with other work in between (:data:`STEP_S`), and, only when it differs from what
+was last saved, written by a worker thread
 (:func:`cmux_core.state.store.write`).
 An idle server therefore never wakes up for this, and a server killed outright loses at
 most the changes of its last second. At stop the session is saved one last time, before
@@ -28,8 +29,10 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -41,9 +44,9 @@ from cmux_core.model.events import PaneClosed, PaneExited
 from cmux_core.model.mux import Mux
 from cmux_core.model.notifications import NotificationBook
 from cmux_core.state import store
-from cmux_core.state.capture import ResumeFor, capture
+from cmux_core.state.capture import ResumeFor, capture, capture_steps
 from cmux_core.state.restore import RestoreFailed, restore
-from cmux_core.state.schema import SessionState, StateFileError, dump
+from cmux_core.state.schema import SessionState, StateFileError, encode
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,9 @@ EVENT_DELAY_S = 0.2
 """Seconds from an event to the save it asks for."""
 OUTPUT_DELAY_S = 0.5
 """Seconds from pane output to the check it asks for (a ``cd`` changes no event)."""
+STEP_S = 0.005
+"""Longest a save's capture runs before letting the loop serve others (it goes on at the
+next tab once that time has passed)."""
 
 
 class SessionKeeper:
@@ -244,15 +250,16 @@ class SessionKeeper:
 
     async def _save_once(self, text_lines: int = 0) -> None:
         try:
-            state = self._capture(text_lines)
+            state = await self._capture_in_steps(text_lines)
+            data = state.model_dump(mode="json", exclude_none=True)
         except Exception:
             log.exception("cannot capture the session for %s", self.path)
             return
-        key = self._key(state)
+        key = self._key_of(data)
         if key == self._saved:
             return
         try:
-            await asyncio.to_thread(store.write, self.path, dump(state))
+            await asyncio.to_thread(store.write, self.path, encode(data))
         except OSError as exc:
             message = f"{exc.strerror or exc}"
             if message != self._failure:
@@ -263,6 +270,23 @@ class SessionKeeper:
         self._failure = None
         self.saves += 1
 
+    async def _capture_in_steps(self, text_lines: int) -> SessionState:
+        """The session, captured a tab at a time, letting the loop run other work whenever
+        :data:`STEP_S` has passed, so a big session never holds up requests for long."""
+        steps = capture_steps(self.mux, self.tracker, self._named,
+                              resume_for=self.resume_for, carried=self._carried,
+                              text_lines=text_lines, notifications=self.notifications)
+        until = time.monotonic() + STEP_S
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                state: SessionState = done.value
+                return state
+            if time.monotonic() >= until:
+                await asyncio.sleep(0)
+                until = time.monotonic() + STEP_S
+
     def _capture(self, text_lines: int = 0) -> SessionState:
         return capture(self.mux, self.tracker, self._named, resume_for=self.resume_for,
                        carried=self._carried, text_lines=text_lines,
@@ -271,5 +295,8 @@ class SessionKeeper:
     @staticmethod
     def _key(state: SessionState) -> bytes:
         """What a save compares: the session without its time stamp."""
-        return orjson.dumps(state.model_dump(mode="json", exclude={"saved_at"},
-                                             exclude_none=True))
+        return SessionKeeper._key_of(state.model_dump(mode="json", exclude_none=True))
+
+    @staticmethod
+    def _key_of(data: dict[str, Any]) -> bytes:
+        return orjson.dumps({k: v for k, v in data.items() if k != "saved_at"})

@@ -335,5 +335,10 @@ def _check_unique(state: SessionState) -> None:
 
 def dump(state: SessionState) -> bytes:
     """The file's bytes: indented JSON, keys in model order, absent values left out."""
-    data = state.model_dump(mode="json", exclude_none=True)
+    return encode(state.model_dump(mode="json", exclude_none=True))
+
+
+def encode(data: dict[str, Any]) -> bytes:
+    """The file's bytes of a session already dumped (``model_dump(mode="json",
+    exclude_none=True)``): what :func:`dump` writes."""
     return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)

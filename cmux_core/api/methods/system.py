@@ -22,6 +22,7 @@ from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods import herdr_extras
 from cmux_core.api.methods.cmux_v2_catalog import NOT_SUPPORTED
 from cmux_core.api.methods.shared.input import key_bytes, write
+from cmux_core.api.methods.shared.projections import row_cache
 from cmux_core.api.methods.shared.routing import (
     Routing,
     surface_keys,
@@ -142,11 +143,11 @@ def pane_node(mux: Mux, agents: AgentTracker, pane: Pane, index: int) -> dict[st
 
 def workspace_node(mux: Mux, agents: AgentTracker, ws: Workspace, index: int
                    ) -> dict[str, Any]:
-    panes = mux.workspace_panes(ws)
+    panes = row_cache(mux, "tree_node", pane_node, surfaces=True, foreground=False).rows(
+        mux, agents, mux.workspace_panes(ws))
     return {"id": ws.uuid, "ref": ws.ref, "index": index, "title": mux.workspace_label(ws),
             "description": ws.description, "selected": ws.window.selected is ws,
-            "pinned": False, "workspace_id": ws.id,
-            "panes": [pane_node(mux, agents, x, i) for i, x in enumerate(panes)]}
+            "pinned": False, "workspace_id": ws.id, "panes": panes}
 
 
 class TreeParams(Params):
