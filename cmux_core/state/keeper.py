@@ -3,12 +3,12 @@ changes and at stop.
 
 Saving is driven by what happens, never by a clock running on its own: every typed event
 (a pane created or closed, a split resized, a rename, an agent's session reported, a view
-set ...) and every client request arms one timer :data:`EVENT_DELAY_S` ahead, and pane
-output (which is how a shell's ``cd`` shows) one :data:`OUTPUT_DELAY_S` ahead, unless an
-earlier one is armed already. When it fires the session is captured on the loop, a tab at
-a time with other work in between (:data:`STEP_S`), and, only when it differs from what
-was last saved, written by a worker thread
-(:func:`cmux_core.state.store.write`).
+set ...) arms one timer :data:`EVENT_DELAY_S` ahead, pane output (which is how a shell's
+``cd`` shows) one :data:`OUTPUT_DELAY_S` ahead and a client request (most change nothing)
+one :data:`REQUEST_DELAY_S` ahead, unless an earlier one is armed already. When it fires
+the session is captured on the loop, a tab at a time with other work in between
+(:data:`STEP_S`), and, only when it differs from what was last saved, written by a worker
+thread (:func:`cmux_core.state.store.write`).
 An idle server therefore never wakes up for this, and a server killed outright loses at
 most the changes of its last second. At stop the session is saved one last time, before
 any pane is closed, so the agents running then are the ones resumed next time; only this
@@ -54,6 +54,9 @@ EVENT_DELAY_S = 0.2
 """Seconds from an event to the save it asks for."""
 OUTPUT_DELAY_S = 0.5
 """Seconds from pane output to the check it asks for (a ``cd`` changes no event)."""
+REQUEST_DELAY_S = 1.0
+"""Seconds from a client's request to the check it asks for: a client polling lists many
+times a second asks for a check of the whole session once a second, not after each call."""
 STEP_S = 0.005
 """Longest a save's capture runs before letting the loop serve others (it goes on at the
 next tab once that time has passed)."""
@@ -217,7 +220,7 @@ class SessionKeeper:
     def request_seen(self) -> None:
         """A client's request: a check after it, for changes that publish no event (a
         workspace's pin or colour)."""
-        self._changed(EVENT_DELAY_S)
+        self._changed(REQUEST_DELAY_S)
 
     def _changed(self, delay: float) -> None:
         """Arm the save timer ``delay`` seconds ahead, unless it is armed earlier."""

@@ -141,9 +141,9 @@ def pane_node(mux: Mux, agents: AgentTracker, pane: Pane, index: int) -> dict[st
             "surfaces": [surface_row(mux, agents, s, i) for i, s in enumerate(pane.surfaces)]}
 
 
-def workspace_node(mux: Mux, agents: AgentTracker, ws: Workspace, index: int
-                   ) -> dict[str, Any]:
-    panes = row_cache(mux, "tree_node", pane_node, surfaces=True, foreground=False).rows(
+async def workspace_node(mux: Mux, agents: AgentTracker, ws: Workspace, index: int
+                         ) -> dict[str, Any]:
+    panes = await row_cache(mux, "tree_node", pane_node, surfaces=True, foreground=False).rows(
         mux, agents, mux.workspace_panes(ws))
     return {"id": ws.uuid, "ref": ws.ref, "index": index, "title": mux.workspace_label(ws),
             "description": ws.description, "selected": ws.window.selected is ws,
@@ -171,10 +171,12 @@ async def system_tree(call: Call[SystemServices], p: TreeParams) -> Result:
     else:
         windows = [mux.active_window] if mux.active_window else []
     nodes = []
-    for window in windows:
+    for window in list(windows):  # workspace_node may let others run: lists may change
+        if window not in mux.windows:
+            continue
         node = window_row(mux, window, mux.windows.index(window))
-        node["workspaces"] = [workspace_node(mux, call.ctx.agents, ws, i)
-                              for i, ws in enumerate(window.workspaces)
+        node["workspaces"] = [await workspace_node(mux, call.ctx.agents, ws, i)
+                              for i, ws in enumerate(list(window.workspaces))
                               if not p.workspace_id or ws is mux.workspace(p.workspace_id)]
         nodes.append(node)
     pane = mux.focused_pane()

@@ -114,7 +114,7 @@ async def pane_list(call: Call[LifecycleServices], p: PaneListParams) -> Result:
         active = mux.active_workspace()
         extra = workspace_keys(active) if active else {}
     extra["container_frame"] = {"width": mux.area.width, "height": mux.area.height}
-    rows = row_cache(mux, "pane_row", pane_row).rows(mux, call.ctx.agents, panes)
+    rows = await row_cache(mux, "pane_row", pane_row).rows(mux, call.ctx.agents, panes)
     return {"type": "pane_list", "panes": rows, **extra}
 
 

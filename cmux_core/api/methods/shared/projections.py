@@ -24,6 +24,7 @@ Callers get copies (the row and, for a node, its surface rows), so a caller that
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,7 +36,10 @@ from cmux_core.model.mux import Mux
 from cmux_core.model.readings import FOREGROUND_CWD_TTL_S
 from cmux_core.model.tree import Pane, Surface
 
-__all__ = ["RowCache", "row_cache"]
+__all__ = ["STEP_S", "RowCache", "row_cache"]
+
+STEP_S = 0.005
+"""Longest a list builds rows before letting the loop serve others."""
 
 Row = dict[str, Any]
 Build = Callable[[Mux, AgentTracker, Pane, int], Row]
@@ -74,22 +78,42 @@ class RowCache:
         self._surfaces = surfaces
         self._foreground = foreground
         self._kept: dict[str, _Kept] = {}
+        self._until = 0.0
+        """When the current step of building ends (shared by the calls of one request,
+        such as ``system.tree``'s one per workspace)."""
         self.built = 0
         """Rows built (not reused) so far."""
 
-    def rows(self, mux: Mux, agents: AgentTracker, panes: list[Pane]) -> list[Row]:
-        """The row of each of ``panes`` (in order, ``index`` their position), each a copy."""
+    async def rows(self, mux: Mux, agents: AgentTracker, panes: list[Pane]) -> list[Row]:
+        """The row of each of ``panes`` (in order, ``index`` their position), each a copy.
+
+        Building many rows (the first call, or after a change to every pane) lets the loop
+        serve others whenever :data:`STEP_S` has passed, counted across the calls a request
+        makes in a row; a pane closed meanwhile is left out, one changed meanwhile is shown
+        as it is when its turn comes.
+        """
         focused = mux.focused_pane()
         focus = focused.key if focused is not None else None
         now = time.monotonic()
-        out = []
-        for index, pane in enumerate(panes):
+        if now >= self._until:
+            self._until = now + STEP_S
+        out: list[Row] = []
+        for pane in panes:
+            if mux.panes.get(pane.key) is not pane:
+                continue
+            built = self.built
             kept = self._row(mux, agents, pane, focus, now)
             row = dict(kept.row)
-            row["index"] = index
+            row["index"] = len(out)
             if self._surfaces:
                 row["surfaces"] = [dict(s) for s in row["surfaces"]]
             out.append(row)
+            if self.built != built and time.monotonic() >= self._until:
+                await asyncio.sleep(0)
+                focused = mux.focused_pane()
+                focus = focused.key if focused is not None else None
+                now = time.monotonic()
+                self._until = now + STEP_S
         if len(self._kept) > len(mux.panes):
             for key in [k for k in self._kept if k not in mux.panes]:
                 del self._kept[key]
