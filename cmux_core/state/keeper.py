@@ -6,7 +6,7 @@ Saving is driven by what happens, never by a clock running on its own: every typ
 set ...) arms one timer :data:`EVENT_DELAY_S` ahead, pane output (which is how a shell's
 ``cd`` shows) one :data:`OUTPUT_DELAY_S` ahead and a client request (most change nothing)
 one :data:`REQUEST_DELAY_S` ahead, unless an earlier one is armed already. When it fires
-the session is captured on the loop, a tab at a time with other work in between
+the session is captured and dumped on the loop, a tab at a time with other work in between
 (:data:`STEP_S`), and, only when it differs from what was last saved, written by a worker
 thread (:func:`cmux_core.state.store.write`).
 An idle server therefore never wakes up for this, and a server killed outright loses at
@@ -30,9 +30,9 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -46,9 +46,10 @@ from cmux_core.model.notifications import NotificationBook
 from cmux_core.state import store
 from cmux_core.state.capture import ResumeFor, capture, capture_steps
 from cmux_core.state.restore import RestoreFailed, restore
-from cmux_core.state.schema import SessionState, StateFileError, encode
+from cmux_core.state.schema import SessionState, StateFileError, dump_steps, encode
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 EVENT_DELAY_S = 0.2
 """Seconds from an event to the save it asks for."""
@@ -253,8 +254,11 @@ class SessionKeeper:
 
     async def _save_once(self, text_lines: int = 0) -> None:
         try:
-            state = await self._capture_in_steps(text_lines)
-            data = state.model_dump(mode="json", exclude_none=True)
+            state = await _in_steps(capture_steps(
+                self.mux, self.tracker, self._named, resume_for=self.resume_for,
+                carried=self._carried, text_lines=text_lines,
+                notifications=self.notifications))
+            data = await _in_steps(dump_steps(state))
         except Exception:
             log.exception("cannot capture the session for %s", self.path)
             return
@@ -262,7 +266,7 @@ class SessionKeeper:
         if key == self._saved:
             return
         try:
-            await asyncio.to_thread(store.write, self.path, encode(data))
+            await asyncio.to_thread(lambda: store.write(self.path, encode(data)))
         except OSError as exc:
             message = f"{exc.strerror or exc}"
             if message != self._failure:
@@ -272,23 +276,6 @@ class SessionKeeper:
         self._saved = key
         self._failure = None
         self.saves += 1
-
-    async def _capture_in_steps(self, text_lines: int) -> SessionState:
-        """The session, captured a tab at a time, letting the loop run other work whenever
-        :data:`STEP_S` has passed, so a big session never holds up requests for long."""
-        steps = capture_steps(self.mux, self.tracker, self._named,
-                              resume_for=self.resume_for, carried=self._carried,
-                              text_lines=text_lines, notifications=self.notifications)
-        until = time.monotonic() + STEP_S
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                state: SessionState = done.value
-                return state
-            if time.monotonic() >= until:
-                await asyncio.sleep(0)
-                until = time.monotonic() + STEP_S
 
     def _capture(self, text_lines: int = 0) -> SessionState:
         return capture(self.mux, self.tracker, self._named, resume_for=self.resume_for,
@@ -303,3 +290,18 @@ class SessionKeeper:
     @staticmethod
     def _key_of(data: dict[str, Any]) -> bytes:
         return orjson.dumps({k: v for k, v in data.items() if k != "saved_at"})
+
+
+async def _in_steps(steps: Generator[None, None, T]) -> T:
+    """Run ``steps`` to its end, letting the loop run other work whenever :data:`STEP_S`
+    has passed, so a big session never holds up requests for long."""
+    until = time.monotonic() + STEP_S
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        if time.monotonic() >= until:
+            await asyncio.sleep(0)
+            until = time.monotonic() + STEP_S
