@@ -6,12 +6,14 @@ it was built from, and a later call builds again only the rows whose signature c
 
 * the pane's change stamp and the epoch (:class:`cmux_core.model.stamps.ChangeStamps`),
   bumped by every event about the pane (agent status, rename, cwd, exit ...) or about
-  anything else (tabs, workspaces, focus, manifests);
-* what changes with no event: its terminal's output count (titles and OSC 7 directories
-  arrive as output), size, exit and pid; the tab's split tree, zoom and focus, the mux's
-  area and which pane has the focus; the pane's label, directory, title revision and
-  surfaces; its agent record's state, seen flag, sequence numbers, session and authority;
-  for a tree node also each surface's title, tty, shell state, pin and unread flags.
+  anything but a pane, tab or workspace (manifests, plugins);
+* its tab and workspace (which ones, their numbers and ids: moves between tabs and
+  workspaces) and what changes with no event: its terminal's output count (titles and
+  OSC 7 directories arrive as output), size, exit and pid; the tab's split tree, zoom and
+  focus, the mux's area and which pane has the focus; the pane's label, directory, title
+  revision and surfaces; its agent record's state, seen flag, sequence numbers, session
+  and authority; for a tree node also each surface's title, tty, shell state, pin and
+  unread flags.
 
 Two inputs depend on the clock: a terminal's foreground directory (read from ``/proc``
 at most once a second, :mod:`cmux_core.model.readings`) is checked again once its second
@@ -150,7 +152,8 @@ class RowCache:
         tab = pane.tab
         term = surface.terminal
         stamps = mux.stamps
-        base = (stamps.epoch, stamps.pane(pane.key), tab, tab.workspace, tab.tree,
+        ws = tab.workspace
+        base = (stamps.epoch, stamps.pane(pane.key), tab, tab.number, ws, ws.id, tab.tree,
                 tab.zoomed, tab.focused, mux.area, pane.key == focus, pane.number,
                 pane.label, pane.cwd, pane.title_revision, pane.selected,
                 tuple(pane.surfaces), surface, term.output_seq, term.columns, term.rows,
