@@ -359,6 +359,9 @@ class Lists:
 
     times: dict[str, list[float]]
     pings: list[float]
+    waiting_pct: float
+    """% of the calls' wall time the server's main thread was runnable but waited for a
+    CPU (a loaded machine's share of the latencies)."""
     failures: list[str] = field(default_factory=list)
 
 
@@ -370,6 +373,7 @@ def lists_cmux(side: CmuxSide, panes: int) -> Lists:
     ping_conn = side.connect()
     pinger = Pinger(lambda: ping_conn.call("ping", timeout=10.0))
     pinger.start()
+    began, wait = time.monotonic(), run_queue_seconds(side.pid)
     try:
         for method in LIST_METHODS:
             times[method] = []
@@ -377,10 +381,11 @@ def lists_cmux(side: CmuxSide, panes: int) -> Lists:
                 start = time.perf_counter()
                 side.conn.call(method)
                 times[method].append(time.perf_counter() - start)
+        waiting = (run_queue_seconds(side.pid) - wait) / (time.monotonic() - began) * 100
     finally:
         pings = pinger.stop()
         ping_conn.close()
-    return Lists(times, pings, pinger.failures)
+    return Lists(times, pings, waiting, pinger.failures)
 
 
 def lists_tmux(tmux: Tmux, panes: int) -> Lists:
@@ -394,16 +399,19 @@ def lists_tmux(tmux: Tmux, panes: int) -> Lists:
     pinger = Pinger(lambda: probe.command("display-message -p ping", timeout=10.0))
     pinger.start()
     times: list[float] = []
+    pid = tmux.server_pid()
+    began, wait = time.monotonic(), run_queue_seconds(pid)
     try:
         for _ in range(LIST_CALLS):
             start = time.perf_counter()
             client.command("list-panes -a")
             times.append(time.perf_counter() - start)
+        waiting = (run_queue_seconds(pid) - wait) / (time.monotonic() - began) * 100
     finally:
         pings = pinger.stop()
         probe.close()
         client.close()
-    return Lists({"list-panes": times}, pings, pinger.failures)
+    return Lists({"list-panes": times}, pings, waiting, pinger.failures)
 
 
 def case_lists(ctx: Context) -> list[Row]:
@@ -430,6 +438,10 @@ def case_lists(ctx: Context) -> list[Row]:
         f"a ping every 10 ms on another connection during all the list calls (tmux: "
         f"display-message -p on a second tmux -C client); goal: under 50 ms; p99 cmux "
         f"{p(c.pings, 99) or 0:.1f} ms, tmux {p(t.pings, 99) or 0:.1f} ms; {len(c.pings)} "
-        f"and {len(t.pings)} pings" + failures,
-        {"cmux_failures": c.failures[:20], "tmux_failures": t.failures[:20]}))
+        f"and {len(t.pings)} pings; the server's main thread was runnable but waiting for a "
+        f"CPU {c.waiting_pct:.1f} % of the time (tmux {t.waiting_pct:.1f} %)" + failures,
+        {"cmux_failures": c.failures[:20], "tmux_failures": t.failures[:20],
+         "cmux_ping_ms": [ms(x) for x in c.pings], "tmux_ping_ms": [ms(x) for x in t.pings],
+         "cmux_waiting_for_cpu_pct": c.waiting_pct,
+         "tmux_waiting_for_cpu_pct": t.waiting_pct}))
     return rows
