@@ -49,7 +49,7 @@ from cmux_core.model.events import (
 from cmux_core.model.readings import Readings
 from cmux_core.model.stamps import ChangeStamps
 from cmux_core.model.throttle import SignalThrottle
-from cmux_core.model.tree import Pane, Surface, Tab, Window, Workspace, auto_label
+from cmux_core.model.tree import Pane, Surface, Tab, Window, Workspace
 from cmux_core.terminal.emulator import TerminalSignal, strip_title
 from cmux_core.terminal.process import Terminal
 
@@ -729,7 +729,7 @@ class Mux:
     # -- labels and directories ---------------------------------------------------------
 
     def workspace_label(self, ws: Workspace) -> str:
-        return ws.label or ws.auto_title or auto_label(ws.cwd)
+        return ws.label or ws.auto_title or self.readings.auto_label(ws.cwd)
 
     def tab_label(self, tab: Tab) -> str:
         return tab.label or str(tab.workspace.tabs.index(tab) + 1)
