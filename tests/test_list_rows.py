@@ -6,7 +6,9 @@ would be served unchanged and the wait would fail."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from conftest import Api
@@ -147,3 +149,32 @@ def test_what_a_caller_adds_to_a_row_is_not_kept(api: Api) -> None:
     top = api("system.top", {"sample_ms": 0})
     assert "totals" in top["windows"][0]["workspaces"][0]["panes"][0]["surfaces"][0]
     assert "totals" not in nodes(api)[pane["uuid"]]["surfaces"][0]
+
+
+QUIET_CD = """\
+import os, sys, termios, time
+attrs = termios.tcgetattr(0)
+attrs[3] &= ~termios.ECHO
+termios.tcsetattr(0, termios.TCSANOW, attrs)
+print("ready", flush=True)
+sys.stdin.readline()
+os.chdir(sys.argv[1])
+time.sleep(300)
+"""
+
+
+def test_a_silent_directory_change_reaches_kept_rows(api: Api, tmp_path: Path) -> None:
+    """A program that changes directory without printing anything: only the clock tells
+    the kept row to read its foreground directory again."""
+    pane = first(api)
+    target = tmp_path / "moved-here"
+    target.mkdir()
+    quiet = dict(api("pane.split", {"pane_id": pane["pane_id"], "cwd": "/",
+                                    "command": [sys.executable, "-c", QUIET_CD,
+                                                str(target)]})["pane"])
+    api.wait_text(quiet["pane_id"], "ready")
+    warm(api)
+    assert rows(api)[quiet["uuid"]].get("foreground_cwd") == "/"
+    api("pane.send_text", {"pane_id": quiet["pane_id"], "text": "go\n"})
+    eventually(lambda: rows(api)[quiet["uuid"]].get("foreground_cwd") == str(target),
+               "the new foreground directory in pane.list")

@@ -17,7 +17,8 @@ it was built from, and a later call builds again only the rows whose signature c
 
 Two inputs depend on the clock: a terminal's foreground directory (read from ``/proc``
 at most once a second, :mod:`cmux_core.model.readings`) is checked again once its second
-has passed and the row rebuilt when it moved; an agent record with presentation metadata
+has passed (the first time a little earlier, spread over the rows) and the row rebuilt
+when it moved; an agent record with presentation metadata
 (whose fields expire) is never kept. A closed pane's row is dropped by the next call.
 
 Callers get copies (the row and, for a node, its surface rows), so a caller that adds keys
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import zlib
 from collections.abc import Callable
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -131,7 +133,10 @@ class RowCache:
                 rec is None or not rec.presentation) and self._same_foreground(
                 mux, surface, kept, now):
             return kept
-        kept = _Kept(signature, self._build(mux, agents, pane, 0), now)
+        # Rows built together are checked again at spread-out times, so no call reads
+        # /proc for every pane at once: the first check comes up to a second early.
+        early = zlib.crc32(pane.key.encode()) % 1000 / 1000 * FOREGROUND_CWD_TTL_S
+        kept = _Kept(signature, self._build(mux, agents, pane, 0), now - early)
         self._kept[pane.key] = kept
         self.built += 1
         return kept
