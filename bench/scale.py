@@ -15,7 +15,8 @@ round trip on a ``tmux -C`` client stand against cmux's; it has no detection.
 
 ``lists``: 1,000 idle panes; the round trip of ``pane.list``, ``workspace.list``,
 ``agent.list`` and ``system.tree`` (p50 and p99 of 50 calls each) beside tmux's
-``list-panes -a`` over a ``tmux -C`` client with the same panes.
+``list-panes -a`` over a ``tmux -C`` client with the same panes, and the longest a ping on
+another connection waited meanwhile (how long the server kept everyone else waiting).
 """
 
 from __future__ import annotations
@@ -351,48 +352,98 @@ LIST_METHODS = ("pane.list", "workspace.list", "agent.list", "system.tree")
 LIST_CALLS = 50
 
 
-def lists_cmux(side: CmuxSide, panes: int) -> dict[str, list[float]]:
-    """Seconds of each call of every list method with ``panes`` idle panes."""
+@dataclass
+class Lists:
+    """One side's list calls: seconds of each call by method, and the pings another
+    connection sent every 10 ms meanwhile (how long any other client waited)."""
+
+    times: dict[str, list[float]]
+    pings: list[float]
+    waiting_pct: float
+    """% of the calls' wall time the server's main thread was runnable but waited for a
+    CPU (a loaded machine's share of the latencies)."""
+    failures: list[str] = field(default_factory=list)
+
+
+def lists_cmux(side: CmuxSide, panes: int) -> Lists:
+    """Each call of every list method with ``panes`` idle panes, while another
+    connection pings."""
     new_tabs(side, {"command": IDLE_ARGV}, panes - 1)
     times: dict[str, list[float]] = {}
-    for method in LIST_METHODS:
-        times[method] = []
-        for _ in range(LIST_CALLS):
-            start = time.perf_counter()
-            side.conn.call(method)
-            times[method].append(time.perf_counter() - start)
-    return times
+    ping_conn = side.connect()
+    pinger = Pinger(lambda: ping_conn.call("ping", timeout=10.0))
+    pinger.start()
+    began, wait = time.monotonic(), run_queue_seconds(side.pid)
+    try:
+        for method in LIST_METHODS:
+            times[method] = []
+            for _ in range(LIST_CALLS):
+                start = time.perf_counter()
+                side.conn.call(method)
+                times[method].append(time.perf_counter() - start)
+        waiting = (run_queue_seconds(side.pid) - wait) / (time.monotonic() - began) * 100
+    finally:
+        pings = pinger.stop()
+        ping_conn.close()
+    return Lists(times, pings, waiting, pinger.failures)
 
 
-def lists_tmux(tmux: Tmux, panes: int) -> list[float]:
-    """Seconds of each ``list-panes -a`` with ``panes`` idle panes."""
+def lists_tmux(tmux: Tmux, panes: int) -> Lists:
+    """Each ``list-panes -a`` with ``panes`` idle panes, while a second ``tmux -C``
+    client (on a quiet session) sends ``display-message -p`` every 10 ms."""
     tmux.new_session("main", ["sh"])
     new_windows(tmux, "main", IDLE_ARGV, panes - 1)
+    tmux.new_session("probe", IDLE_ARGV)
     client = ControlClient(tmux, "main")
+    probe = ControlClient(tmux, "probe")
+    pinger = Pinger(lambda: probe.command("display-message -p ping", timeout=10.0))
+    pinger.start()
     times: list[float] = []
+    pid = tmux.server_pid()
+    began, wait = time.monotonic(), run_queue_seconds(pid)
     try:
         for _ in range(LIST_CALLS):
             start = time.perf_counter()
             client.command("list-panes -a")
             times.append(time.perf_counter() - start)
+        waiting = (run_queue_seconds(pid) - wait) / (time.monotonic() - began) * 100
     finally:
+        pings = pinger.stop()
+        probe.close()
         client.close()
-    return times
+    return Lists({"list-panes": times}, pings, waiting, pinger.failures)
 
 
 def case_lists(ctx: Context) -> list[Row]:
     panes = 100 if ctx.sizes == QUICK else 1000
     with ctx.cmux() as side:
-        cmux = lists_cmux(side, panes)
+        c = lists_cmux(side, panes)
         ctx.backends.add(side.backend)
     with ctx.tmux() as tmux:
-        tmux_times = lists_tmux(tmux, panes)
+        t = lists_tmux(tmux, panes)
+    tmux_times = t.times["list-panes"]
     rows = []
     for method in LIST_METHODS:
         rows.append(Row(
             f"lists_{method.replace('.', '_')}_p99_ms", f"lists: {method} p99 (ms), "
-            f"{panes} panes", p(cmux[method], 99), p(tmux_times, 99), "lower",
-            f"{LIST_CALLS} calls; p50 cmux {ms(percentile(cmux[method], 50)):.1f} ms, tmux "
-            f"list-panes -a {ms(percentile(tmux_times, 50)):.1f} ms",
-            {"cmux_ms": [ms(t) for t in cmux[method]]}))
+            f"{panes} panes", p(c.times[method], 99), p(tmux_times, 99), "lower",
+            f"{LIST_CALLS} calls; p50 cmux {ms(percentile(c.times[method], 50)):.1f} ms, tmux "
+            f"list-panes -a {ms(percentile(tmux_times, 50)):.1f} ms; cmux's first call "
+            f"{ms(c.times[method][0]):.1f} ms, p99 of the others "
+            f"{p(c.times[method][1:], 99) or 0:.1f} ms",
+            {"cmux_ms": [ms(x) for x in c.times[method]]}))
+    failures = (f"; failed pings: cmux {len(c.failures)}, tmux {len(t.failures)}"
+                if c.failures or t.failures else "")
+    rows.append(Row(
+        "lists_ping_max_ms", "lists: longest ping wait meanwhile (ms)", p(c.pings, 100),
+        p(t.pings, 100), "lower",
+        f"a ping every 10 ms on another connection during all the list calls (tmux: "
+        f"display-message -p on a second tmux -C client); goal: under 50 ms; p99 cmux "
+        f"{p(c.pings, 99) or 0:.1f} ms, tmux {p(t.pings, 99) or 0:.1f} ms; {len(c.pings)} "
+        f"and {len(t.pings)} pings; the server's main thread was runnable but waiting for a "
+        f"CPU {c.waiting_pct:.1f} % of the time (tmux {t.waiting_pct:.1f} %)" + failures,
+        {"cmux_failures": c.failures[:20], "tmux_failures": t.failures[:20],
+         "cmux_ping_ms": [ms(x) for x in c.pings], "tmux_ping_ms": [ms(x) for x in t.pings],
+         "cmux_waiting_for_cpu_pct": c.waiting_pct,
+         "tmux_waiting_for_cpu_pct": t.waiting_pct}))
     return rows

@@ -186,6 +186,7 @@ class App:
         on(PaneExited, self.keeper.pane_exited)
         on(PaneClosed, self.keeper.pane_closed)
         on(Event, self.keeper.event_seen)
+        on(Event, self.mux.stamps.event_seen)
         on(LayoutUpdated, self.attach.layout_updated)
 
     def _method_contexts(self) -> list[object]:

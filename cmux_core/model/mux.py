@@ -47,8 +47,9 @@ from cmux_core.model.events import (
     WorkspaceRenamed,
 )
 from cmux_core.model.readings import Readings
+from cmux_core.model.stamps import ChangeStamps
 from cmux_core.model.throttle import SignalThrottle
-from cmux_core.model.tree import Pane, Surface, Tab, Window, Workspace, auto_label
+from cmux_core.model.tree import Pane, Surface, Tab, Window, Workspace
 from cmux_core.terminal.emulator import TerminalSignal, strip_title
 from cmux_core.terminal.process import Terminal
 
@@ -81,6 +82,8 @@ class Mux:
         self.area = layout.Rect(0, 0, settings.columns, settings.rows)
         self.readings = Readings()
         """Memos of pane rectangles and foreground directories, for lists of many panes."""
+        self.stamps = ChangeStamps()
+        """When each pane's list row may have changed (fed every event by the app)."""
         self.windows: list[Window] = []
         self.active_window: Window | None = None
         self.panes: dict[str, Pane] = {}
@@ -731,7 +734,7 @@ class Mux:
     # -- labels and directories ---------------------------------------------------------
 
     def workspace_label(self, ws: Workspace) -> str:
-        return ws.label or ws.auto_title or auto_label(ws.cwd)
+        return ws.label or ws.auto_title or self.readings.auto_label(ws.cwd)
 
     def tab_label(self, tab: Tab) -> str:
         return tab.label or str(tab.workspace.tabs.index(tab) + 1)

@@ -10,13 +10,14 @@ surface.
 
 Metadata tokens of panes and workspaces are recorded with their expiry as a UTC time,
 except :data:`LIVE_TOKENS`; notifications with the UUIDs of their workspace and surface.
-Runs on the loop; the only I/O is a ``/proc`` read per surface.
+Runs on the loop, in one go or a tab at a time (:func:`capture_steps`); the only I/O is a
+``/proc`` read per surface.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Generator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -63,14 +64,46 @@ def capture(mux: Mux, tracker: AgentTracker, views: Mapping[str, AgentView], *,
             text_lines: int = 0, notifications: NotificationBook | None = None
             ) -> SessionState:
     """The whole session: every window, workspace, tab and pane, the named views and the
-    ``notifications``.
+    ``notifications``, in one go (:func:`capture_steps` run to its end).
 
     ``carried`` holds the uuids of restored terminal surfaces whose session is kept until
     their agent is seen (see the module docstring). With ``text_lines``, each terminal's last lines
     of text are recorded too (at most :data:`~cmux_core.state.schema.MAX_TEXT_CHARS`).
     """
+    steps = capture_steps(mux, tracker, views, resume_for=resume_for, carried=carried,
+                          text_lines=text_lines, notifications=notifications)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            state: SessionState = done.value
+            return state
+
+
+def capture_steps(mux: Mux, tracker: AgentTracker, views: Mapping[str, AgentView], *,
+                  resume_for: ResumeFor, carried: Collection[str] = (),
+                  text_lines: int = 0, notifications: NotificationBook | None = None
+                  ) -> Generator[None, None, SessionState]:
+    """:func:`capture` in steps: yields after each tab, returns the session.
+
+    Each tab is captured whole within one step, so its panes and layout agree; between
+    steps the session may change (the caller runs other work there). A tab or workspace
+    gone by its turn is left out, one that came meanwhile may be missed: the change that
+    did it asks for another save, which sees it.
+    """
     walk = _Walk(mux, tracker, resume_for, carried, text_lines, _clock())
-    windows = [walk.window(w) for w in mux.windows]
+    windows = []
+    for window in list(mux.windows):
+        workspaces = []
+        for ws in list(window.workspaces):
+            tabs = []
+            for tab in list(ws.tabs):
+                if tab in ws.tabs and tab.focused in mux.panes:
+                    tabs.append(walk.tab(tab))
+                yield
+            if ws in window.workspaces:
+                workspaces.append(walk.workspace(ws, tabs))
+        windows.append(walk.window(window, workspaces))
     active = mux.windows.index(mux.active_window) if mux.active_window in mux.windows \
         else None
     saved = [ViewState(client_id=client, source=view.source, label=view.label,
@@ -125,19 +158,18 @@ class _Walk:
     text_lines: int
     clock: tuple[float, float]
 
-    def window(self, window: Window) -> WindowState:
+    def window(self, window: Window, workspaces: list[WorkspaceState]) -> WindowState:
         return WindowState(
-            uuid=window.uuid, ref=window.ref,
-            workspaces=[self.workspace(ws) for ws in window.workspaces],
+            uuid=window.uuid, ref=window.ref, workspaces=workspaces,
             selected=_number(window.selected), previous=_number(window.previous))
 
-    def workspace(self, ws: Workspace) -> WorkspaceState:
+    def workspace(self, ws: Workspace, tabs: list[TabState]) -> WorkspaceState:
         number = _number(ws)
         assert number is not None
         return WorkspaceState(
             number=number, uuid=ws.uuid, ref=ws.ref, cwd=ws.cwd, env=dict(ws.env),
             label=ws.label, description=ws.description, pinned=ws.pinned, color=ws.color,
-            tabs=[self.tab(tab) for tab in ws.tabs],
+            tabs=tabs,
             active_tab=ws.active_tab.number if ws.active_tab is not None else None,
             next_tab_number=ws.next_tab_number, next_pane_number=ws.next_pane_number,
             tokens=_tokens(self.tracker.workspace_metadata.get(ws.id), self.clock),

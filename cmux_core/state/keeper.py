@@ -3,11 +3,12 @@ changes and at stop.
 
 Saving is driven by what happens, never by a clock running on its own: every typed event
 (a pane created or closed, a split resized, a rename, an agent's session reported, a view
-set ...) and every client request arms one timer :data:`EVENT_DELAY_S` ahead, and pane
-output (which is how a shell's ``cd`` shows) one :data:`OUTPUT_DELAY_S` ahead, unless an
-earlier one is armed already. When it fires the session is captured on the loop and,
-only when it differs from what was last saved, written by a worker thread
-(:func:`cmux_core.state.store.write`).
+set ...) arms one timer :data:`EVENT_DELAY_S` ahead, pane output (which is how a shell's
+``cd`` shows) one :data:`OUTPUT_DELAY_S` ahead and a client request (most change nothing)
+one :data:`REQUEST_DELAY_S` ahead, unless an earlier one is armed already. When it fires
+the session is captured and dumped on the loop, a tab at a time with other work in between
+(:data:`STEP_S`), and, only when it differs from what was last saved, written by a worker
+thread (:func:`cmux_core.state.store.write`).
 An idle server therefore never wakes up for this, and a server killed outright loses at
 most the changes of its last second. At stop the session is saved one last time, before
 any pane is closed, so the agents running then are the ones resumed next time; only this
@@ -28,8 +29,10 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Generator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import orjson
 
@@ -41,16 +44,23 @@ from cmux_core.model.events import PaneClosed, PaneExited
 from cmux_core.model.mux import Mux
 from cmux_core.model.notifications import NotificationBook
 from cmux_core.state import store
-from cmux_core.state.capture import ResumeFor, capture
+from cmux_core.state.capture import ResumeFor, capture, capture_steps
 from cmux_core.state.restore import RestoreFailed, restore
-from cmux_core.state.schema import SessionState, StateFileError, dump
+from cmux_core.state.schema import SessionState, StateFileError, dump_steps, encode
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 EVENT_DELAY_S = 0.2
 """Seconds from an event to the save it asks for."""
 OUTPUT_DELAY_S = 0.5
 """Seconds from pane output to the check it asks for (a ``cd`` changes no event)."""
+REQUEST_DELAY_S = 1.0
+"""Seconds from a client's request to the check it asks for: a client polling lists many
+times a second asks for a check of the whole session once a second, not after each call."""
+STEP_S = 0.005
+"""Longest a save's capture runs before letting the loop serve others (it goes on at the
+next tab once that time has passed)."""
 
 
 class SessionKeeper:
@@ -211,7 +221,7 @@ class SessionKeeper:
     def request_seen(self) -> None:
         """A client's request: a check after it, for changes that publish no event (a
         workspace's pin or colour)."""
-        self._changed(EVENT_DELAY_S)
+        self._changed(REQUEST_DELAY_S)
 
     def _changed(self, delay: float) -> None:
         """Arm the save timer ``delay`` seconds ahead, unless it is armed earlier."""
@@ -244,15 +254,19 @@ class SessionKeeper:
 
     async def _save_once(self, text_lines: int = 0) -> None:
         try:
-            state = self._capture(text_lines)
+            state = await _in_steps(capture_steps(
+                self.mux, self.tracker, self._named, resume_for=self.resume_for,
+                carried=self._carried, text_lines=text_lines,
+                notifications=self.notifications))
+            data = await _in_steps(dump_steps(state))
         except Exception:
             log.exception("cannot capture the session for %s", self.path)
             return
-        key = self._key(state)
+        key = self._key_of(data)
         if key == self._saved:
             return
         try:
-            await asyncio.to_thread(store.write, self.path, dump(state))
+            await asyncio.to_thread(lambda: store.write(self.path, encode(data)))
         except OSError as exc:
             message = f"{exc.strerror or exc}"
             if message != self._failure:
@@ -271,5 +285,23 @@ class SessionKeeper:
     @staticmethod
     def _key(state: SessionState) -> bytes:
         """What a save compares: the session without its time stamp."""
-        return orjson.dumps(state.model_dump(mode="json", exclude={"saved_at"},
-                                             exclude_none=True))
+        return SessionKeeper._key_of(state.model_dump(mode="json", exclude_none=True))
+
+    @staticmethod
+    def _key_of(data: dict[str, Any]) -> bytes:
+        return orjson.dumps({k: v for k, v in data.items() if k != "saved_at"})
+
+
+async def _in_steps(steps: Generator[None, None, T]) -> T:
+    """Run ``steps`` to its end, letting the loop run other work whenever :data:`STEP_S`
+    has passed, so a big session never holds up requests for long."""
+    until = time.monotonic() + STEP_S
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        if time.monotonic() >= until:
+            await asyncio.sleep(0)
+            until = time.monotonic() + STEP_S

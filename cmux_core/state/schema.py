@@ -21,6 +21,7 @@ version 2 file that holds none of these.
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -335,5 +336,33 @@ def _check_unique(state: SessionState) -> None:
 
 def dump(state: SessionState) -> bytes:
     """The file's bytes: indented JSON, keys in model order, absent values left out."""
-    data = state.model_dump(mode="json", exclude_none=True)
+    return encode(state.model_dump(mode="json", exclude_none=True))
+
+
+def dump_steps(state: SessionState) -> Generator[None, None, dict[str, Any]]:
+    """``state.model_dump(mode="json", exclude_none=True)`` (what :func:`dump` encodes, keys
+    in the same order) a tab at a time: yields after each tab, returns the dict."""
+    windows = []
+    for window in state.windows:
+        workspaces = []
+        for ws in window.workspaces:
+            tabs = []
+            for tab in ws.tabs:
+                tabs.append(tab.model_dump(mode="json", exclude_none=True))
+                yield
+            workspaces.append(_dumped_with(ws, "tabs", tabs))
+        windows.append(_dumped_with(window, "workspaces", workspaces))
+    return _dumped_with(state, "windows", windows)
+
+
+def _dumped_with(model: BaseModel, name: str, value: list[dict[str, Any]]) -> dict[str, Any]:
+    """``model`` dumped as above, with ``value`` (already dumped) as its field ``name``."""
+    data = model.model_dump(mode="json", exclude_none=True, exclude={name})
+    return {key: value if key == name else data[key] for key in type(model).model_fields
+            if key == name or key in data}
+
+
+def encode(data: dict[str, Any]) -> bytes:
+    """The file's bytes of a session already dumped (``model_dump(mode="json",
+    exclude_none=True)``): what :func:`dump` writes."""
     return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)

@@ -21,6 +21,7 @@ from cmux_core.api.dispatch import MethodTable, Result, services
 from cmux_core.api.methods import herdr_extras
 from cmux_core.api.methods.cmux_v2_catalog import NOT_SUPPORTED
 from cmux_core.api.methods.shared.input import key_bytes, write
+from cmux_core.api.methods.shared.projections import row_cache
 from cmux_core.api.methods.shared.routing import (
     Routing,
     surface_keys,
@@ -137,13 +138,13 @@ def pane_node(mux: Mux, agents: AgentTracker, pane: Pane, index: int) -> dict[st
             "surfaces": [surface_row(mux, agents, s, i) for i, s in enumerate(pane.surfaces)]}
 
 
-def workspace_node(mux: Mux, agents: AgentTracker, ws: Workspace, index: int
-                   ) -> dict[str, Any]:
-    panes = mux.workspace_panes(ws)
+async def workspace_node(mux: Mux, agents: AgentTracker, ws: Workspace, index: int
+                         ) -> dict[str, Any]:
+    panes = await row_cache(mux, "tree_node", pane_node, surfaces=True, foreground=False).rows(
+        mux, agents, mux.workspace_panes(ws))
     return {"id": ws.uuid, "ref": ws.ref, "index": index, "title": mux.workspace_label(ws),
             "description": ws.description, "selected": ws.window.selected is ws,
-            "pinned": False, "workspace_id": ws.id,
-            "panes": [pane_node(mux, agents, x, i) for i, x in enumerate(panes)]}
+            "pinned": False, "workspace_id": ws.id, "panes": panes}
 
 
 class TreeParams(Params):
@@ -167,10 +168,12 @@ async def system_tree(call: Call[SystemServices], p: TreeParams) -> Result:
     else:
         windows = [mux.active_window] if mux.active_window else []
     nodes = []
-    for window in windows:
+    for window in list(windows):  # workspace_node may let others run: lists may change
+        if window not in mux.windows:
+            continue
         node = window_row(mux, window, mux.windows.index(window))
-        node["workspaces"] = [workspace_node(mux, call.ctx.agents, ws, i)
-                              for i, ws in enumerate(window.workspaces)
+        node["workspaces"] = [await workspace_node(mux, call.ctx.agents, ws, i)
+                              for i, ws in enumerate(list(window.workspaces))
                               if not p.workspace_id or ws is mux.workspace(p.workspace_id)]
         nodes.append(node)
     pane = mux.focused_pane()

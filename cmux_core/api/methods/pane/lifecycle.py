@@ -20,6 +20,7 @@ from cmux_core.api.methods.shared.creation import (
     split_here,
     trimmed,
 )
+from cmux_core.api.methods.shared.projections import row_cache
 from cmux_core.api.methods.shared.routing import (
     Routing,
     given,
@@ -113,9 +114,8 @@ async def pane_list(call: Call[LifecycleServices], p: PaneListParams) -> Result:
         active = mux.active_workspace()
         extra = workspace_keys(active) if active else {}
     extra["container_frame"] = {"width": mux.area.width, "height": mux.area.height}
-    return {"type": "pane_list", "panes": [pane_row(mux, call.ctx.agents, x, i)
-                                          for i, x in enumerate(panes)],
-            **extra}
+    rows = await row_cache(mux, "pane_row", pane_row).rows(mux, call.ctx.agents, panes)
+    return {"type": "pane_list", "panes": rows, **extra}
 
 
 class PaneTarget(Params):
