@@ -151,6 +151,13 @@ def test_qualified_ids_reach_each_machine(rig: FleetRig) -> None:
         assert merged["unreachable"] == []
         two = rig.call("agent.list", {"machines": ["m2", "m3"]})["agents"]
         assert [a["machine"] for a in two] == ["m2", "m3"]
+        panes = rig.call("pane.list", {"machines": ["m3", "local", "m2"]})
+        assert [(p["machine"], p["pane_id"]) for p in panes["panes"]][:1] == [
+            ("m3", "m3/w1:p1")]
+        assert [p["machine"] for p in panes["panes"]] == sorted(
+            (p["machine"] for p in panes["panes"]), key=["m3", "local", "m2"].index)
+        assert {p["machine"] for p in panes["panes"]} == {"m3", "local", "m2"}
+        assert panes["unreachable"] == []
         assert api("agent.list") == local_list
 
         rig.call("pane.send_text", {"pane_id": "m4/w1:p1", "text": "echo fleet-$((6*7))\n"})
