@@ -151,6 +151,13 @@ def test_qualified_ids_reach_each_machine(rig: FleetRig) -> None:
         assert merged["unreachable"] == []
         two = rig.call("agent.list", {"machines": ["m2", "m3"]})["agents"]
         assert [a["machine"] for a in two] == ["m2", "m3"]
+        panes = rig.call("pane.list", {"machines": ["m3", "local", "m2"]})
+        assert [(p["machine"], p["pane_id"]) for p in panes["panes"]][:1] == [
+            ("m3", "m3/w1:p1")]
+        assert [p["machine"] for p in panes["panes"]] == sorted(
+            (p["machine"] for p in panes["panes"]), key=["m3", "local", "m2"].index)
+        assert {p["machine"] for p in panes["panes"]} == {"m3", "local", "m2"}
+        assert panes["unreachable"] == []
         assert api("agent.list") == local_list
 
         rig.call("pane.send_text", {"pane_id": "m4/w1:p1", "text": "echo fleet-$((6*7))\n"})
@@ -313,6 +320,45 @@ def test_machine_flag_runs_any_command_there(rig: FleetRig) -> None:
     assert install.returncode == 1 and "machine_not_found" in install.stderr
     missing = rig.cli("--machine", "nope", "pane", "list")
     assert missing.returncode == 1 and "machine_not_found" in missing.stderr
+
+
+def test_agents_once_shows_the_whole_fleet_by_default(rig: FleetRig) -> None:
+    for pane in ("m8/w1:p1", "w1:p1"):
+        rig.call("pane.report_agent", {"pane_id": pane, "source": "test", "agent": "claude",
+                                       "state": "blocked"})
+    rig.add("down", rig.homes["m1"], ssh_options={**rig.sshd.options(rig.homes["m1"]),
+                                                   "Port": "1"})
+    try:
+        rig.wait_state("down", "offline")
+        board = rig.cli("agents", "--color", "never")
+        assert board.returncode == 0, board.stderr
+        lines = board.stdout.splitlines()
+        assert "MACHINE" in lines[0]
+        # Grouped per machine in the book's order, this one first, each with its state.
+        headings = [line.split(" · ")[0].strip() for line in lines if " · " in line]
+        assert headings == ["local", *MACHINES, "down"], headings
+        assert any(line.strip().startswith("local · local · ") for line in lines)
+        assert any(line.strip().startswith("m8 · connected · ") for line in lines)
+        assert any(line.strip().startswith("down · offline (") for line in lines)
+        m8 = lines.index(next(line for line in lines if line.strip().startswith("m8 · ")))
+        assert "m8/w1:p1" in lines[m8 + 1]
+
+        alone = rig.cli("agents", "--machines", "local", "--color", "never")
+        assert alone.returncode == 0, alone.stderr
+        assert "MACHINE" not in alone.stdout and " · " not in alone.stdout
+        assert "w1:p1" in alone.stdout and "m8/" not in alone.stdout
+
+        listed = rig.cli("agents", "--json")
+        assert listed.returncode == 0, listed.stderr
+        agents = json.loads(listed.stdout)["agents"]
+        assert {"local", "m8"} <= {a["machine"] for a in agents}
+        assert all(a["pane_id"].startswith(f"{a['machine']}/") for a in agents
+                   if a["machine"] != "local")
+        local_only = json.loads(rig.cli("agents", "--json", "--machines", "local").stdout)
+        assert local_only["agents"] and {a["machine"] for a in local_only["agents"]} == {
+            "local"}
+    finally:
+        rig.call("machine.remove", {"machine": "down"})
 
 
 def test_attach_a_remote_pane_through_the_bridge(rig: FleetRig) -> None:

@@ -4,8 +4,10 @@ and how fast a ``blocked`` report shows."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
+from fleet_sshd import running_sshd
 from tmux_driver import CMUX, Tmux, have_tmux
 
 from cmux_core.testing import ServerProcess, wait_until
@@ -127,3 +129,40 @@ def test_a_closed_pane_gives_way_to_the_next_agent(server: ServerProcess, tmux: 
     tmux.wait_for(outer, lambda text: f" {first}" in text.splitlines()[0] if text else False)
     server.call("pane.close", {"pane_id": first})
     tmux.wait_for(outer, lambda text: "other-64" in text and first not in text)
+
+
+def shown_pane(text: str) -> str:
+    """The id of the pane the pane area shows (its heading, right of the sidebar)."""
+    heading = text.splitlines()[0].split("│", 1) if text else []
+    return heading[1].split()[0] if len(heading) > 1 and heading[1].split() else ""
+
+
+def test_tab_steps_through_every_machines_panes_in_sidebar_order(
+        server: ServerProcess, tmux: Tmux, tmp_path: Path) -> None:
+    local = str(server.call("pane.current")["pane"]["pane_id"])
+    with running_sshd(tmp_path) as sshd:
+        try:
+            server.call("machine.add", {"machine": "box", "destination": "127.0.0.1",
+                                        "ssh_options": sshd.options(sshd.home("box"))})
+            wait_until(lambda: server.call("machine.status", {"machine": "box"})[
+                "machine"]["state"] == "connected", timeout=90, message="box connected")
+            split = server.call("pane.split", {"pane_id": "box/w1:p1"})
+            far = ["box/w1:p1", str(split["pane"]["pane_id"])]
+            server.call("pane.send_text", {"pane_id": far[1], "text": "echo far-$((20+2))\n"})
+            outer = start_ui(tmux, server)
+            tmux.wait_for(outer, lambda text: "box · connected" in text
+                          and shown_pane(text) == local)
+            # This machine's pane, then box's, as the sidebar groups them; then round again.
+            for want in [*far, local, far[0]]:
+                tmux.send(outer, "Tab")
+                tmux.wait_for(outer, lambda text, want=want: shown_pane(text) == want)
+            tmux.wait_for(outer, lambda text: "far-22" not in text)
+            tmux.send(outer, "Tab")
+            tmux.wait_for(outer, lambda text: shown_pane(text) == far[1] and "far-22" in text)
+            for want in [far[0], local, far[1]]:
+                tmux.send(outer, "BTab")
+                tmux.wait_for(outer, lambda text, want=want: shown_pane(text) == want)
+            tmux.send(outer, "q")
+            tmux.wait_for(outer, lambda text: "q quit" not in text)
+        finally:
+            server.call("machine.remove", {"machine": "box"})

@@ -8,6 +8,10 @@ showing the same client's view shows. Which view:
 * otherwise the view of the named client ``--client`` (default ``sidebar``), which anyone can
   change with ``agent.view.set {"client_id": "sidebar", ...}``.
 
+Once a saved machine is enabled, both forms show the whole fleet (``--machines all``),
+grouped under a line per machine with its state; ``--machines local`` keeps to this machine.
+``--json`` prints the list with each agent's ``machine``.
+
 ``--watch`` draws on the alternate screen and redraws when the server reports a change
 (agent status, detection, pane updates, focus, closes, view changes): no request is sent
 while nothing happens. The clock only re-renders what it already has (time in state and
@@ -500,14 +504,27 @@ def _visible_width(text: str) -> int:
 # -- the commands -----------------------------------------------------------------------------
 
 
+AGENTS_HELP = f"""\
+The agent list through a view, once or live (--watch). The view is the one --filter
+and --sort set for this command, else the view of client --client (default
+{DEFAULT_CLIENT}). Once a machine is saved and enabled, the list is the whole fleet's,
+grouped under a line per machine with its state (--machines local: this machine's
+alone). With --watch: j/k or arrows move, Enter focuses the agent's pane, q, Esc or
+Ctrl-C quit."""
+AGENTS_EXAMPLES = """\
+examples:
+  cmux agents                     # every enabled machine's agents, machine by machine
+  cmux agents --machines local    # this machine's alone
+  cmux agents --machines box,ci   # these saved machines' (and not this one's)
+  cmux agents --json              # the list as JSON, each agent with its machine
+  cmux agents --watch             # the same list, live"""
+
+
 def add_sidebar_commands(sub: Any, add_common: AddCommon) -> None:
     """Add ``cmux agents`` to the ``cmux`` subcommands."""
     p = sub.add_parser("agents", help="the agent list through your view (--watch: live)",
-                       description="The agent list through a view, once or live (--watch). "
-                       "The view is the one --filter and --sort set for this command, else "
-                       f"the view of client --client (default {DEFAULT_CLIENT}). With "
-                       "--watch: j/k or arrows move, Enter focuses the agent's pane, q, Esc "
-                       "or Ctrl-C quit.")
+                       description=AGENTS_HELP, epilog=AGENTS_EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common(p)
     p.add_argument("-w", "--watch", action="store_true",
                    help="keep the list on screen, redrawn as agents change")
@@ -524,10 +541,10 @@ def add_sidebar_commands(sub: Any, add_common: AddCommon) -> None:
                    help=f"comma-separated: {', '.join(COLUMNS)}, $TOKEN "
                         f"(default {DEFAULT_COLUMNS})")
     p.add_argument("--machines", metavar="all|local|NAME,...",
-                   help="also the agents of these saved machines (local for this one), or "
-                        "all: every enabled machine and this; grouped per machine with a "
-                        "MACHINE column (--watch: all when a machine is enabled; local: "
-                        "this machine alone)")
+                   help="the agents of these saved machines (local for this one), or all: "
+                        "every enabled machine and this; grouped per machine with its state "
+                        "and a MACHINE column (default: all when a machine is enabled; "
+                        "local: this machine alone)")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                    help="colour the list: auto (when printing to a terminal and NO_COLOR is "
                         "unset), always or never")
@@ -542,9 +559,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
         raise CmuxError("invalid_params", str(exc)) from None
     view: bool | str = True if params is not None else (args.client or DEFAULT_CLIENT)
     path = str(socket_path(args.socket, args.session))
-    machines: Machines = None
-    if args.machines or args.watch:
-        machines = machines_option(args.machines, lambda: _machine_list(path))
+    machines = machines_option(args.machines, lambda: _machine_list(path))
     if machines is not None and all(c.key != "machine" for c in columns):
         columns.insert(1 if columns and columns[0].key == "status" else 0, COLUMNS["machine"])
     if args.watch:
@@ -555,8 +570,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
         if params is not None:
             client.call("agent.view.set", params)
         if args.json:
-            more = {} if machines is None else {"machines": machines}
-            print(json.dumps(client.call("agent.list", {"view": view, **more}), indent=2,
+            print(json.dumps(_json_list(client, view, machines), indent=2,
                              ensure_ascii=False))
             return 0
         board = fetch_board(client, view, machines)
@@ -571,6 +585,16 @@ def cmd_agents(args: argparse.Namespace) -> int:
         print(" " + status if board.total == len(board.rows)
               else f" {status}  ({board.total - len(board.rows)} hidden by the view)")
     return 0
+
+
+def _json_list(client: Client, view: bool | str, machines: Machines) -> dict[str, Any]:
+    """``agent.list {view, machines}`` as ``--json`` prints it: every agent with its
+    ``machine`` (``local`` for this one's, also when the list is this machine's alone)."""
+    more = {} if machines is None else {"machines": machines}
+    listed = dict(client.call("agent.list", {"view": view, **more}))
+    listed["agents"] = [{**row, "machine": row.get("machine", "local")}
+                        for row in listed.get("agents", [])]
+    return listed
 
 
 def _machine_list(path: str) -> Mapping[str, Any]:

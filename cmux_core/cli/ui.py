@@ -10,7 +10,8 @@ changed rows as styled text, and the pane takes the area's size while no other c
 typed into it more recently.
 
 Keys: ``j``/``k`` or arrows move between agents (the pane area follows), ``tab`` and
-``shift-tab`` step through every pane, ``b`` jumps to the next blocked agent, ``i`` types
+``shift-tab`` step through every pane (with ``--machines``, every shown machine's, machine by
+machine as the sidebar groups them), ``b`` jumps to the next blocked agent, ``i`` types
 into the shown pane beside the sidebar (every key goes to it until ctrl+\\), Enter
 attaches to the shown pane full-screen (``cmux attach``; its detach key comes back here),
 ``f`` focuses the shown pane on the server, ``q`` or Ctrl-C quits (every pane keeps
@@ -474,8 +475,7 @@ class Ui:
 
     async def _step_pane(self, step: int) -> None:
         try:
-            panes = [str(p["pane_id"]) for p in
-                     (await self.requests.call("pane.list"))["panes"]]
+            panes = await self._pane_ids()
         except CmuxError as exc:
             self.notice = exc.message
             return
@@ -483,6 +483,17 @@ class Ui:
             return
         index = panes.index(self.shown) if self.shown in panes else -1
         self._show(panes[(index + step) % len(panes)])
+
+    async def _pane_ids(self) -> list[str]:
+        """Every pane tab steps through: this machine's, or with ``machines`` those of each
+        machine shown, machine by machine in the sidebar's order (a machine that cannot
+        answer has none)."""
+        if self.machines is None:
+            listed = await self.requests.call("pane.list")
+            return [str(p["pane_id"]) for p in listed["panes"]]
+        listed = await self.requests.call("pane.list", {"machines": self.machines})
+        groups = machine_groups(listed["panes"], self.shown_machines or [])
+        return [str(p["pane_id"]) for _machine, panes in groups for p in panes]
 
     async def _attach(self) -> None:
         from prompt_toolkit.application import run_in_terminal
@@ -693,7 +704,8 @@ def add_ui_command(sub: Any, add_common: AddCommon) -> None:
     p = sub.add_parser(
         "ui", help="the agents sidebar beside a live pane",
         description="The agents sidebar (through an agent view) beside a "
-        "live pane. j/k or arrows move between agents, tab/shift-tab step through panes, "
+        "live pane. j/k or arrows move between agents, tab/shift-tab step through panes "
+        "(every shown machine's, in the sidebar's order), "
         "b jumps to the next blocked agent, i types into the pane (ctrl+\\ returns), "
         "enter attaches full-screen (the detach key comes back), f focuses the pane on "
         "the server, q quits.")

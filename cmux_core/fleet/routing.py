@@ -6,7 +6,8 @@ A qualified id is ``NAME/<any local handle>`` (``box/w1:p2``, ``box/pane:3``,
 machine with the prefix taken off, and every ``*_id`` in its answer gets the prefix put on,
 so the ids a client gets back can be used again. A call whose ids carry no saved machine's
 prefix is this machine's own and is not touched. A few methods also take ``machines``
-(``"local"``, a name, a list of them, or ``"all"``): lists are merged with each item's
+(``"local"``, a name, a list of them, or ``"all"``): lists (``agent.list``, ``pane.list``)
+are merged with each item's
 ``machine``; waits race on every machine named; the rest act on one machine.
 """
 
@@ -28,8 +29,10 @@ LocalCall = Callable[[str, dict[str, Any], Any], Awaitable[Result]]
 """Serves a call on this machine: method, params, the connection it came on."""
 
 MACHINES_METHODS = frozenset({
-    "agent.list", "agent.wait", "agent.prompt", "pane.read", "pane.send_text",
+    "agent.list", "pane.list", "agent.wait", "agent.prompt", "pane.read", "pane.send_text",
     "pane.send_keys", "pane.wait_for_output", "events.subscribe"})
+MERGED_LISTS = {"agent.list": ("agent_list", "agents"), "pane.list": ("pane_list", "panes")}
+"""Lists merged from every machine named: the answer's type and its list's key."""
 RACED = frozenset({"agent.wait", "pane.wait_for_output"})
 HOLDING = frozenset({"agent.wait", "pane.wait_for_output", "agent.prompt", "events.wait",
                      "agent.start"})
@@ -155,8 +158,8 @@ class FleetRouter:
     async def _merged(self, method: str, params: dict[str, Any], connection: Any) -> Result:
         names = self.fleet.select(params["machines"])
         params = {k: v for k, v in params.items() if k != "machines"}
-        if method == "agent.list":
-            return await self._agent_list(names, params, connection)
+        if method in MERGED_LISTS:
+            return await self._merged_list(names, method, params, connection)
         if method == "events.subscribe":
             return await self._merged_subscribe(names, params, connection)
         if method in RACED:
@@ -175,14 +178,16 @@ class FleetRouter:
             return {**result, "machine": LOCAL}
         return await self.call_remote(name, method, params, connection)
 
-    async def _agent_list(self, names: list[str], params: dict[str, Any],
-                          connection: Any) -> Result:
-        """Every named machine's agents, in the order of ``names``; a machine that cannot
-        answer is listed in ``unreachable`` with why, and the others still answer."""
+    async def _merged_list(self, names: list[str], method: str, params: dict[str, Any],
+                           connection: Any) -> Result:
+        """Every named machine's items (agents, panes), in the order of ``names``, each with
+        its ``machine``; a machine that cannot answer is listed in ``unreachable`` with why,
+        and the others still answer."""
+        kind, key = MERGED_LISTS[method]
         answers = await asyncio.gather(
-            *(self._one(n, "agent.list", params, connection) for n in names),
+            *(self._one(n, method, params, connection) for n in names),
             return_exceptions=True)
-        agents: list[Any] = []
+        items: list[Any] = []
         unreachable: list[dict[str, Any]] = []
         for name, answer in zip(names, answers, strict=True):
             if isinstance(answer, CmuxError):
@@ -191,8 +196,8 @@ class FleetRouter:
             elif isinstance(answer, BaseException):
                 raise answer
             else:
-                agents += [{**row, "machine": name} for row in answer.get("agents", [])]
-        return {"type": "agent_list", "agents": agents, "unreachable": unreachable}
+                items += [{**row, "machine": name} for row in answer.get(key, [])]
+        return {"type": kind, key: items, "unreachable": unreachable}
 
     async def _race(self, names: list[str], method: str, params: dict[str, Any],
                     connection: Any) -> Result:
