@@ -210,15 +210,19 @@ def _skip_without_openssh() -> None:
 
 
 @contextlib.contextmanager
-def running_sshd(directory: Path) -> Iterator[Sshd]:
-    """An sshd with its files in ``directory/sshd`` until the block ends (skips the test
-    when OpenSSH is not installed); the remote servers it started are stopped with it."""
+def running_sshd() -> Iterator[Sshd]:
+    """An sshd of its own until the block ends (skips the test when OpenSSH is not
+    installed); the remote servers it started are stopped with it and its files removed.
+    Its files live in a short directory of their own, not under a test's ``tmp_path``: the
+    remote servers' sockets under its homes must stay within the 108 bytes of a socket
+    path."""
     _skip_without_openssh()
-    server = start_sshd(directory / "sshd")
+    server = start_sshd()
     try:
         yield server
     finally:
         server.stop()
+        shutil.rmtree(server.root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -155,9 +155,9 @@ def test_a_remote_with_another_python_is_refused_before_copying(
     assert "pydantic-core" in failed.value.message
 
 
-def test_the_probe_runs_the_same_over_a_real_ssh_exec_channel(tmp_path: Path) -> None:
+def test_the_probe_runs_the_same_over_a_real_ssh_exec_channel() -> None:
     # Only the probe, which changes nothing: over ssh the home is this user's real one.
-    with running_sshd(tmp_path) as sshd:
+    with running_sshd() as sshd:
         over_ssh = probe(CommandRunner(["ssh", *sshd.ssh_args(), "127.0.0.1"]))
     assert over_ssh.executable and over_ssh.version[:2] >= (3, 11)
     assert over_ssh.venv == os.path.expanduser("~/.local/share/cmux/venv")

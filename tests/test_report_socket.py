@@ -136,8 +136,8 @@ def test_the_opener_leaving_closes_the_socket_and_clears_its_reports(
 
 
 @pytest.fixture
-def sshd(tmp_path: Path) -> Iterator[Sshd]:
-    with running_sshd(tmp_path) as server:
+def sshd() -> Iterator[Sshd]:
+    with running_sshd() as server:
         yield server
 
 

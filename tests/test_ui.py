@@ -4,7 +4,6 @@ and how fast a ``blocked`` report shows."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 from fleet_sshd import running_sshd
@@ -138,9 +137,9 @@ def shown_pane(text: str) -> str:
 
 
 def test_tab_steps_through_every_machines_panes_in_sidebar_order(
-        server: ServerProcess, tmux: Tmux, tmp_path: Path) -> None:
+        server: ServerProcess, tmux: Tmux) -> None:
     local = str(server.call("pane.current")["pane"]["pane_id"])
-    with running_sshd(tmp_path) as sshd:
+    with running_sshd() as sshd:
         try:
             server.call("machine.add", {"machine": "box", "destination": "127.0.0.1",
                                         "ssh_options": sshd.options(sshd.home("box"))})

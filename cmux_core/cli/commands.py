@@ -219,5 +219,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for entry in COMMANDS:
         built = sub.choices.get(entry.name)
         if entry.example and built is not None:
-            built.epilog = built.epilog or f"example: {entry.example}"
+            first = f"example: {entry.example}"
+            if not built.epilog:
+                built.epilog = first
+            elif first not in built.epilog:
+                built.epilog = f"{first}\n\n{built.epilog}"
     return parser

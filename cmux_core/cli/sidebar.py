@@ -512,12 +512,11 @@ grouped under a line per machine with its state (--machines local: this machine'
 alone). With --watch: j/k or arrows move, Enter focuses the agent's pane, q, Esc or
 Ctrl-C quit."""
 AGENTS_EXAMPLES = """\
-examples:
+more examples:
   cmux agents                     # every enabled machine's agents, machine by machine
   cmux agents --machines local    # this machine's alone
   cmux agents --machines box,ci   # these saved machines' (and not this one's)
-  cmux agents --json              # the list as JSON, each agent with its machine
-  cmux agents --watch             # the same list, live"""
+  cmux agents --json              # the list as JSON, each agent with its machine"""
 
 
 def add_sidebar_commands(sub: Any, add_common: AddCommon) -> None:
