@@ -24,7 +24,7 @@ from cmux_core.agents.authority import SessionRef, declarations_from
 from cmux_core.agents.events import SurfaceAgentDetected
 from cmux_core.agents.scheduler import DetectionScheduler
 from cmux_core.agents.tracker import AgentTracker
-from cmux_core.agents.views import AgentViewChanged, ViewBook
+from cmux_core.agents.views import AgentViewChanged, ViewBook, project_for
 from cmux_core.api import methods as core_methods
 from cmux_core.api import wire
 from cmux_core.api.attach import AttachBook
@@ -154,7 +154,7 @@ class App:
                                             socket_path)
         self.fleet = Fleet(MachineBook(), socket_path.parent / f"{socket_path.name}.fleet",
                            PROTOCOL_VERSION, self.events.publish)
-        self.methods.router = FleetRouter(self.fleet, self._call_here)
+        self.methods.router = FleetRouter(self.fleet, self._call_here, self._project_agents)
         register_core_methods(self.methods, self._method_contexts())
         self.server = Server(self.events, self.methods, socket_path,
                              on_request=self._request_seen, on_close=self._connection_closed)
@@ -233,6 +233,11 @@ class App:
     async def _call_here(self, method: str, params: dict[str, Any], connection: Any
                          ) -> dict[str, Any]:
         return await self.methods.call_here(method, params, connection=connection)
+
+    async def _project_agents(self, rows: list[dict[str, Any]], view: bool | str,
+                              connection: Any) -> list[Any]:
+        """A merged agent list through this machine's view of ``connection``'s client."""
+        return await project_for(self.views, connection, rows, view, self.mux, self.plugins)
 
     def _connection_count(self) -> int:
         return self.server.connection_count()

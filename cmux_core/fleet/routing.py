@@ -27,6 +27,9 @@ from cmux_core.fleet.machines import LOCAL
 Result = dict[str, Any]
 LocalCall = Callable[[str, dict[str, Any], Any], Awaitable[Result]]
 """Serves a call on this machine: method, params, the connection it came on."""
+ViewProjection = Callable[[list[dict[str, Any]], "bool | str", Any], Awaitable[list[Any]]]
+"""Projects agent rows through this machine's view (``agent.list``'s ``view``: true for the
+calling connection's client, a string for that client id), as ``agent.list`` does."""
 
 MACHINES_METHODS = frozenset({
     "agent.list", "pane.list", "agent.wait", "agent.prompt", "pane.read", "pane.send_text",
@@ -92,9 +95,10 @@ def _result(reply: dict[str, Any]) -> Result:
 class FleetRouter:
     """What the method table asks before serving a call itself (:meth:`route`)."""
 
-    def __init__(self, fleet: Fleet, local: LocalCall) -> None:
+    def __init__(self, fleet: Fleet, local: LocalCall, project: ViewProjection) -> None:
         self.fleet = fleet
         self.local = local
+        self.project = project
 
     def route(self, method: str, params: dict[str, Any], connection: Any
               ) -> Awaitable[Result] | None:
@@ -184,6 +188,11 @@ class FleetRouter:
         its ``machine``; a machine that cannot answer is listed in ``unreachable`` with why,
         and the others still answer."""
         kind, key = MERGED_LISTS[method]
+        # A view is this machine's (its filter, its sort, its plugins' keys): every machine
+        # gives its rows in natural order, and the merged list goes through the view here.
+        view = params.get("view") if method == "agent.list" else None
+        if view is not None:
+            params = {k: v for k, v in params.items() if k != "view"}
         answers = await asyncio.gather(
             *(self._one(n, method, params, connection) for n in names),
             return_exceptions=True)
@@ -197,6 +206,8 @@ class FleetRouter:
                 raise answer
             else:
                 items += [{**row, "machine": name} for row in answer.get(key, [])]
+        if view is not None and view is not False:
+            items = await self.project(items, view, connection)
         return {"type": kind, key: items, "unreachable": unreachable}
 
     async def _race(self, names: list[str], method: str, params: dict[str, Any],
