@@ -73,9 +73,9 @@ def test_call_reads_params_from_stdin(cmux_server: ServerProcess) -> None:
     (("call", "workspace.list", "{not json"), "invalid_params"),
     (("call", "no.such.method"), "method_not_found"),
 ])
-def test_errors_exit_non_zero_with_code_and_message(cmux_server: ServerProcess,
+def test_errors_exit_non_zero_with_code_and_message(shared_server: ServerProcess,
                                                    args: tuple[str, ...], code: str) -> None:
-    proc = cmux(cmux_server, *args)
+    proc = cmux(shared_server, *args)
     assert proc.returncode == 1
     assert proc.stdout == ""
     assert re.fullmatch(rf"{code}: .+\n", proc.stderr), proc.stderr

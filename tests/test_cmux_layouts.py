@@ -87,7 +87,8 @@ def test_layout_builds_splits_surfaces_env_and_commands(api: Api, tmp_path: Path
      "layout.pane.surfaces[1].type"),
     ({"pane": {"surfaces": [{}]}, "direction": "horizontal"}, "layout"),
 ])
-def test_malformed_layout_leaves_nothing(api: Api, tree: Any, path: str) -> None:
+def test_malformed_layout_leaves_nothing(shared_api: Api, tree: Any, path: str) -> None:
+    api = shared_api
     before = state(api)
     watch = Api(api.server)
     watch("events.subscribe", {"subscriptions": [{"type": "workspace.created"},

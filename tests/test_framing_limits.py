@@ -22,7 +22,8 @@ from cmux_core.testing import ServerProcess
     b"123456789012345678901234567890123456789",
     b'[1, 18446744073709551616, {"n": 99999999999999999999}]',
 ])
-def test_an_id_beyond_64_bits_is_echoed_exactly(raw: Raw, id_text: bytes) -> None:
+def test_an_id_beyond_64_bits_is_echoed_exactly(shared_raw: Raw, id_text: bytes) -> None:
+    raw = shared_raw
     raw.send(b'{"id":' + id_text + b',"method":"ping"}\n')
     reply = raw.line_bytes()
     compact = id_text.replace(b", ", b",").replace(b": ", b":")

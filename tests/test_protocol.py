@@ -56,8 +56,9 @@ def test_request_without_id_gets_null_id_and_params_default(raw: Raw) -> None:
     (b'{"id":1,"method":"tab.get","params":{"tab_id":"w1:t9"}}', "tab_not_found", "w1:t9"),
     (b"\xff\xfe{}", "invalid_utf8", "UTF-8"),
 ])
-def test_malformed_requests_get_clear_errors(api: Api, raw: Raw, line: bytes, code: str,
-                                              text: str) -> None:
+def test_malformed_requests_get_clear_errors(shared_api: Api, shared_raw: Raw, line: bytes,
+                                              code: str, text: str) -> None:
+    api, raw = shared_api, shared_raw
     before = snapshot(api)
     raw.send(line + b"\n")
     reply = raw.line()
