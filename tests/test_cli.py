@@ -50,8 +50,8 @@ def table(text: str) -> list[dict[str, str]]:
             for line in lines]
 
 
-def test_ping(cmux_server: ServerProcess) -> None:
-    assert re.fullmatch(r"pong: cmux \S+ \(protocol \d+\)\n", ok(cmux_server, "ping"))
+def test_ping(shared_server: ServerProcess) -> None:
+    assert re.fullmatch(r"pong: cmux \S+ \(protocol \d+\)\n", ok(shared_server, "ping"))
 
 
 def test_call_prints_the_result_as_json(cmux_server: ServerProcess) -> None:
@@ -148,8 +148,8 @@ def test_omitted_pane_is_the_callers_then_the_focused_one(cmux_server: ServerPro
     assert rects[third]["y"] > rects[new_id]["y"]
 
 
-def test_wait_timeout_exits_non_zero(cmux_server: ServerProcess) -> None:
-    proc = cmux(cmux_server, "pane", "wait", "w1:p1", "never-printed", "--timeout", "0.2")
+def test_wait_timeout_exits_non_zero(shared_server: ServerProcess) -> None:
+    proc = cmux(shared_server, "pane", "wait", "w1:p1", "never-printed", "--timeout", "0.2")
     assert proc.returncode == 124
     assert proc.stderr.startswith("timeout: ")
 
