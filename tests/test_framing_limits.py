@@ -61,7 +61,8 @@ def _pong(reply: dict[str, object], request_id: object) -> bool:
             and isinstance(result, dict) and result.get("type") == "pong")
 
 
-def test_nesting_past_1024_levels_is_a_parse_error_with_null_id(raw: Raw) -> None:
+def test_nesting_past_1024_levels_is_a_parse_error_with_null_id(shared_raw: Raw) -> None:
+    raw = shared_raw
     def nested(levels: int) -> bytes:  # the envelope and params are two of the levels
         inner = levels - 2
         return (b'{"id":5,"method":"ping","params":{"x":' + b"[" * inner + b"]" * inner

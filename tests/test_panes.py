@@ -165,7 +165,8 @@ def test_wait_for_output_is_woken_by_new_output(api: Api) -> None:
     waiter.close()
 
 
-def test_wait_for_output_errors(api: Api) -> None:
+def test_wait_for_output_errors(shared_api: Api) -> None:
+    api = shared_api
     pane = api.focused_pane()
     err = api.error("pane.wait_for_output", {"pane_id": pane, "source": "recent",
                                              "match": {"type": "regex", "value": "(unclosed"}})

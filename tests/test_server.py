@@ -21,10 +21,10 @@ from conftest import Api
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
 
-def test_socket_and_directory_permissions(cmux_server: ServerProcess) -> None:
-    mode = stat.S_IMODE(os.stat(cmux_server.socket_path).st_mode)
+def test_socket_and_directory_permissions(shared_server: ServerProcess) -> None:
+    mode = stat.S_IMODE(os.stat(shared_server.socket_path).st_mode)
     assert mode == 0o600
-    parent = cmux_server.socket_path.parent / "nested" / "dir"
+    parent = shared_server.socket_path.parent / "nested" / "dir"
     server = start_server(["--socket", str(parent / "x.sock")])
     try:
         assert stat.S_IMODE(os.stat(parent).st_mode) == 0o700
@@ -55,13 +55,13 @@ def test_a_directory_named_with_socket_keeps_its_mode(tmp_path: Path) -> None:
         server.stop()
 
 
-def test_refuses_to_start_when_a_live_server_answers(cmux_server: ServerProcess) -> None:
+def test_refuses_to_start_when_a_live_server_answers(shared_server: ServerProcess) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "cmux_core", "serve", "--socket", str(cmux_server.socket_path),
-         "--quiet"], capture_output=True, text=True, timeout=30, env=cmux_server.env)
+        [sys.executable, "-m", "cmux_core", "serve", "--socket", str(shared_server.socket_path),
+         "--quiet"], capture_output=True, text=True, timeout=30, env=shared_server.env)
     assert proc.returncode == 1
     assert "already running" in proc.stderr
-    assert cmux_server.call("ping")["type"] == "pong"
+    assert shared_server.call("ping")["type"] == "pong"
 
 
 def test_stale_socket_file_is_replaced(tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -178,7 +178,8 @@ def test_subscription_stream_is_ordered_and_schema_valid(api: Api) -> None:
     other.close()
 
 
-def test_unknown_subscription_type_is_invalid_params(api: Api) -> None:
+def test_unknown_subscription_type_is_invalid_params(shared_api: Api) -> None:
+    api = shared_api
     err = api.error("events.subscribe", {"subscriptions": [{"type": "pane.created"},
                                                            {"type": "pane.exploded"}]})
     assert err["code"] == "invalid_params" and "subscriptions[1].type" in err["message"]
