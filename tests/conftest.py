@@ -234,6 +234,21 @@ def shared_server() -> Iterator[ServerProcess]:
 
 
 @pytest.fixture
+def shared_api(shared_server: ServerProcess) -> Iterator[Api]:
+    """A connection of its own to the module's :func:`shared_server`, for tests that only
+    read, or that check a refused request changed nothing (so they can share a server)."""
+    with Api(shared_server) as conn:
+        yield conn
+
+
+@pytest.fixture
+def shared_raw(shared_server: ServerProcess) -> Iterator[Raw]:
+    """A raw connection of its own to the module's :func:`shared_server`."""
+    with Raw(shared_server.socket_path) as conn:
+        yield conn
+
+
+@pytest.fixture
 def server(cmux_server: ServerProcess) -> ServerProcess:
     """The default test server (80x24, /bin/sh panes) under the name the tmux-driven tests
     use; a module that needs other options defines its own ``server``."""

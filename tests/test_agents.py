@@ -324,7 +324,9 @@ META_ERRORS = [
 
 
 @pytest.mark.parametrize(("params", "code"), META_ERRORS)
-def test_report_metadata_validation(api: Api, params: dict[str, Any], code: str) -> None:
+def test_report_metadata_validation(shared_api: Api, params: dict[str, Any], code: str
+                                    ) -> None:
+    api = shared_api
     pane = api.focused_pane()
     error = api.error("pane.report_metadata", {"pane_id": pane, "source": "custom:m", **params})
     assert error["code"] == code, error
@@ -545,7 +547,8 @@ def test_agent_start_placement(api: Api, tmp_path: Path) -> None:
     ({"name": "ok", "argv": ["cat"], "env": {"A=B": "x"}}, "invalid_env"),
     ({"name": "ok", "argv": ["/no/such/program"]}, "agent_start_failed"),
 ])
-def test_agent_start_errors(api: Api, params: dict[str, Any], code: str) -> None:
+def test_agent_start_errors(shared_api: Api, params: dict[str, Any], code: str) -> None:
+    api = shared_api
     params = {"argv": ["cat"], **params}
     assert api.error("agent.start", params)["code"] == code
     assert api("agent.list")["agents"] == []

@@ -50,8 +50,8 @@ def table(text: str) -> list[dict[str, str]]:
             for line in lines]
 
 
-def test_ping(cmux_server: ServerProcess) -> None:
-    assert re.fullmatch(r"pong: cmux \S+ \(protocol \d+\)\n", ok(cmux_server, "ping"))
+def test_ping(shared_server: ServerProcess) -> None:
+    assert re.fullmatch(r"pong: cmux \S+ \(protocol \d+\)\n", ok(shared_server, "ping"))
 
 
 def test_call_prints_the_result_as_json(cmux_server: ServerProcess) -> None:
@@ -73,9 +73,9 @@ def test_call_reads_params_from_stdin(cmux_server: ServerProcess) -> None:
     (("call", "workspace.list", "{not json"), "invalid_params"),
     (("call", "no.such.method"), "method_not_found"),
 ])
-def test_errors_exit_non_zero_with_code_and_message(cmux_server: ServerProcess,
+def test_errors_exit_non_zero_with_code_and_message(shared_server: ServerProcess,
                                                    args: tuple[str, ...], code: str) -> None:
-    proc = cmux(cmux_server, *args)
+    proc = cmux(shared_server, *args)
     assert proc.returncode == 1
     assert proc.stdout == ""
     assert re.fullmatch(rf"{code}: .+\n", proc.stderr), proc.stderr
@@ -148,8 +148,8 @@ def test_omitted_pane_is_the_callers_then_the_focused_one(cmux_server: ServerPro
     assert rects[third]["y"] > rects[new_id]["y"]
 
 
-def test_wait_timeout_exits_non_zero(cmux_server: ServerProcess) -> None:
-    proc = cmux(cmux_server, "pane", "wait", "w1:p1", "never-printed", "--timeout", "0.2")
+def test_wait_timeout_exits_non_zero(shared_server: ServerProcess) -> None:
+    proc = cmux(shared_server, "pane", "wait", "w1:p1", "never-printed", "--timeout", "0.2")
     assert proc.returncode == 124
     assert proc.stderr.startswith("timeout: ")
 

@@ -229,28 +229,28 @@ def searched(server_path: str) -> str:
     return server_path if bin_dir is None else f"{bin_dir}{os.pathsep}{server_path}"
 
 
-def test_a_missing_program_names_the_servers_path(cmux_server: ServerProcess) -> None:
+def test_a_missing_program_names_the_servers_path(shared_server: ServerProcess) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "cmux_core", "pane", "split", "--socket",
-         str(cmux_server.socket_path), "--", "no-such-program-here"], capture_output=True,
-        text=True, timeout=30, env={**cmux_server.env, "PATH": "/elsewhere"})
+         str(shared_server.socket_path), "--", "no-such-program-here"], capture_output=True,
+        text=True, timeout=30, env={**shared_server.env, "PATH": "/elsewhere"})
     assert proc.returncode == 1
     assert proc.stderr == (
         "pane_split_failed: cannot start no-such-program-here: not found on the PATH the "
         "server searched (the server looks programs up, not your shell; give a full path "
-        f"or start the server with it on PATH): {searched(cmux_server.env['PATH'])}\n")
+        f"or start the server with it on PATH): {searched(shared_server.env['PATH'])}\n")
 
 
-def test_agent_start_names_the_path_the_server_searched(cmux_server: ServerProcess) -> None:
+def test_agent_start_names_the_path_the_server_searched(shared_server: ServerProcess) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "cmux_core", "agent", "start", "bob", "--socket",
-         str(cmux_server.socket_path), "--", "no-such-program-here"], capture_output=True,
-        text=True, timeout=30, env={**cmux_server.env, "PATH": "/elsewhere"})
+         str(shared_server.socket_path), "--", "no-such-program-here"], capture_output=True,
+        text=True, timeout=30, env={**shared_server.env, "PATH": "/elsewhere"})
     assert proc.returncode == 1
     assert proc.stderr.startswith(
         "agent_start_failed: cannot start no-such-program-here: not found on the PATH the "
         "server searched"), proc.stderr
-    assert proc.stderr.endswith(f": {searched(cmux_server.env['PATH'])}\n")
+    assert proc.stderr.endswith(f": {searched(shared_server.env['PATH'])}\n")
 
 
 def test_a_long_server_path_is_cut(tmp_path: Path) -> None:
@@ -269,10 +269,10 @@ def test_a_long_server_path_is_cut(tmp_path: Path) -> None:
                                 "characters)\n"), proc.stderr
 
 
-def test_a_missing_program_with_a_path_is_not_looked_up(cmux_server: ServerProcess) -> None:
+def test_a_missing_program_with_a_path_is_not_looked_up(shared_server: ServerProcess) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "cmux_core", "tab", "create", "--socket",
-         str(cmux_server.socket_path), "--", "/no/such/program"], capture_output=True,
-        text=True, timeout=30, env=cmux_server.env)
+         str(shared_server.socket_path), "--", "/no/such/program"], capture_output=True,
+        text=True, timeout=30, env=shared_server.env)
     assert proc.returncode == 1
     assert proc.stderr == "tab_create_failed: cannot start /no/such/program: no such program\n"

@@ -31,7 +31,8 @@ class V2:
         return dict(reply["result"])
 
 
-def test_system_methods(raw: Raw) -> None:
+def test_system_methods(shared_raw: Raw) -> None:
+    raw = shared_raw
     v2 = V2(raw)
     assert v2("system.ping")["pong"] is True
     caps = v2("system.capabilities")
@@ -51,7 +52,8 @@ def test_system_methods(raw: Raw) -> None:
                                                 "required": False}
 
 
-def test_window_methods(raw: Raw) -> None:
+def test_window_methods(shared_raw: Raw) -> None:
+    raw = shared_raw
     v2 = V2(raw)
     windows = v2("window.list")["windows"]
     assert isinstance(windows, list)
@@ -92,7 +94,8 @@ def test_surface_send_and_read(raw: Raw) -> None:
     assert current["surface_id"] == sid
 
 
-def test_unknown_send_key_is_invalid_params(raw: Raw) -> None:
+def test_unknown_send_key_is_invalid_params(shared_raw: Raw) -> None:
+    raw = shared_raw
     import json
 
     raw.send(json.dumps({"id": 1, "method": "surface.send_key",

@@ -20,7 +20,7 @@ def counts(v2: V2) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("kind", ["browser", "project"])
-def test_gui_surface_in_a_layout_creates_nothing(cmux_server: ServerProcess, tmp_path: Path,
+def test_gui_surface_in_a_layout_creates_nothing(shared_server: ServerProcess, tmp_path: Path,
                                                  kind: str) -> None:
     (tmp_path / "README.md").write_text("# Readme\n")
     gui = {"type": kind, "path": "README.md", "url": "https://example.com"}
@@ -28,7 +28,7 @@ def test_gui_surface_in_a_layout_creates_nothing(cmux_server: ServerProcess, tmp
         {"pane": {"surfaces": [{"type": "terminal", "command": "echo left"}]}},
         {"pane": {"surfaces": [{"type": "terminal"}, gui]}},
     ]}
-    with V2(cmux_server.socket_path) as v2:
+    with V2(shared_server.socket_path) as v2:
         before = counts(v2)
         error = v2.error("workspace.create", cwd=str(tmp_path), layout=layout)
         assert error.code == "invalid_layout"
@@ -38,9 +38,9 @@ def test_gui_surface_in_a_layout_creates_nothing(cmux_server: ServerProcess, tmp
 
 
 @pytest.mark.parametrize("method", ["surface.create", "surface.split", "pane.create"])
-def test_gui_surface_on_its_own_is_not_supported(cmux_server: ServerProcess,
+def test_gui_surface_on_its_own_is_not_supported(shared_server: ServerProcess,
                                                  method: str) -> None:
-    with V2(cmux_server.socket_path) as v2:
+    with V2(shared_server.socket_path) as v2:
         before = counts(v2)
         error = v2.error(method, type="browser", direction="right")
         assert error.code == "not_supported" and error.data == {"type": "browser"}

@@ -87,7 +87,8 @@ def test_layout_builds_splits_surfaces_env_and_commands(api: Api, tmp_path: Path
      "layout.pane.surfaces[1].type"),
     ({"pane": {"surfaces": [{}]}, "direction": "horizontal"}, "layout"),
 ])
-def test_malformed_layout_leaves_nothing(api: Api, tree: Any, path: str) -> None:
+def test_malformed_layout_leaves_nothing(shared_api: Api, tree: Any, path: str) -> None:
+    api = shared_api
     before = state(api)
     watch = Api(api.server)
     watch("events.subscribe", {"subscriptions": [{"type": "workspace.created"},
@@ -193,16 +194,21 @@ def test_a_spawn_failure_midway_closes_what_was_started(tmp_path: Path) -> None:
     from cmux_core.model.mux import Mux
 
     def shells() -> list[str]:
-        """This process's children that are still running."""
+        """This process's children that are still running, but for those already there
+        (a server the module shares)."""
         out = []
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(fields[1]) == os.getpid() and fields[0] != "Z":
+            if (int(fields[1]) == os.getpid() and fields[0] != "Z"
+                    and stat.parent.name not in earlier):
                 out.append(stat.parent.name)
         return out
+
+    earlier: list[str] = []
+    earlier = shells()
 
     async def main() -> None:
         assert shells() == []

@@ -60,7 +60,8 @@ def test_window_create_focus_close(api: Api) -> None:
     assert err["code"] == "workspace_not_found"
 
 
-def test_window_errors_change_nothing(api: Api) -> None:
+def test_window_errors_change_nothing(shared_api: Api) -> None:
+    api = shared_api
     before = windows(api)
     assert api.error("window.focus", {})["code"] == "invalid_params"
     assert api.error("window.close", {"window_id": " "})["code"] == "invalid_params"
@@ -225,7 +226,8 @@ def test_env_equalize_auto_title_prompt(api: Api) -> None:
         "invalid_params"
 
 
-def test_errors_are_not_found_with_cmux_words(api: Api) -> None:
+def test_errors_are_not_found_with_cmux_words(shared_api: Api) -> None:
+    api = shared_api
     try:
         api("workspace.next", {"window_id": "window:5"})
     except CmuxError as exc:

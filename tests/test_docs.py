@@ -264,14 +264,23 @@ def runnable(command: DocCommand) -> bool:
 
 def test_documented_read_only_commands_run(cmux_server: ServerProcess,
                                            tmp_path: Path) -> None:
-    env = {**cmux_server.env, "CMUX_SOCKET_PATH": str(cmux_server.socket_path)}
-    ran, failures = [], []
+    # ``plugin list --outdated`` asks the package index; offline it still runs its whole
+    # path (an empty answer) without waiting on the network.
+    env = {**cmux_server.env, "CMUX_SOCKET_PATH": str(cmux_server.socket_path),
+           "PIP_NO_INDEX": "1", "UV_OFFLINE": "1"}
+    ran: list[str] = []
+    failures: list[str] = []
+    seen: set[tuple[str, ...]] = set()
     for command in filter(runnable, COMMANDS):
         if any(command.text.startswith(prefix) for prefix in NOT_RUN):
             continue
         argv = [SHELL_VARIABLES.get(w, w) for w in command.argv]
         assert not any("$" in w for w in argv), \
             f"{command.where}: {command.text}: give its variables in SHELL_VARIABLES"
+        if tuple(argv) in seen:  # documented in several places: one run checks them all
+            ran.append(command.text)
+            continue
+        seen.add(tuple(argv))
         proc = subprocess.run([sys.executable, "-m", "cmux_core", *argv], cwd=tmp_path,
                               env=env, capture_output=True, text=True, timeout=60)
         ran.append(command.text)

@@ -22,7 +22,8 @@ from cmux_core.testing import ServerProcess
     b"123456789012345678901234567890123456789",
     b'[1, 18446744073709551616, {"n": 99999999999999999999}]',
 ])
-def test_an_id_beyond_64_bits_is_echoed_exactly(raw: Raw, id_text: bytes) -> None:
+def test_an_id_beyond_64_bits_is_echoed_exactly(shared_raw: Raw, id_text: bytes) -> None:
+    raw = shared_raw
     raw.send(b'{"id":' + id_text + b',"method":"ping"}\n')
     reply = raw.line_bytes()
     compact = id_text.replace(b", ", b",").replace(b": ", b":")
@@ -60,7 +61,8 @@ def _pong(reply: dict[str, object], request_id: object) -> bool:
             and isinstance(result, dict) and result.get("type") == "pong")
 
 
-def test_nesting_past_1024_levels_is_a_parse_error_with_null_id(raw: Raw) -> None:
+def test_nesting_past_1024_levels_is_a_parse_error_with_null_id(shared_raw: Raw) -> None:
+    raw = shared_raw
     def nested(levels: int) -> bytes:  # the envelope and params are two of the levels
         inner = levels - 2
         return (b'{"id":5,"method":"ping","params":{"x":' + b"[" * inner + b"]" * inner

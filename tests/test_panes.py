@@ -40,8 +40,9 @@ def test_pane_environment_is_injected_and_managed_values_win(api: Api) -> None:
     ({"": "x"}, "empty"), ({"A=B": "x"}, "'='"), ({"A\u0000": "x"}, "NUL"),
     ({"A": "x\u0000y"}, "NUL"),
 ])
-def test_invalid_env_is_rejected_and_creates_nothing(api: Api, env: dict[str, str],
+def test_invalid_env_is_rejected_and_creates_nothing(shared_api: Api, env: dict[str, str],
                                                      fragment: str) -> None:
+    api = shared_api
     err = api.error("pane.split", {"env": env})
     assert err["code"] == "invalid_env" and fragment in err["message"]
     assert len(api("pane.list")["panes"]) == 1
@@ -164,7 +165,8 @@ def test_wait_for_output_is_woken_by_new_output(api: Api) -> None:
     waiter.close()
 
 
-def test_wait_for_output_errors(api: Api) -> None:
+def test_wait_for_output_errors(shared_api: Api) -> None:
+    api = shared_api
     pane = api.focused_pane()
     err = api.error("pane.wait_for_output", {"pane_id": pane, "source": "recent",
                                              "match": {"type": "regex", "value": "(unclosed"}})

@@ -21,7 +21,8 @@ def snapshot(api: Api) -> dict[str, object]:
             "focused": snap.get("focused_pane_id")}
 
 
-def test_success_envelope_echoes_id_of_any_json_type(raw: Raw) -> None:
+def test_success_envelope_echoes_id_of_any_json_type(shared_raw: Raw) -> None:
+    raw = shared_raw
     for request_id in (7, "abc", None, [1, 2], {"k": 1}, 1.5):
         raw.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "system.ping"}).encode()
                  + b"\n")
@@ -30,7 +31,8 @@ def test_success_envelope_echoes_id_of_any_json_type(raw: Raw) -> None:
                          "result": {"type": "pong", "pong": True}}
 
 
-def test_request_without_id_gets_null_id_and_params_default(raw: Raw) -> None:
+def test_request_without_id_gets_null_id_and_params_default(shared_raw: Raw) -> None:
+    raw = shared_raw
     raw.send(b'{"method":"ping"}\n')
     reply = raw.line()
     assert reply["id"] is None and reply["ok"] is True
@@ -56,8 +58,9 @@ def test_request_without_id_gets_null_id_and_params_default(raw: Raw) -> None:
     (b'{"id":1,"method":"tab.get","params":{"tab_id":"w1:t9"}}', "tab_not_found", "w1:t9"),
     (b"\xff\xfe{}", "invalid_utf8", "UTF-8"),
 ])
-def test_malformed_requests_get_clear_errors(api: Api, raw: Raw, line: bytes, code: str,
-                                              text: str) -> None:
+def test_malformed_requests_get_clear_errors(shared_api: Api, shared_raw: Raw, line: bytes,
+                                              code: str, text: str) -> None:
+    api, raw = shared_api, shared_raw
     before = snapshot(api)
     raw.send(line + b"\n")
     reply = raw.line()
@@ -70,25 +73,29 @@ def test_malformed_requests_get_clear_errors(api: Api, raw: Raw, line: bytes, co
     assert snapshot(api) == before
 
 
-def test_error_data_names_the_field(raw: Raw) -> None:
+def test_error_data_names_the_field(shared_raw: Raw) -> None:
+    raw = shared_raw
     raw.send(b'{"id":1,"method":"pane.split","params":{"direction":"sideways"}}\n')
     error = raw.line()["error"]
     assert error["code"] == "invalid_params"
     assert error["data"] == {"field": "direction"}
 
 
-def test_crlf_line_endings(raw: Raw) -> None:
+def test_crlf_line_endings(shared_raw: Raw) -> None:
+    raw = shared_raw
     raw.send(b'{"id":1,"method":"ping"}\r\n{"id":2,"method":"system.ping"}\r\n')
     assert raw.line()["id"] == 1
     assert raw.line()["id"] == 2
 
 
-def test_blank_lines_are_ignored(raw: Raw) -> None:
+def test_blank_lines_are_ignored(shared_raw: Raw) -> None:
+    raw = shared_raw
     raw.send(b'\n\r\n   \n{"id":3,"method":"ping"}\n')
     assert raw.line()["id"] == 3
 
 
-def test_oversized_line_is_rejected_and_skipped(api: Api, raw: Raw) -> None:
+def test_oversized_line_is_rejected_and_skipped(shared_api: Api, shared_raw: Raw) -> None:
+    api, raw = shared_api, shared_raw
     before = snapshot(api)
     big = b'{"id":1,"method":"pane.send_text","params":{"text":"' + b"x" * (1 << 20) + b'"}}'
     raw.send(big + b'\n{"id":"next","method":"ping"}\n')
@@ -98,17 +105,18 @@ def test_oversized_line_is_rejected_and_skipped(api: Api, raw: Raw) -> None:
     assert snapshot(api) == before
 
 
-def test_pipelined_requests_are_answered_in_order(raw: Raw) -> None:
+def test_pipelined_requests_are_answered_in_order(shared_raw: Raw) -> None:
+    raw = shared_raw
     lines = b"".join(json.dumps({"id": i, "method": "ping" if i % 2 else "system.ping"}).encode()
                      + b"\n" for i in range(500))
     raw.send(lines)
     assert [raw.line()["id"] for _ in range(500)] == list(range(500))
 
 
-def test_one_shot_connections_with_half_close(cmux_server: ServerProcess) -> None:
+def test_one_shot_connections_with_half_close(shared_server: ServerProcess) -> None:
     for _ in range(20):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.connect(str(cmux_server.socket_path))
+            s.connect(str(shared_server.socket_path))
             s.sendall(b'{"id":"once","method":"workspace.list","params":{}}\n')
             s.shutdown(socket.SHUT_WR)
             data = b""
@@ -119,11 +127,12 @@ def test_one_shot_connections_with_half_close(cmux_server: ServerProcess) -> Non
 
 
 def test_client_disconnecting_mid_request_leaves_server_serving(
-        cmux_server: ServerProcess, api: Api) -> None:
+        shared_server: ServerProcess, shared_api: Api) -> None:
+    api = shared_api
     pane = api.focused_pane()
     for _ in range(5):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(str(cmux_server.socket_path))
+        s.connect(str(shared_server.socket_path))
         s.sendall(json.dumps({"id": 1, "method": "pane.wait_for_output", "params": {
             "pane_id": pane, "source": "recent",
             "match": {"type": "substring", "value": "never-printed-marker"}}}).encode() + b"\n")
@@ -134,12 +143,12 @@ def test_client_disconnecting_mid_request_leaves_server_serving(
     wait_until(lambda: api("server.stats")["pending_waits"] == 0, message="waits to be dropped")
 
 
-def test_many_concurrent_clients(cmux_server: ServerProcess) -> None:
+def test_many_concurrent_clients(shared_server: ServerProcess) -> None:
     failures: list[BaseException] = []
 
     def worker() -> None:
         try:
-            with cmux_server.client() as c:
+            with shared_server.client() as c:
                 for _ in range(50):
                     assert c.call("ping")["type"] == "pong"
         except BaseException as exc:  # collected and re-raised in the test thread

@@ -80,7 +80,12 @@ def test_a_pathological_wait_neither_stalls_the_server_nor_outlives_its_timeout(
     (r"a++", "bad repetition operator"),
 ])
 def test_regexes_outside_the_rust_dialect_are_invalid_regex(
-        cmux_client: Client, pattern: str, reason: str) -> None:
+        shared_server: ServerProcess, pattern: str, reason: str) -> None:
+    with shared_server.client() as client:
+        refused_everywhere(client, pattern, reason)
+
+
+def refused_everywhere(cmux_client: Client, pattern: str, reason: str) -> None:
     pane = cmux_client.call("pane.list")["panes"][0]["pane_id"]
     reply = cmux_client.request("pane.wait_for_output", {
         "pane_id": pane, "timeout_ms": 10,

@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Api
+from conftest import Api, check_reply
 
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
 
-def test_socket_and_directory_permissions(cmux_server: ServerProcess) -> None:
-    mode = stat.S_IMODE(os.stat(cmux_server.socket_path).st_mode)
+def test_socket_and_directory_permissions(shared_server: ServerProcess) -> None:
+    mode = stat.S_IMODE(os.stat(shared_server.socket_path).st_mode)
     assert mode == 0o600
-    parent = cmux_server.socket_path.parent / "nested" / "dir"
+    parent = shared_server.socket_path.parent / "nested" / "dir"
     server = start_server(["--socket", str(parent / "x.sock")])
     try:
         assert stat.S_IMODE(os.stat(parent).st_mode) == 0o700
@@ -55,13 +55,13 @@ def test_a_directory_named_with_socket_keeps_its_mode(tmp_path: Path) -> None:
         server.stop()
 
 
-def test_refuses_to_start_when_a_live_server_answers(cmux_server: ServerProcess) -> None:
+def test_refuses_to_start_when_a_live_server_answers(shared_server: ServerProcess) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "cmux_core", "serve", "--socket", str(cmux_server.socket_path),
-         "--quiet"], capture_output=True, text=True, timeout=30, env=cmux_server.env)
+        [sys.executable, "-m", "cmux_core", "serve", "--socket", str(shared_server.socket_path),
+         "--quiet"], capture_output=True, text=True, timeout=30, env=shared_server.env)
     assert proc.returncode == 1
     assert "already running" in proc.stderr
-    assert cmux_server.call("ping")["type"] == "pong"
+    assert shared_server.call("ping")["type"] == "pong"
 
 
 def test_stale_socket_file_is_replaced(tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -178,7 +178,8 @@ def test_subscription_stream_is_ordered_and_schema_valid(api: Api) -> None:
     other.close()
 
 
-def test_unknown_subscription_type_is_invalid_params(api: Api) -> None:
+def test_unknown_subscription_type_is_invalid_params(shared_api: Api) -> None:
+    api = shared_api
     err = api.error("events.subscribe", {"subscriptions": [{"type": "pane.created"},
                                                            {"type": "pane.exploded"}]})
     assert err["code"] == "invalid_params" and "subscriptions[1].type" in err["message"]
@@ -197,8 +198,18 @@ def test_slow_subscriber_is_dropped_without_slowing_anyone(cmux_server: ServerPr
         reader.readline(60)["data"]["label"][:11] for _ in range(10_000)))
     thread.start()
     producer = Api(cmux_server)
-    for i in range(10_000):
-        producer("tab.rename", {"tab_id": "w1:t1", "label": f"label-{i:05d}-" + "x" * 40})
+    # Renames in batches of as many lines as the server queues per client, each batch
+    # answered before the next is sent: one round trip per batch, not per event.
+    batch = 16
+    for start in range(0, 10_000, batch):
+        for i in range(start, start + batch):
+            producer.send_request(f"r{i}", "tab.rename", {
+                "tab_id": "w1:t1", "label": f"label-{i:05d}-" + "x" * 40})
+        for i in range(start, start + batch):
+            reply = producer.readline()
+            assert reply["id"] == f"r{i}" and reply["ok"], reply
+            if i < batch:  # the replies are alike: the schema is checked on the first few
+                check_reply("tab.rename", reply)
     thread.join(120)
     # The reading subscriber got every event, in order, despite the stalled one.
     assert len(seen) == 10_000

@@ -77,12 +77,6 @@ def test_client_leaving_mid_wait_is_silent_and_leaves_nothing(
 # -- params of the wrong type -----------------------------------------------------------
 
 
-@pytest.fixture
-def shared_api(shared_server: ServerProcess) -> Iterator[Api]:
-    with Api(shared_server) as conn:
-        yield conn
-
-
 WRONG_TYPES = [
     ("pane.read", {"pane_id": "w1:p1", "lines": "5"}, "lines"),
     ("pane.read", {"pane_id": "w1:p1", "lines": 5.0}, "lines"),
