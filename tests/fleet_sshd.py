@@ -228,10 +228,5 @@ def running_sshd() -> Iterator[Sshd]:
 @pytest.fixture(scope="session")
 def sshd() -> Iterator[Sshd]:
     """The shared sshd; the fleet tests skip when it is not installed."""
-    _skip_without_openssh()
-    server = start_sshd()
-    try:
+    with running_sshd() as server:
         yield server
-    finally:
-        server.stop()
-        shutil.rmtree(server.root, ignore_errors=True)

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import pytest
 from conftest import plugin_version, wait_version
+from plugin_files import _isolated_env, write  # noqa: F401 - the autouse fixture
 
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.methods import plugin as plugin_methods
@@ -30,20 +31,6 @@ from cmux_core.plugin_host.loader import WatchRoot
 from cmux_core.testing import ServerProcess, async_wait_until, start_server, wait_until
 
 T = TypeVar("T")
-
-
-@pytest.fixture(autouse=True)
-def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    for name in ("CMUX_LOAD_PLUGINS", "CMUX_TRACE_PLUGINS", "CMUX_PLUGIN_IMPORT_BUDGET"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def write(directory: Path, name: str, body: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    path.write_text(textwrap.dedent(body).lstrip())
-    return path
 
 
 def sleeper(marker: Path, seconds: float) -> str:

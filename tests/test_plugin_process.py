@@ -14,12 +14,12 @@ import asyncio
 import os
 import signal
 import socket
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from plugin_files import _isolated_env, write  # noqa: F401 - the autouse fixture
 
 from cmux_core.api.dispatch import MethodTable
 from cmux_core.api.methods import plugin as plugin_methods
@@ -37,20 +37,6 @@ from cmux_core.testing import ServerProcess, async_wait_until, start_server, wai
 HOG_N = 30_000_000
 """``sum(range(HOG_N))`` holds the interpreter lock for seconds on a slow machine (about
 three on the machine these tests were written on), ~0.5 s on a fast one."""
-
-
-@pytest.fixture(autouse=True)
-def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    for name in ("CMUX_LOAD_PLUGINS", "CMUX_TRACE_PLUGINS", "CMUX_PLUGIN_IMPORT_BUDGET"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def write(directory: Path, name: str, body: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    path.write_text(textwrap.dedent(body).lstrip())
-    return path
 
 
 def plugins(server: ServerProcess) -> dict[str, dict[str, Any]]:
@@ -88,8 +74,11 @@ def wait_watching(server: ServerProcess, d: Path) -> None:
 
     def seen() -> bool:
         write(d, "probe.py", GOOD.replace('"early"', '"probe"') + f"# {next(tries)}\n")
-        time.sleep(0.3)
-        return "probe" in plugins(server)
+        try:
+            wait_until(lambda: "probe" in plugins(server), timeout=0.5)
+        except AssertionError:
+            return False
+        return True
 
     wait_until(seen, timeout=30, message="the plugin folder watched")
 
