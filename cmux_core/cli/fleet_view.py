@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from cmux_core.client import Client
 from cmux_core.errors import CmuxError
 
 Row = Mapping[str, Any]
@@ -14,6 +15,22 @@ Machines = str | list[str] | None
 
 MACHINE_EVENTS = ("machine.state_changed", "machine.removed")
 """Followed with ``--machines``, so a machine going offline or coming back redraws."""
+
+
+def machines_param(machines: Machines) -> dict[str, Any]:
+    """The ``machines`` param of ``agent.list``: left out for this machine alone."""
+    return {} if machines is None else {"machines": machines}
+
+
+def machine_list(path: str) -> Mapping[str, Any]:
+    """``machine.list`` of the server at ``path``, asked on a connection of its own."""
+    with Client(path) as client:
+        return client.call("machine.list")
+
+
+def machine_up(machine: Mapping[str, Any]) -> bool:
+    """Whether the agents of ``machine`` are shown live: it is this one or connected."""
+    return machine.get("state") in ("connected", "local")
 
 
 def shown_machines(machines: str | list[str], listed: Mapping[str, Any]
@@ -50,9 +67,8 @@ def machine_groups(rows: Sequence[Row], machines: Sequence[Mapping[str, Any]]
 
 def machine_heading(machine: Mapping[str, Any], count: int) -> str:
     """``box · connected · 2 agents``; a machine that is not connected says why."""
-    state = str(machine.get("state", ""))
-    text = f"{machine.get('name')} · {state}"
-    if state not in ("connected", "local") and machine.get("reason"):
+    text = f"{machine.get('name')} · {machine.get('state', '')}"
+    if not machine_up(machine) and machine.get("reason"):
         text += f" ({machine['reason']})"
     return text + f" · {count} agent{'s' if count != 1 else ''}"
 

@@ -36,38 +36,38 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from cmux_core.cli.agent_rows import (
+    DEFAULT_CLIENT,
+    SPIN_SECONDS,
+    STATUS_ORDER,
+    VIEW_EVENT,
+    WATCH_EVENTS,
+    age,
+    followed_view,
+    next_tick,
+    status_counts,
+    status_glyph,
+)
 from cmux_core.cli.common import AddCommon
 from cmux_core.cli.fleet_view import (
     MACHINE_EVENTS,
     Machines,
+    Row,
     machine_groups,
     machine_heading,
+    machine_list,
+    machine_up,
     machines_option,
+    machines_param,
     shown_machines,
 )
 from cmux_core.client import AsyncClient, Client
 from cmux_core.config import socket_path
 from cmux_core.errors import CmuxError
 
-Row = Mapping[str, Any]
-
-DEFAULT_CLIENT = "sidebar"
 DEFAULT_COLUMNS = "status,name,agent,where,title,age"
-WATCH_EVENTS = (
-    "surface.agent_status_changed", "surface.agent_detected", "pane.updated", "pane.created",
-    "pane.closed", "pane.exited", "pane.focused", "pane.moved", "tab.created", "tab.closed",
-    "tab.renamed", "tab.moved", "tab.focused", "workspace.created", "workspace.closed",
-    "workspace.renamed", "workspace.moved", "workspace.focused", "plugin.loaded",
-    "plugin.unloaded",
-)
-VIEW_EVENT = "agent.view_changed"
-"""Subscribed when the server offers it, so a change of the followed view redraws at once."""
-
-SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
-SPIN_SECONDS = 0.1
 MIN_FLEX = 12
 """Cells the title column needs before optional columns are dropped to make room."""
-STATUS_ORDER = ("blocked", "done", "working", "idle", "unknown")
 
 # SGR parameters
 RESET = "\x1b[0m"
@@ -77,7 +77,6 @@ STYLE = {
     "bar_dim": "38;5;250;48;5;238", "view": "1;36;48;5;238", "selected": "48;5;236",
     "focus": "36",
 }
-GLYPH = {"blocked": "●", "done": "✔", "idle": "○", "unknown": "·"}
 
 
 # -- view flags -------------------------------------------------------------------------------
@@ -183,7 +182,7 @@ class Board:
 def fetch_board(client: Client, view: bool | str, machines: Machines = None) -> Board:
     """Fetch a :class:`Board` through ``view`` (see ``agent.list``), merged from
     ``machines`` when given."""
-    more = {} if machines is None else {"machines": machines}
+    more = machines_param(machines)
     board = _board(client.call("agent.list", {"view": view, **more}),
                    client.call("agent.list", more),
                    client.call("agent.view.get", _view_owner(view)),
@@ -195,7 +194,7 @@ def fetch_board(client: Client, view: bool | str, machines: Machines = None) -> 
 
 async def fetch_board_async(client: AsyncClient, view: bool | str,
                             machines: Machines = None) -> Board:
-    more = {} if machines is None else {"machines": machines}
+    more = machines_param(machines)
     board = _board(await client.call("agent.list", {"view": view, **more}),
                    await client.call("agent.list", more),
                    await client.call("agent.view.get", _view_owner(view)),
@@ -244,8 +243,7 @@ def row_key(row: Row) -> str:
 
 def _status_cell(row: Row, board: Board, now: float, frame: int) -> tuple[str, str]:
     status = str(row.get("agent_status", "unknown"))
-    glyph = SPINNER[frame % len(SPINNER)] if status == "working" else GLYPH.get(status, "·")
-    return glyph, STYLE.get(status, "")
+    return status_glyph(status, frame), STYLE.get(status, "")
 
 
 def _name_cell(row: Row, board: Board, now: float, frame: int) -> tuple[str, str]:
@@ -324,18 +322,6 @@ def columns_from(spec: str) -> list[Column]:
     return out
 
 
-def age(seconds: float) -> str:
-    """A compact duration: ``5s``, ``2m05s``, ``1h02m``, ``3d04h``."""
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
-
-
 def cell_width(text: str) -> int:
     """Terminal cells ``text`` occupies (wide East Asian characters take two)."""
     width = 0
@@ -402,9 +388,8 @@ def render_rows(board: Board, columns: list[Column], *, width: int, now: float, 
         return lines + [_row_line(row, board, laid, width, now, frame, color, selected)
                         for row in board.rows]
     for machine, rows in machine_groups(board.rows, board.machines):
-        up = machine.get("state") in ("connected", "local")
         lines.append(_paint(fit(" " + machine_heading(machine, len(rows)), width),
-                            STYLE["bold" if up else "blocked"], color))
+                            STYLE["bold" if machine_up(machine) else "blocked"], color))
         lines += [_row_line(row, board, laid, width, now, frame, color, selected)
                   for row in rows]
     return lines
@@ -432,15 +417,12 @@ def summary(rows: Sequence[Row], color: bool, frame: int = 0, *, compact: bool =
             ) -> str:
     """Counts per status, most urgent first: ``● 1 blocked  ✔ 2 done`` (``● 1 ✔ 2`` when
     ``compact``)."""
-    counts: dict[str, int] = {}
-    for row in rows:
-        status = str(row.get("agent_status", "unknown"))
-        counts[status] = counts.get(status, 0) + 1
+    counts = status_counts(rows)
     parts = []
     for status in STATUS_ORDER:
         if counts.get(status):
-            glyph = SPINNER[frame % len(SPINNER)] if status == "working" else GLYPH[status]
-            text = f"{glyph} {counts[status]}" + ("" if compact else f" {status}")
+            text = f"{status_glyph(status, frame)} {counts[status]}"
+            text += "" if compact else f" {status}"
             parts.append(_paint(text, STYLE[status], color))
     return (" " if compact else "  ").join(parts)
 
@@ -556,9 +538,9 @@ def cmd_agents(args: argparse.Namespace) -> int:
         params = view_params(args.filter, args.sort, args.label)
     except ValueError as exc:
         raise CmuxError("invalid_params", str(exc)) from None
-    view: bool | str = True if params is not None else (args.client or DEFAULT_CLIENT)
+    view = followed_view(params, args.client)
     path = str(socket_path(args.socket, args.session))
-    machines = machines_option(args.machines, lambda: _machine_list(path))
+    machines = machines_option(args.machines, lambda: machine_list(path))
     if machines is not None and all(c.key != "machine" for c in columns):
         columns.insert(1 if columns and columns[0].key == "status" else 0, COLUMNS["machine"])
     if args.watch:
@@ -589,16 +571,11 @@ def cmd_agents(args: argparse.Namespace) -> int:
 def _json_list(client: Client, view: bool | str, machines: Machines) -> dict[str, Any]:
     """``agent.list {view, machines}`` as ``--json`` prints it: every agent with its
     ``machine`` (``local`` for this one's, also when the list is this machine's alone)."""
-    more = {} if machines is None else {"machines": machines}
+    more = machines_param(machines)
     listed = dict(client.call("agent.list", {"view": view, **more}))
     listed["agents"] = [{**row, "machine": row.get("machine", "local")}
                         for row in listed.get("agents", [])]
     return listed
-
-
-def _machine_list(path: str) -> Mapping[str, Any]:
-    with Client(path) as client:
-        return client.call("machine.list")
 
 
 class Sidebar:
@@ -664,10 +641,8 @@ class Sidebar:
                     break
                 self._keep_selection()
             self._draw()
-            working = any(r.get("agent_status") == "working" for r in self.board.rows)
-            tick = SPIN_SECONDS if working else 1.0 - time.time() % 1.0
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), tick)
+                await asyncio.wait_for(self.wake.wait(), next_tick(self.board.rows))
             if self.wake.is_set():
                 self.wake.clear()
                 # let a burst of events (a pane closing emits several) land as one redraw

@@ -48,16 +48,9 @@ import tty
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from cmux_core.cli import kitty
+from cmux_core.cli import agent_rows, fleet_view, kitty
 from cmux_core.cli.common import AddCommon
-from cmux_core.cli.fleet_view import (
-    MACHINE_EVENTS,
-    Machines,
-    machine_groups,
-    machine_heading,
-    machines_option,
-    shown_machines,
-)
+from cmux_core.cli.fleet_view import Machines, Row
 from cmux_core.cli.outer_terminal import EndSignals, TerminalOutput, signal_status
 from cmux_core.cli.ui_pane import (
     Fragments,
@@ -68,7 +61,7 @@ from cmux_core.cli.ui_pane import (
     switch_keyboard,
     switch_modes,
 )
-from cmux_core.client import AsyncClient, Client
+from cmux_core.client import AsyncClient
 from cmux_core.config import socket_path
 from cmux_core.errors import CmuxError
 
@@ -79,42 +72,15 @@ if TYPE_CHECKING:
     from prompt_toolkit.key_binding.key_bindings import KeyBindingsBase
     from prompt_toolkit.layout import Layout
 
-Row = Mapping[str, Any]
-
-DEFAULT_CLIENT = "sidebar"
 SIDEBAR_WIDTH = 36
 MIN_REDRAW_S = 1 / 60
 """Least time between two redraws: a burst of changes is drawn as one screen."""
-SPIN_SECONDS = 0.1
-SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
-WATCH_EVENTS = (
-    "surface.agent_status_changed", "surface.agent_detected", "pane.updated", "pane.created",
-    "pane.closed", "pane.exited", "pane.focused", "pane.moved", "tab.created", "tab.closed",
-    "tab.renamed", "tab.moved", "tab.focused", "workspace.created", "workspace.closed",
-    "workspace.renamed", "workspace.moved", "workspace.focused", "plugin.loaded",
-    "plugin.unloaded", "agent.view_changed",
-)
-"""What makes the sidebar fetch the list again."""
-STATUS_ORDER = ("blocked", "done", "working", "idle", "unknown")
-GLYPH = {"blocked": "●", "done": "✔", "idle": "○", "unknown": "·"}
 STATUS_STYLE = {"blocked": "fg:ansired bold", "done": "fg:ansigreen",
                 "working": "fg:ansiyellow", "idle": "fg:ansibrightblack",
                 "unknown": "fg:ansibrightblack"}
 SELECTED = "bg:#303030"
 KITTY_STOP_TYPING = re.compile(r"\x1b\[92(?::[\d:]*)?;(\d+)(?::1)?u")
 """ctrl+\\ pressed, in the kitty keyboard protocol's form (its modifiers checked apart)."""
-
-
-def age(seconds: float) -> str:
-    """A compact duration: ``5s``, ``2m05s``, ``1h02m``, ``3d04h``."""
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
 def _fit(text: str, width: int) -> str:
@@ -131,10 +97,10 @@ def sidebar_lines(rows: list[Row], width: int, *, now: float, frame: int,
     if machines is None:
         out += _agent_lines(rows, width, now, frame, selected)
     else:
-        for machine, group in machine_groups(rows, machines):
-            up = machine.get("state") in ("connected", "local")
-            out += [("underline" if up else "fg:ansired bold",
-                     _fit(" " + machine_heading(machine, len(group)), width)), ("", "\n")]
+        for machine, group in fleet_view.machine_groups(rows, machines):
+            heading = _fit(" " + fleet_view.machine_heading(machine, len(group)), width)
+            out += [("underline" if fleet_view.machine_up(machine) else "fg:ansired bold",
+                     heading), ("", "\n")]
             out += _agent_lines(group, width, now, frame, selected)
     if not rows:
         out.append(("fg:ansibrightblack", " no agents in this view yet"))
@@ -147,9 +113,9 @@ def _agent_lines(rows: list[Row], width: int, now: float, frame: int, selected: 
     name_width = max(4, width - 20)
     for row in rows:
         status = str(row.get("agent_status", "unknown"))
-        glyph = SPINNER[frame % len(SPINNER)] if status == "working" else GLYPH.get(status, "·")
+        glyph = agent_rows.status_glyph(status, frame)
         since = row.get("status_changed_at")
-        shown = age(now - since) if isinstance(since, int | float) else ""
+        shown = agent_rows.age(now - since) if isinstance(since, int | float) else ""
         back = SELECTED if row.get("pane_id") == selected else ""
         name = str(row.get("name") or row.get("pane_id", ""))
         agent = str(row.get("display_agent") or row.get("agent") or "")
@@ -162,11 +128,9 @@ def _agent_lines(rows: list[Row], width: int, now: float, frame: int, selected: 
 
 def counts(rows: list[Row]) -> str:
     """Agents per status, most urgent first: ``● 1 blocked  ○ 2 idle``."""
-    per: dict[str, int] = {}
-    for row in rows:
-        status = str(row.get("agent_status", "unknown"))
-        per[status] = per.get(status, 0) + 1
-    return "  ".join(f"{GLYPH.get(s, '*')} {per[s]} {s}" for s in STATUS_ORDER if per.get(s))
+    per = agent_rows.status_counts(rows)
+    return "  ".join(f"{agent_rows.GLYPH.get(s, '*')} {per[s]} {s}"
+                     for s in agent_rows.STATUS_ORDER if per.get(s))
 
 
 class Ui:
@@ -248,7 +212,7 @@ class Ui:
 
     def _sidebar_text(self) -> StyleAndTextTuples:
         now = time.time()
-        frame = int(now / SPIN_SECONDS)
+        frame = int(now / agent_rows.SPIN_SECONDS)
         # The list only changes with the board, the selection, the second and the spinner.
         key = (self.rows_version, self.selected, int(now), frame)
         if key != self._sidebar_key:
@@ -492,7 +456,7 @@ class Ui:
             listed = await self.requests.call("pane.list")
             return [str(p["pane_id"]) for p in listed["panes"]]
         listed = await self.requests.call("pane.list", {"machines": self.machines})
-        groups = machine_groups(listed["panes"], self.shown_machines or [])
+        groups = fleet_view.machine_groups(listed["panes"], self.shown_machines or [])
         return [str(p["pane_id"]) for _machine, panes in groups for p in panes]
 
     async def _attach(self) -> None:
@@ -573,10 +537,10 @@ class Ui:
             await self.stale.wait()
             self.stale.clear()
             try:
-                more = {} if self.machines is None else {"machines": self.machines}
+                more = fleet_view.machines_param(self.machines)
                 listed = await self.requests.call("agent.list", {"view": self.view, **more})
                 if self.machines is not None:
-                    self.shown_machines = shown_machines(
+                    self.shown_machines = fleet_view.shown_machines(
                         self.machines, await self.requests.call("machine.list"))
                 self.rows = list(listed.get("agents", []))
                 self.rows_version += 1
@@ -596,8 +560,7 @@ class Ui:
     async def _tick(self) -> None:
         """Redraw for the clock alone: the working spinner, and the time in state."""
         while True:
-            working = any(r.get("agent_status") == "working" for r in self.rows)
-            await asyncio.sleep(SPIN_SECONDS if working else 1.0 - time.time() % 1.0)
+            await asyncio.sleep(agent_rows.next_tick(self.rows))
             self.app.invalidate()
 
     async def _focused_pane(self) -> str | None:
@@ -609,7 +572,8 @@ class Ui:
     async def _follow_events(self) -> None:
         events = AsyncClient(self.path, timeout=None)
         try:
-            kinds = [*WATCH_EVENTS, *(MACHINE_EVENTS if self.machines is not None else ())]
+            kinds = [*agent_rows.WATCH_EVENTS, agent_rows.VIEW_EVENT,
+                     *(fleet_view.MACHINE_EVENTS if self.machines is not None else ())]
             async for _event in events.events(kinds, self.machines):
                 self.stale.set()
         except (ConnectionError, OSError):
@@ -658,11 +622,6 @@ class TerminalText:
         return True
 
 
-def _machine_list(path: str) -> Mapping[str, Any]:
-    with Client(path) as client:
-        return client.call("machine.list")
-
-
 def cmd_ui(args: argparse.Namespace) -> int:
     from prompt_toolkit.application import create_app_session  # see the module docstring
     from prompt_toolkit.output.vt100 import Vt100_Output
@@ -678,9 +637,9 @@ def cmd_ui(args: argparse.Namespace) -> int:
         if not isinstance(params, dict):
             raise CmuxError("invalid_params", "--view must be a JSON object")
         params.setdefault("source", "cli")
-    view: bool | str = True if params is not None else (args.client or DEFAULT_CLIENT)
+    view = agent_rows.followed_view(params, args.client)
     path = str(socket_path(args.socket, args.session))
-    machines = machines_option(args.machines, lambda: _machine_list(path))
+    machines = fleet_view.machines_option(args.machines, lambda: fleet_view.machine_list(path))
     out = TerminalOutput(sys.stdout.fileno())
     with EndSignals(out) as signals:
         found = graphics_probe(sys.stdin.fileno(), out.fd)
@@ -711,8 +670,8 @@ def add_ui_command(sub: Any, add_common: AddCommon) -> None:
         "the server, q quits.")
     add_common(p)
     p.add_argument("--client", default=None, metavar="ID",
-                   help=f"follow the view of client ID (default {DEFAULT_CLIENT}); ignored "
-                        "with --view")
+                   help=f"follow the view of client ID (default {agent_rows.DEFAULT_CLIENT}); "
+                        "ignored with --view")
     p.add_argument("--view", metavar="JSON",
                    help="set this ui's own view: agent.view.set params (source "
                         "defaults to cli), e.g. "
