@@ -36,30 +36,28 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from cmux_core.cli.agent_rows import (
+from cmux_core.cli.common import AddCommon
+from cmux_core.cli.fleet_view import (
     DEFAULT_CLIENT,
+    MACHINE_EVENTS,
     SPIN_SECONDS,
     STATUS_ORDER,
     VIEW_EVENT,
     WATCH_EVENTS,
-    age,
-    followed_view,
-    next_tick,
-    status_counts,
-    status_glyph,
-)
-from cmux_core.cli.common import AddCommon
-from cmux_core.cli.fleet_view import (
-    MACHINE_EVENTS,
     Machines,
     Row,
+    age,
+    followed_view,
     machine_groups,
     machine_heading,
     machine_list,
     machine_up,
     machines_option,
     machines_param,
+    next_tick,
     shown_machines,
+    status_counts,
+    status_glyph,
 )
 from cmux_core.client import AsyncClient, Client
 from cmux_core.config import socket_path

@@ -48,7 +48,7 @@ import tty
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from cmux_core.cli import agent_rows, fleet_view, kitty
+from cmux_core.cli import fleet_view, kitty
 from cmux_core.cli.common import AddCommon
 from cmux_core.cli.fleet_view import Machines, Row
 from cmux_core.cli.outer_terminal import EndSignals, TerminalOutput, signal_status
@@ -113,9 +113,9 @@ def _agent_lines(rows: list[Row], width: int, now: float, frame: int, selected: 
     name_width = max(4, width - 20)
     for row in rows:
         status = str(row.get("agent_status", "unknown"))
-        glyph = agent_rows.status_glyph(status, frame)
+        glyph = fleet_view.status_glyph(status, frame)
         since = row.get("status_changed_at")
-        shown = agent_rows.age(now - since) if isinstance(since, int | float) else ""
+        shown = fleet_view.age(now - since) if isinstance(since, int | float) else ""
         back = SELECTED if row.get("pane_id") == selected else ""
         name = str(row.get("name") or row.get("pane_id", ""))
         agent = str(row.get("display_agent") or row.get("agent") or "")
@@ -128,9 +128,9 @@ def _agent_lines(rows: list[Row], width: int, now: float, frame: int, selected: 
 
 def counts(rows: list[Row]) -> str:
     """Agents per status, most urgent first: ``● 1 blocked  ○ 2 idle``."""
-    per = agent_rows.status_counts(rows)
-    return "  ".join(f"{agent_rows.GLYPH.get(s, '*')} {per[s]} {s}"
-                     for s in agent_rows.STATUS_ORDER if per.get(s))
+    per = fleet_view.status_counts(rows)
+    return "  ".join(f"{fleet_view.GLYPH.get(s, '*')} {per[s]} {s}"
+                     for s in fleet_view.STATUS_ORDER if per.get(s))
 
 
 class Ui:
@@ -212,7 +212,7 @@ class Ui:
 
     def _sidebar_text(self) -> StyleAndTextTuples:
         now = time.time()
-        frame = int(now / agent_rows.SPIN_SECONDS)
+        frame = int(now / fleet_view.SPIN_SECONDS)
         # The list only changes with the board, the selection, the second and the spinner.
         key = (self.rows_version, self.selected, int(now), frame)
         if key != self._sidebar_key:
@@ -560,7 +560,7 @@ class Ui:
     async def _tick(self) -> None:
         """Redraw for the clock alone: the working spinner, and the time in state."""
         while True:
-            await asyncio.sleep(agent_rows.next_tick(self.rows))
+            await asyncio.sleep(fleet_view.next_tick(self.rows))
             self.app.invalidate()
 
     async def _focused_pane(self) -> str | None:
@@ -572,7 +572,7 @@ class Ui:
     async def _follow_events(self) -> None:
         events = AsyncClient(self.path, timeout=None)
         try:
-            kinds = [*agent_rows.WATCH_EVENTS, agent_rows.VIEW_EVENT,
+            kinds = [*fleet_view.WATCH_EVENTS, fleet_view.VIEW_EVENT,
                      *(fleet_view.MACHINE_EVENTS if self.machines is not None else ())]
             async for _event in events.events(kinds, self.machines):
                 self.stale.set()
@@ -637,7 +637,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
         if not isinstance(params, dict):
             raise CmuxError("invalid_params", "--view must be a JSON object")
         params.setdefault("source", "cli")
-    view = agent_rows.followed_view(params, args.client)
+    view = fleet_view.followed_view(params, args.client)
     path = str(socket_path(args.socket, args.session))
     machines = fleet_view.machines_option(args.machines, lambda: fleet_view.machine_list(path))
     out = TerminalOutput(sys.stdout.fileno())
@@ -670,7 +670,7 @@ def add_ui_command(sub: Any, add_common: AddCommon) -> None:
         "the server, q quits.")
     add_common(p)
     p.add_argument("--client", default=None, metavar="ID",
-                   help=f"follow the view of client ID (default {agent_rows.DEFAULT_CLIENT}); "
+                   help=f"follow the view of client ID (default {fleet_view.DEFAULT_CLIENT}); "
                         "ignored with --view")
     p.add_argument("--view", metavar="JSON",
                    help="set this ui's own view: agent.view.set params (source "
