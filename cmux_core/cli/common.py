@@ -139,6 +139,8 @@ ENV = arg("--env", action=EnvAction, metavar="KEY=VALUE", help="environment (rep
 ARGV = arg("argv", param="command", nargs="*", metavar="-- ARGV",
            help="program to run instead of the shell")
 LABEL = arg("label", help="new label (empty restores the default)")
+INSERT_INDEX = arg("insert_index", type=int, metavar="INDEX",
+                   help="gap to move to: 0 is before the first, N after the last")
 
 
 def launching(*own: Arg) -> tuple[Arg, ...]:
@@ -185,6 +187,12 @@ def table(rows: list[Result], columns: list[Column]) -> None:
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
     for line in cells:
         print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
+
+
+def show_table(key: str, columns: list[Column]) -> Render:
+    """Print the rows of ``key`` as a :func:`table` of ``columns`` (a list, for ``list``
+    commands)."""
+    return lambda r: table(r[key], columns)
 
 
 def fields(obj: Result) -> None:
@@ -283,12 +291,18 @@ def add_command(sub: Any, cmd: Command, add_common: AddCommon) -> None:
     """Add ``cmd`` to the subparsers ``sub``."""
     parser: argparse.ArgumentParser = sub.add_parser(cmd.name, help=cmd.help,
                                                      description=cmd.help)
-    dests = {}
-    for flags, kwargs, param in cmd.args:
-        dest = parser.add_argument(*flags, **kwargs).dest
-        dests[param or dest] = dest
+    dests = add_arguments(parser, cmd.args)
     add_common(parser)
     parser.set_defaults(func=runner(cmd, dests))
+
+
+def add_arguments(parser: argparse.ArgumentParser, args: Sequence[Arg]) -> dict[str, str]:
+    """Add ``args`` to ``parser``; returns each one's param name mapped to its dest."""
+    dests = {}
+    for flags, kwargs, param in args:
+        dest = parser.add_argument(*flags, **kwargs).dest
+        dests[param or dest] = dest
+    return dests
 
 
 def add_subcommand(sub: Any, name: str, add_common: AddCommon,
@@ -311,3 +325,25 @@ def add_group(sub: Any, name: str, help: str, commands: Sequence[Command],
     for cmd in commands:
         add_command(inner, cmd, add_common)
     return inner
+
+
+def container_commands(kind: str, target: Arg, columns: list[Column], *,
+                       creating: Sequence[Arg], focus: str, move: str,
+                       listing: tuple[Arg, ...] = ()) -> list[Command]:
+    """The commands of the ``kind`` groups that hold panes and are ordered and labelled
+    (``workspace``, ``tab``): ``list`` (``listing`` its arguments, ``columns`` its table),
+    ``get``, ``create`` (``creating`` its own arguments, before those of the program it
+    starts), ``focus``, ``rename``, ``close`` and ``move``, each calling the method of its
+    name; ``target`` names the one acted on, ``focus`` and ``move`` are their help."""
+    plural, id_key = f"{kind}s", f"{kind}_id"
+    return [
+        Command("list", f"{kind}.list", f"list {plural}", listing, show_table(plural, columns)),
+        Command("get", f"{kind}.get", f"show one {kind}", (target,), show_object(kind)),
+        Command("create", f"{kind}.create", f"create a {kind} (prints its id)",
+                launching(*creating), show_key(kind, id_key)),
+        Command("focus", f"{kind}.focus", focus, (target,)),
+        Command("rename", f"{kind}.rename", f"set a {kind} label", (target, LABEL)),
+        Command("close", f"{kind}.close", f"close a {kind} and its panes", (target,)),
+        Command("move", f"{kind}.move", move, (target, INSERT_INDEX),
+                show_list(plural, id_key)),
+    ]

@@ -22,7 +22,7 @@ from cmux_core.cli.common import (
     fields,
     print_json,
     show_key,
-    table,
+    show_table,
 )
 from cmux_core.errors import CmuxError
 
@@ -57,10 +57,9 @@ def apply_params(ns: argparse.Namespace) -> Result:
 NAME = arg("name", help="the saved layout's name")
 
 
-def show_saved(r: Result) -> None:
-    table(r["layouts"], [("NAME", "name"),
-                         ("PANES", lambda row: row.get("pane_count", row.get("error"))),
-                         ("SURFACES", "surface_count"), ("TITLE", "title")])
+show_saved = show_table("layouts", [
+    ("NAME", "name"), ("PANES", lambda row: row.get("pane_count", row.get("error"))),
+    ("SURFACES", "surface_count"), ("TITLE", "title")])
 
 
 def ratio_params(ns: argparse.Namespace) -> Result:

@@ -13,25 +13,18 @@ from cmux_core.cli.common import (
     Command,
     EnvAction,
     Result,
-    add_command,
+    add_arguments,
+    add_group,
     arg,
     client,
     fields,
     print_json,
     show_nothing,
-    table,
+    show_table,
 )
 from cmux_core.cli.machine_ssh import add_machine_ssh_command
 
 NAME = arg("machine", metavar="NAME", help="the machine's name")
-
-
-def show_machines(r: Result) -> None:
-    table(r["machines"], [
-        ("name", lambda m: m["name"]), ("destination", lambda m: m["destination"]),
-        ("state", lambda m: m["state"] if m["enabled"] else "disabled"),
-        ("version", lambda m: m.get("version")),
-        ("reason", lambda m: m.get("reason") or m.get("ssh_error"))])
 
 
 def show_machine(r: Result) -> None:
@@ -57,7 +50,11 @@ COMMANDS = [
                       "(StrictHostKeyChecking=accept-new)")),
             show_machine, params=add_params),
     Command("list", "machine.list", "saved machines and their connection state", (),
-            show_machines),
+            show_table("machines", [
+                ("name", lambda m: m["name"]), ("destination", lambda m: m["destination"]),
+                ("state", lambda m: m["state"] if m["enabled"] else "disabled"),
+                ("version", lambda m: m.get("version")),
+                ("reason", lambda m: m.get("reason") or m.get("ssh_error"))])),
     Command("status", "machine.status", "one machine's settings and state", (NAME,),
             show_machine),
     Command("remove", "machine.remove", "forget a machine (its server keeps running)",
@@ -71,13 +68,19 @@ COMMANDS = [
 ]
 
 
+def state_line(name: str, machine: Result) -> str:
+    """``NAME: state``, with the reason of a state that has one."""
+    reason = machine.get("reason")
+    return f"{name}: {machine['state']}" + (f" ({reason})" if reason else "")
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     with client(args, timeout=None) as c:
         row = c.call("machine.check", {"machine": args.machine})["machine"]
     if args.json:
         print_json(row)
         return 0 if not row["missing"] else 1
-    print(f"{row['name']}: {row['state']}" + (f" ({row['reason']})" if row["reason"] else ""))
+    print(state_line(row["name"], row))
     if row.get("version") is not None:
         print(f"remote cmux {row['version']} (protocol {row['protocol']})")
     if row.get("round_trip_ms") is not None:
@@ -102,26 +105,21 @@ def cmd_install(args: argparse.Namespace) -> int:
         return 0
     copied = f"{len(r['copied'])} wheels copied" if r["copied"] else "already current"
     print(f"{args.machine}: cmux {r['version']} in {r['venv']} ({copied}; python {r['python']})")
-    state = r["machine"]["state"]
-    print(f"{args.machine}: {state}" + (f" ({r['machine']['reason']})"
-                                        if r["machine"].get("reason") else ""))
+    print(state_line(args.machine, r["machine"]))
     return 0
 
 
 def add_machine_commands(sub: Any, add_common: AddCommon) -> None:
-    parser = sub.add_parser("machine", help="saved machines reached over ssh (the fleet)",
-                            description="Saved machines reached over ssh (the fleet).")
-    inner = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    for cmd in COMMANDS:
-        add_command(inner, cmd, add_common)
+    inner = add_group(sub, "machine", "saved machines reached over ssh (the fleet)", COMMANDS,
+                      add_common)
     p = inner.add_parser("check", help="connect now; show the remote cmux version and "
                          "protocol, the round trip and what is missing")
-    p.add_argument("machine", metavar="NAME", help="the machine's name")
+    add_arguments(p, (NAME,))
     add_common(p)
     p.set_defaults(func=cmd_check)
     p = inner.add_parser("install", help="copy this cmux to the machine over ssh and install "
                          "it in a private environment there (no network needed there)")
-    p.add_argument("machine", metavar="NAME", help="the machine's name")
+    add_arguments(p, (NAME,))
     p.add_argument("--plugin", dest="plugins", action="append", metavar="DIST",
                    help="carry only these plugin distributions (repeatable; default: every "
                         "installed one)")

@@ -197,13 +197,12 @@ def add_basic_commands(sub: Any, add_common: AddCommon) -> None:
 
 def add_system_commands(sub: Any, add_common: AddCommon) -> None:
     """``tree`` and ``capabilities``."""
-    from cmux_core.cli.common import Command, add_command, arg
+    from cmux_core.cli.common import IN_WORKSPACE, Command, add_command, arg
 
     add_command(sub, Command(
         "tree", "system.tree", "windows, workspaces and panes as a tree",
         (arg("--all", dest="all_windows", action="store_true", help="every window"),
-         arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
-             help="only this workspace")), show_tree), add_common)
+         IN_WORKSPACE), show_tree), add_common)
     add_command(sub, Command("capabilities", "system.capabilities",
                              "list every method the server answers",
                              render=lambda r: print("\n".join(r["methods"]))), add_common)

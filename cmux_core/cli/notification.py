@@ -11,7 +11,7 @@ import argparse
 import os
 from typing import Any
 
-from cmux_core.cli.common import AddCommon, Result, run_and_print, star, table
+from cmux_core.cli.common import AddCommon, Result, run_and_print, show_table, star
 
 
 def cmd_notify(ns: argparse.Namespace) -> int:
@@ -28,10 +28,9 @@ def show_created(r: Result) -> None:
           else f"OK {r.get('notification_id')}")
 
 
-def show_notifications(r: Result) -> None:
-    table(r["notifications"], [("ID", "id"), ("SURFACE", "surface_ref"),
-                               ("UNREAD", lambda n: star(not n.get("is_read"))),
-                               ("TITLE", "title"), ("BODY", "body")])
+show_notifications = show_table("notifications", [
+    ("ID", "id"), ("SURFACE", "surface_ref"), ("UNREAD", lambda n: star(not n.get("is_read"))),
+    ("TITLE", "title"), ("BODY", "body")])
 
 
 def cmd_list(ns: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from cmux_core.cli.common import (
     AddCommon,
     Command,
     Result,
+    add_arguments,
     arg,
     launching,
     pane_title,
@@ -27,6 +28,7 @@ from cmux_core.cli.common import (
     seconds_to_ms,
     show_key,
     show_object,
+    show_table,
     show_text,
     source_arg,
     starred,
@@ -48,13 +50,12 @@ def pane_pid(p: Result) -> object:
     return f"exited {p.get('exit_code')}" if p.get("exited") else p.get("pid")
 
 
-def show_panes(r: Result) -> None:
-    table(r["panes"], [
-        ("PANE", "pane_id"), ("WORKSPACE", "workspace_id"), ("TAB", "tab_id"),
-        ("FOCUSED", starred("focused")), ("SIZE", lambda p: f"{p.get('columns')}x{p.get('rows')}"),
-        ("PID", pane_pid), ("CWD", lambda p: p.get("foreground_cwd") or p.get("cwd")),
-        ("TITLE", pane_title),
-    ])
+show_panes = show_table("panes", [
+    ("PANE", "pane_id"), ("WORKSPACE", "workspace_id"), ("TAB", "tab_id"),
+    ("FOCUSED", starred("focused")), ("SIZE", lambda p: f"{p.get('columns')}x{p.get('rows')}"),
+    ("PID", pane_pid), ("CWD", lambda p: p.get("foreground_cwd") or p.get("cwd")),
+    ("TITLE", pane_title),
+])
 
 
 def show_process_info(r: Result) -> None:
@@ -357,9 +358,9 @@ def cmd_send_key(ns: argparse.Namespace) -> int:
     return run_and_print(ns, "surface.send_key", params, show_ok("surface_ref"))
 
 
-def show_pane_surfaces(r: Result) -> None:
-    table(r["surfaces"], [("INDEX", "index"), ("SURFACE", "ref"),
-                          ("SELECTED", starred("selected")), ("TITLE", "title")])
+show_pane_surfaces = show_table("surfaces", [("INDEX", "index"), ("SURFACE", "ref"),
+                                             ("SELECTED", starred("selected")),
+                                             ("TITLE", "title")])
 
 
 def cmd_list_pane_surfaces(ns: argparse.Namespace) -> int:
@@ -389,7 +390,7 @@ def add_cmux_surface_commands(sub: Any, add_common: AddCommon) -> None:
 
     p = parser("new-split", "split a surface's pane with a new terminal (surface.split)",
                cmd_new_split)
-    p.add_argument("direction", choices=DIRECTIONS, help="left, right, up or down")
+    add_arguments(p, (DIRECTION,))
     p.add_argument("--focus", action="store_true", help="focus the new surface")
     p = parser("new-surface", "add a terminal tab to a pane (surface.create)",
                cmd_new_surface, surface=False, pane=True)

@@ -8,46 +8,24 @@ from typing import Any
 
 from cmux_core.cli.common import (
     IN_WORKSPACE,
-    LABEL,
     AddCommon,
-    Command,
-    Result,
     arg,
-    launching,
+    container_commands,
     run_and_print,
-    show_key,
-    show_list,
-    show_object,
     starred,
-    table,
 )
 from cmux_core.errors import CmuxError
 
 TAB = arg("tab_id", metavar="TAB", help="tab id (w1:t1) or handle")
 
-
-def show_tabs(r: Result) -> None:
-    table(r["tabs"], [("TAB", "tab_id"), ("WORKSPACE", "workspace_id"), ("NUMBER", "number"),
-                      ("LABEL", "label"), ("PANES", "pane_count"),
-                      ("FOCUSED", starred("focused"))])
-
-
-COMMANDS = [
-    Command("list", "tab.list", "list tabs", (IN_WORKSPACE,), show_tabs),
-    Command("get", "tab.get", "show one tab", (TAB,), show_object("tab")),
-    Command("create", "tab.create", "create a tab (prints its id)",
-            launching(arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
-                          help="the workspace (default: the active one)"),
-                      arg("--label", help="label of the tab")),
-            show_key("tab", "tab_id")),
-    Command("focus", "tab.focus", "focus a tab", (TAB,)),
-    Command("rename", "tab.rename", "set a tab label", (TAB, LABEL)),
-    Command("close", "tab.close", "close a tab and its panes", (TAB,)),
-    Command("move", "tab.move", "move a tab within its workspace; prints the new order",
-            (TAB, arg("insert_index", type=int, metavar="INDEX",
-                      help="gap to move to: 0 is before the first, N after the last")),
-            show_list("tabs", "tab_id")),
-]
+COMMANDS = container_commands(
+    "tab", TAB, [("TAB", "tab_id"), ("WORKSPACE", "workspace_id"), ("NUMBER", "number"),
+                 ("LABEL", "label"), ("PANES", "pane_count"), ("FOCUSED", starred("focused"))],
+    listing=(IN_WORKSPACE,),
+    creating=(arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
+                  help="the workspace (default: the active one)"),
+              arg("--label", help="label of the tab")),
+    focus="focus a tab", move="move a tab within its workspace; prints the new order")
 
 
 TAB_ACTION_EPILOG = """\

@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-from cmux_core.cli.common import (
-    CWD,
-    FOCUS,
-    Command,
-    Result,
-    arg,
-    show_key,
-    starred,
-    table,
-)
+from cmux_core.cli.common import CWD, FOCUS, Command, arg, show_key, show_table, starred
 
 WINDOW = arg("window_id", metavar="WINDOW", help="window:1 or the window's UUID")
 
-
-def show_windows(r: Result) -> None:
-    table(r["windows"], [("WINDOW", "ref"), ("ID", "id"), ("WORKSPACES", "workspace_count"),
-                         ("SELECTED", "selected_workspace_ref"), ("ACTIVE", starred("key"))])
-
-
 COMMANDS = [
-    Command("list", "window.list", "list windows", render=show_windows),
+    Command("list", "window.list", "list windows", render=show_table("windows", [
+        ("WINDOW", "ref"), ("ID", "id"), ("WORKSPACES", "workspace_count"),
+        ("SELECTED", "selected_workspace_ref"), ("ACTIVE", starred("key"))])),
     Command("current", "window.current", "show the active window",
             render=lambda r: print(f"{r['window_ref']}  {r['window_id']}")),
     Command("create", "window.create", "create a window with one workspace (prints its ref)",

@@ -7,45 +7,30 @@ import argparse
 
 from cmux_core.cli.common import (
     FOCUS,
-    LABEL,
     Command,
     Result,
     arg,
-    launching,
+    container_commands,
     show_key,
     show_list,
-    show_object,
     starred,
-    table,
 )
 
 WORKSPACE = arg("workspace_id", metavar="WORKSPACE", help="w1, workspace:1, UUID or number")
 IN_WINDOW = arg("--window", dest="window_id", metavar="WINDOW",
                 help="the window (default: the active one)")
+SELECTED_WORKSPACE = arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
+                         help="the workspace (default: the selected one)")
 SELECTED = show_key("workspace_id")
 
-
-def show_workspaces(r: Result) -> None:
-    table(r["workspaces"], [("NUMBER", "number"), ("ID", "workspace_id"), ("LABEL", "label"),
-                            ("TABS", "tab_count"), ("PANES", "pane_count"),
-                            ("FOCUSED", starred("focused"))])
-
-
 COMMANDS = [
-    Command("list", "workspace.list", "list workspaces", render=show_workspaces),
-    Command("get", "workspace.get", "show one workspace", (WORKSPACE,),
-            show_object("workspace")),
-    Command("create", "workspace.create", "create a workspace (prints its id)",
-            launching(arg("--label", help="label of the workspace"),
-                      arg("--description", help="free text shown with the workspace")),
-            show_key("workspace", "workspace_id")),
-    Command("focus", "workspace.focus", "make a workspace the active one", (WORKSPACE,)),
-    Command("rename", "workspace.rename", "set a workspace label", (WORKSPACE, LABEL)),
-    Command("close", "workspace.close", "close a workspace and its panes", (WORKSPACE,)),
-    Command("move", "workspace.move", "move a workspace; prints the new order",
-            (WORKSPACE, arg("insert_index", type=int, metavar="INDEX",
-                            help="gap to move to: 0 is before the first, N after the last")),
-            show_list("workspaces", "workspace_id")),
+    *container_commands(
+        "workspace", WORKSPACE,
+        [("NUMBER", "number"), ("ID", "workspace_id"), ("LABEL", "label"),
+         ("TABS", "tab_count"), ("PANES", "pane_count"), ("FOCUSED", starred("focused"))],
+        creating=(arg("--label", help="label of the workspace"),
+                  arg("--description", help="free text shown with the workspace")),
+        focus="make a workspace the active one", move="move a workspace; prints the new order"),
     Command("move-block", "workspace.move_block", "move several workspaces, in the order "
             "given, before another (default: to the end); prints the new order",
             (arg("workspace_ids", nargs="+", metavar="WORKSPACE",
@@ -69,19 +54,16 @@ COMMANDS = [
             "clear_name, set_description, clear_description, set_color, clear_color, "
             "move_up, move_down, move_top, move_bottom, close_others",
             (arg("action", help="the action"),
-             arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
-                 help="the workspace (default: the selected one)"),
+             SELECTED_WORKSPACE,
              arg("--title", help="new name for rename"),
              arg("--description", help="text for set_description"),
              arg("--color", help="color for set_color")),
             params=lambda ns: action_params(ns)),
     Command("env", "workspace.env", "print the environment a workspace gives its terminals",
-            (arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
-                 help="the workspace (default: the selected one)"),),
+            (SELECTED_WORKSPACE,),
             lambda r: print("\n".join(f"{k}={v}" for k, v in r["env"].items()))),
     Command("equalize", "workspace.equalize_splits", "give every split of a workspace an "
-            "even share", (arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
-                               help="the workspace (default: the selected one)"),)),
+            "even share", (SELECTED_WORKSPACE,)),
 ]
 
 
