@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from cmux_core.cli.common import AddCommon
+from cmux_core.cli.common import AddCommon, add_subcommand
 from cmux_core.cli.fleet_view import (
     DEFAULT_CLIENT,
     MACHINE_EVENTS,
@@ -501,10 +501,10 @@ more examples:
 
 def add_sidebar_commands(sub: Any, add_common: AddCommon) -> None:
     """Add ``cmux agents`` to the ``cmux`` subcommands."""
-    p = sub.add_parser("agents", help="the agent list through your view (--watch: live)",
+    p = add_subcommand(sub, "agents", add_common, cmd_agents,
+                       help="the agent list through your view (--watch: live)",
                        description=AGENTS_HELP, epilog=AGENTS_EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common(p)
     p.add_argument("-w", "--watch", action="store_true",
                    help="keep the list on screen, redrawn as agents change")
     p.add_argument("--client", default=None, metavar="ID",
@@ -527,7 +527,6 @@ def add_sidebar_commands(sub: Any, add_common: AddCommon) -> None:
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
                    help="colour the list: auto (when printing to a terminal and NO_COLOR is "
                         "unset), always or never")
-    p.set_defaults(func=cmd_agents)
 
 
 def cmd_agents(args: argparse.Namespace) -> int:

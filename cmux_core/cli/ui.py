@@ -49,7 +49,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from cmux_core.cli import fleet_view, kitty
-from cmux_core.cli.common import AddCommon
+from cmux_core.cli.common import AddCommon, add_subcommand
 from cmux_core.cli.fleet_view import Machines, Row
 from cmux_core.cli.outer_terminal import EndSignals, TerminalOutput, signal_status
 from cmux_core.cli.ui_pane import (
@@ -660,15 +660,14 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 
 def add_ui_command(sub: Any, add_common: AddCommon) -> None:
-    p = sub.add_parser(
-        "ui", help="the agents sidebar beside a live pane",
+    p = add_subcommand(
+        sub, "ui", add_common, cmd_ui, help="the agents sidebar beside a live pane",
         description="The agents sidebar (through an agent view) beside a "
         "live pane. j/k or arrows move between agents, tab/shift-tab step through panes "
         "(every shown machine's, in the sidebar's order), "
         "b jumps to the next blocked agent, i types into the pane (ctrl+\\ returns), "
         "enter attaches full-screen (the detach key comes back), f focuses the pane on "
         "the server, q quits.")
-    add_common(p)
     p.add_argument("--client", default=None, metavar="ID",
                    help=f"follow the view of client ID (default {fleet_view.DEFAULT_CLIENT}); "
                         "ignored with --view")
@@ -684,4 +683,3 @@ def add_ui_command(sub: Any, add_common: AddCommon) -> None:
                         "this machine alone)")
     p.add_argument("--sidebar-width", type=int, default=SIDEBAR_WIDTH, metavar="CELLS",
                    help=f"width of the sidebar (default {SIDEBAR_WIDTH})")
-    p.set_defaults(func=cmd_ui)
