@@ -142,7 +142,8 @@ class App:
         self.info = ServerInfo(__version__, socket_path, session,
                                connection_count=self._connection_count,
                                loop_lag=self.loop_monitor.summary,
-                               method_names=self.methods.names)
+                               method_names=self.methods.names,
+                               session_saves=self._session_saves)
         self.graphics = GraphicsBook(
             on_reclaimed=self._layer_reclaimed,
             make_frames=(functools.partial(FrameDirectory.create, socket_path)
@@ -242,9 +243,12 @@ class App:
     def _connection_count(self) -> int:
         return self.server.connection_count()
 
-    def _request_seen(self) -> None:
+    def _request_seen(self, method: str) -> None:
         self.loop_monitor.poke()
-        self.keeper.request_seen()
+        self.keeper.request_seen(method)
+
+    def _session_saves(self) -> dict[str, int]:
+        return {"checks": self.keeper.checks, "saves": self.keeper.saves}
 
     def _connection_closed(self, conn: Connection) -> None:
         self.views.connection_closed(conn)

@@ -18,6 +18,7 @@ import stat
 import sys
 import tempfile
 import textwrap
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 import pytest
 
 from cmux_core.config import session_file
+from cmux_core.state.keeper import READS_ONLY
 from cmux_core.testing import ServerProcess, start_server, wait_until
 
 AGENT = textwrap.dedent("""\
@@ -435,3 +437,39 @@ def test_a_named_agent_without_a_session_starts_afresh_under_its_name(place: Pla
     agent = second.call("agent.get", {"target": "helper"})["agent"]
     assert agent["pane_id"] == pane_id
     second.stop()
+
+
+def test_read_only_requests_ask_for_no_session_check(place: Place) -> None:
+    server = place.start()
+
+    def checks() -> int:
+        return int(server.call("server.stats")["session"]["checks"])
+
+    settled = [checks(), time.monotonic()]
+
+    def quiet_for_a_while() -> bool:
+        now_checks = checks()
+        if now_checks != settled[0]:
+            settled[:] = [now_checks, time.monotonic()]
+        return time.monotonic() - settled[1] > 1.5
+    answered = set(server.call("system.capabilities")["methods"])
+    assert answered >= READS_ONLY, sorted(READS_ONLY - answered)
+    wait_until(quiet_for_a_while, timeout=20, message="the start-up saves")
+    # An event (an agent status settling, say) asks for a check of its own: only checks
+    # beyond the events published meanwhile come from the requests.
+    before, events_before = checks(), server.call("server.stats")["event_seq"]
+    polling_until = time.monotonic() + 3.2
+    while time.monotonic() < polling_until:
+        for method in ("pane.list", "workspace.list", "agent.list", "system.tree"):
+            server.call(method)
+        server.call("pane.read", {"pane_id": "w1:p1", "source": "visible"})
+        time.sleep(0.05)
+    time.sleep(0.5)
+    events = server.call("server.stats")["event_seq"] - events_before
+    assert checks() - before <= events
+    server.call("workspace.action", {"workspace_id": "w1", "action": "pin"})
+    wait_until(lambda: checks() > before, timeout=10, message="a check after the pin")
+    wait_until(lambda: place.saved()["windows"][0]["workspaces"][0].get("pinned") is True,
+               timeout=10, message="the pin saved")
+    assert server.call("server.stats")["session"]["saves"] >= 1
+    assert server.stop() == 0

@@ -37,6 +37,9 @@ class ServerInfo:
     connection_count: Callable[[], int] = lambda: 0
     loop_lag: Callable[[], dict[str, float]] = dict
     method_names: Callable[[], list[str]] = list
+    session_saves: Callable[[], dict[str, int]] = dict
+    """The session keeper's ``checks`` (captures compared with the last save) and
+    ``saves`` (files written) since start."""
 
 
 class Peer(Protocol):

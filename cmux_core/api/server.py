@@ -435,13 +435,14 @@ class Server:
     """Serves ``methods`` on a Unix socket; each method answers with the context it was
     bound to; ``events`` feeds the connections' subscriptions.
 
-    ``on_request`` is called as each request starts (the loop monitor measures while
-    clients ask); ``on_close`` with each connection as it closes (what is kept for it is
-    dropped).
+    ``on_request`` is called with the method's name as each request starts (the loop
+    monitor measures while clients ask, the session keeper checks after requests that may
+    change the session); ``on_close`` with each connection as it closes (what is kept for
+    it is dropped).
     """
 
     def __init__(self, events: EventHub, methods: Methods, socket_path: Path, *,
-                 on_request: Callable[[], None] | None = None,
+                 on_request: Callable[[str], None] | None = None,
                  on_close: Callable[[Connection], None] | None = None) -> None:
         self.methods = methods
         self.events = events
@@ -457,7 +458,7 @@ class Server:
 
     async def call(self, request: Request, connection: Connection | None) -> dict[str, Any]:
         if self._on_request is not None:
-            self._on_request()
+            self._on_request(request.method)
         return await self.methods.call(request.method, request.params, connection=connection,
                                        request_id=request.id)
 

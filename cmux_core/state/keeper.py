@@ -4,8 +4,9 @@ changes and at stop.
 Saving is driven by what happens, never by a clock running on its own: every typed event
 (a pane created or closed, a split resized, a rename, an agent's session reported, a view
 set ...) arms one timer :data:`EVENT_DELAY_S` ahead, pane output (which is how a shell's
-``cd`` shows) one :data:`OUTPUT_DELAY_S` ahead and a client request (most change nothing)
-one :data:`REQUEST_DELAY_S` ahead, unless an earlier one is armed already. When it fires
+``cd`` shows) one :data:`OUTPUT_DELAY_S` ahead and a client request that may change the
+session (any but those in :data:`READS_ONLY`) one :data:`REQUEST_DELAY_S` ahead, unless an
+earlier one is armed already. When it fires
 the session is captured and dumped on the loop, a tab at a time with other work in between
 (:data:`STEP_S`), and, only when it differs from what was last saved, written by a worker
 thread (:func:`cmux_core.state.store.write`).
@@ -58,6 +59,24 @@ OUTPUT_DELAY_S = 0.5
 REQUEST_DELAY_S = 1.0
 """Seconds from a client's request to the check it asks for: a client polling lists many
 times a second asks for a check of the whole session once a second, not after each call."""
+READS_ONLY = frozenset({
+    "ping", "system.ping", "system.identify", "system.capabilities", "system.tree",
+    "system.top", "system.memory", "server.stats", "server.agent_manifests",
+    "pane.list", "pane.get", "pane.read", "pane.layout", "pane.edges", "pane.neighbor",
+    "pane.surfaces", "pane.process_info", "pane.current", "pane.wait_for_output",
+    "pane.graphics.info", "pane.graphics.layers",
+    "agent.list", "agent.get", "agent.read", "agent.wait", "agent.explain", "agent.view.get",
+    "workspace.list", "workspace.get", "workspace.current", "workspace.env",
+    "tab.list", "tab.get", "surface.list", "surface.current", "surface.read_text",
+    "surface.health", "window.list", "window.current",
+    "layout.list", "layout.get", "layout.export", "notification.list",
+    "plugin.list", "integration.list", "integration.status",
+    "machine.list", "machine.status", "events.wait",
+    "debug.terminals", "debug.terminal.read_text", "debug.terminal.is_focused",
+    "debug.terminal.render_stats", "debug.layout", "debug.flash.count"})
+"""Requests that change nothing a save records: they ask for no check. With a thousand
+panes a check (capturing the whole session) costs tens of milliseconds, so a client
+polling lists would otherwise pay for one every :data:`REQUEST_DELAY_S`."""
 STEP_S = 0.005
 """Longest a save's capture runs before letting the loop serve others (it goes on at the
 next tab once that time has passed)."""
@@ -101,6 +120,8 @@ class SessionKeeper:
         self._lock: int | None = None
         self.saves = 0
         """Files written by this keeper."""
+        self.checks = 0
+        """Captures of the session taken to compare with the last save (written or not)."""
 
     # -- start ----------------------------------------------------------------------------
 
@@ -218,10 +239,11 @@ class SessionKeeper:
         """Pane output: a check after it (a shell's ``cd`` publishes no event)."""
         self._changed(OUTPUT_DELAY_S)
 
-    def request_seen(self) -> None:
+    def request_seen(self, method: str) -> None:
         """A client's request: a check after it, for changes that publish no event (a
-        workspace's pin or colour)."""
-        self._changed(REQUEST_DELAY_S)
+        workspace's pin or colour), unless ``method`` only reads."""
+        if method not in READS_ONLY:
+            self._changed(REQUEST_DELAY_S)
 
     def _changed(self, delay: float) -> None:
         """Arm the save timer ``delay`` seconds ahead, unless it is armed earlier."""
@@ -253,6 +275,7 @@ class SessionKeeper:
                 return
 
     async def _save_once(self, text_lines: int = 0) -> None:
+        self.checks += 1
         try:
             state = await _in_steps(capture_steps(
                 self.mux, self.tracker, self._named, resume_for=self.resume_for,

@@ -96,7 +96,8 @@ async def server_stats(call: Call[ServerServices], p: Empty) -> Result:
             "closing_terminals": ctx.mux.closing_count(),
             "emulators": backends, "event_loop": info.event_loop,
             "rss_bytes": server_rss_bytes(),
-            "loop_lag": info.loop_lag(), "event_seq": ctx.events.seq}
+            "loop_lag": info.loop_lag(), "session": info.session_saves(),
+            "event_seq": ctx.events.seq}
 
 
 class SetAreaParams(Params):
