@@ -6,7 +6,9 @@ one load from this process, and writes a flame graph (SVG) and a text profile (t
 ``--top N`` hottest stacks, leaf last, in samples) to ``bench/profiles/``.
 
 Loads: ``roundtrip`` (pane.send_text + pane.wait_for_output through ``cat``), ``ping``
-(sequential pings), ``pipelined`` (pings 100 a write), ``ingest`` (``seq`` in a pane).
+(sequential pings), ``pipelined`` (pings 100 a write), ``ingest`` (``seq`` in a pane),
+``lists`` (``pane.list`` and ``system.tree`` in turn with 1,000 idle panes, made before the
+sampling starts).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from .cases import cat_pane, ingest_cmux, pings_cmux, round_trip_cmux
 from .cmux import CmuxSide
+from .scale import IDLE_ARGV, new_tabs
 
 PROFILES = Path(__file__).with_name("profiles")
 
@@ -38,6 +41,10 @@ def drive(side: CmuxSide, load: str, seconds: float) -> int:
             elif load == "ping":
                 pings_cmux(conn, 1000, pipelined=False)
                 done += 1000
+            elif load == "lists":
+                conn.call("pane.list")
+                conn.call("system.tree")
+                done += 2
             elif load == "pipelined":
                 pings_cmux(conn, 10_000, pipelined=True)
                 done += 10_000
@@ -73,7 +80,7 @@ def top_stacks(raw: Path, count: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.profile")
-    parser.add_argument("load", choices=["roundtrip", "ping", "pipelined", "ingest"])
+    parser.add_argument("load", choices=["roundtrip", "ping", "pipelined", "ingest", "lists"])
     parser.add_argument("--py-spy", default="py-spy", metavar="PATH")
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--emulator", default="auto")
@@ -83,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     PROFILES.mkdir(exist_ok=True)
     stem = PROFILES / (args.name or args.load)
     with CmuxSide(args.emulator) as side:
+        if args.load == "lists":
+            new_tabs(side, {"command": IDLE_ARGV}, 999)
         common = [args.py_spy, "record", "--pid", str(side.pid), "--rate", "500",
                   "--duration", str(int(args.seconds)), "--nonblocking"]
         svg = subprocess.Popen([*common, "--output", f"{stem}.svg"],
