@@ -317,6 +317,15 @@ def add_subcommand(sub: Any, name: str, add_common: AddCommon,
     return p
 
 
+def add_subcommand_group(sub: Any, name: str, add_common: AddCommon, **parser: Any) -> Any:
+    """Add the group ``name`` (``parser``: its ``help``, ``description``, ...) to the
+    subparsers ``sub``, with the common options; returns the group's subparsers, whose
+    ``ACTION`` lands in ``<name>_command``."""
+    group: argparse.ArgumentParser = sub.add_parser(name, **parser)
+    add_common(group)
+    return group.add_subparsers(dest=f"{name}_command", metavar="ACTION", required=True)
+
+
 def add_group(sub: Any, name: str, help: str, commands: Sequence[Command],
               add_common: AddCommon) -> Any:
     """Add the group ``name`` made of ``commands`` to ``sub``; returns its subparsers."""
