@@ -151,6 +151,8 @@ def launching(*own: Arg) -> tuple[Arg, ...]:
 
 IN_WORKSPACE = arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
                    help="only this workspace")
+SELECTED_WORKSPACE = arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
+                         help="the workspace (default: the selected one)")
 
 
 def source_arg(default: str) -> Arg:
