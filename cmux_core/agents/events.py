@@ -16,13 +16,15 @@ the event is made; ids and snapshots are read from the objects when it is publis
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from cmux_core.detect.registry import ManifestRegistry, ReloadReport
 from cmux_core.events import Event, event
 from cmux_core.model.tree import Pane, Surface, Workspace
 
 __all__ = ["PaneAgentDetected", "PaneAgentStatusChanged", "ServerManifestsReloaded",
-           "SurfaceAgentDetected", "SurfaceAgentStatusChanged", "WorkspaceMetadataUpdated"]
+           "StatusShown", "SurfaceAgentDetected", "SurfaceAgentStatusChanged",
+           "WorkspaceMetadataUpdated"]
 
 
 @event("pane_agent_detected")
@@ -38,18 +40,25 @@ class PaneAgentDetected(Event):
     surface: Surface | None = None
 
 
-@event("pane_agent_status_changed")
-class PaneAgentStatusChanged(Event):
-    """The public status or presentation of the terminal ``pane`` shows changed, or the
-    pane started showing another terminal; the presentation fields are those in effect
-    (absent ones None). ``surface`` is that terminal."""
+@dataclass(frozen=True, slots=True)
+class StatusShown:
+    """A terminal's public status and the presentation in effect with it (absent values
+    None), as both status events carry them."""
 
-    pane: Pane
     agent_status: str
     agent: str | None = None
     title: str | None = None
     display_agent: str | None = None
     state_labels: Mapping[str, str] | None = None
+
+
+@event("pane_agent_status_changed")
+class PaneAgentStatusChanged(Event):
+    """The public status or presentation of the terminal ``pane`` shows changed, or the
+    pane started showing another terminal; ``surface`` is that terminal."""
+
+    pane: Pane
+    status: StatusShown
     surface: Surface | None = None
 
 
@@ -67,16 +76,11 @@ class SurfaceAgentDetected(Event):
 
 @event("surface_agent_status_changed")
 class SurfaceAgentStatusChanged(Event):
-    """A terminal's public status or presentation changed (fields as
-    :class:`PaneAgentStatusChanged`'s); ``surface`` is the terminal, shown by its pane or
-    in one of its background tabs."""
+    """A terminal's public status or presentation changed; ``surface`` is the terminal,
+    shown by its pane or in one of its background tabs."""
 
     surface: Surface
-    agent_status: str
-    agent: str | None = None
-    title: str | None = None
-    display_agent: str | None = None
-    state_labels: Mapping[str, str] | None = None
+    status: StatusShown
 
 
 @event("workspace_metadata_updated")

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from cmux_core.agents.events import (
     PaneAgentDetected,
     PaneAgentStatusChanged,
+    StatusShown,
     SurfaceAgentDetected,
     SurfaceAgentStatusChanged,
 )
@@ -80,12 +81,15 @@ class AgentPublisher:
                         (launch is not None and launch.pending,
                          launch is not None and launch.ready))
 
+    def status_shown(self, s: Surface) -> StatusShown:
+        """The terminal's status and presentation as they are now."""
+        pres = self.reader.presentation(s)
+        return StatusShown(self.reader.status(s), self.reader.effective_agent(s),
+                           pres.get("title"), pres.get("display_agent"), pres.get("state_labels"))
+
     def status_event(self, s: Surface) -> PaneAgentStatusChanged:
         """``pane_agent_status_changed`` for the terminal as it is now."""
-        pres = self.reader.presentation(s)
-        return PaneAgentStatusChanged(s.pane, self.reader.status(s), self.reader.effective_agent(s),
-                                      pres.get("title"), pres.get("display_agent"),
-                                      pres.get("state_labels"), surface=s)
+        return PaneAgentStatusChanged(s.pane, self.status_shown(s), surface=s)
 
     def publish(self, s: Surface, rec: AgentRecord, before: Snapshot, *,
                 released: str | None = None, final_status: AgentStatus | None = None,
@@ -107,12 +111,10 @@ class AgentPublisher:
                 self.events.publish(PaneAgentDetected(s.pane, after.agent, surface=s))
         if (after.status, after.presentation, after.agent) != (
                 before.status, before.presentation, before.agent):
-            status = self.status_event(s)
-            self.events.publish(SurfaceAgentStatusChanged(
-                s, status.agent_status, status.agent, status.title, status.display_agent,
-                status.state_labels))
+            status = self.status_shown(s)
+            self.events.publish(SurfaceAgentStatusChanged(s, status))
             if shown:
-                self.events.publish(status)
+                self.events.publish(PaneAgentStatusChanged(s.pane, status, surface=s))
         if force_update or (after.revision, after.name, after.launch) != (
                 before.revision, before.name, before.launch):
             self.events.publish(PaneUpdated(s.pane))

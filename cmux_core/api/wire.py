@@ -285,15 +285,16 @@ def agent_status(event: PaneAgentStatusChanged | SurfaceAgentStatusChanged) -> W
     (without ``type``)."""
     where = (_at(event.pane, event.surface) if isinstance(event, PaneAgentStatusChanged)
              else _on(event.surface))
-    data: Wire = {**where, "agent_status": event.agent_status}
-    if event.agent is not None:
-        data["agent"] = event.agent
-    if event.title is not None:
-        data["title"] = event.title
-    if event.display_agent is not None:
-        data["display_agent"] = event.display_agent
-    if event.state_labels is not None:
-        data["state_labels"] = event.state_labels
+    status = event.status
+    data: Wire = {**where, "agent_status": status.agent_status}
+    if status.agent is not None:
+        data["agent"] = status.agent
+    if status.title is not None:
+        data["title"] = status.title
+    if status.display_agent is not None:
+        data["display_agent"] = status.display_agent
+    if status.state_labels is not None:
+        data["state_labels"] = status.state_labels
     return data
 
 

@@ -34,7 +34,7 @@ import tty
 from collections.abc import Iterator
 from typing import Any
 
-from cmux_core.cli.common import AddCommon
+from cmux_core.cli.common import AddCommon, add_subcommand
 from cmux_core.cli.kitty import AreaLayers, probe
 from cmux_core.cli.outer_terminal import EndSignals, TerminalOutput, signal_status
 from cmux_core.client import Client, ensure_server
@@ -426,8 +426,9 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 
 def add_attach_command(sub: Any, add_common: AddCommon) -> None:
-    p = sub.add_parser(
-        "attach", help="show a pane in this terminal and type into it",
+    p = add_subcommand(
+        sub, "attach", add_common, cmd_attach,
+        help="show a pane in this terminal and type into it",
         description="Show a pane (default: the focused one) in this terminal: its screen, "
         "then live output; keys, pastes and mouse go to it. The detach key (default "
         "ctrl+\\) leaves it running. Starts a server first when none is running.")
@@ -441,5 +442,3 @@ def add_attach_command(sub: Any, add_common: AddCommon) -> None:
     p.add_argument("--detach-key", metavar="KEY",
                    help="key that detaches, ctrl+<letter> or ctrl+ one of @ [ \\ ] ^ _ "
                    "(default: $CMUX_DETACH_KEY, else ctrl+\\)")
-    add_common(p)
-    p.set_defaults(func=cmd_attach)

@@ -151,6 +151,8 @@ def launching(*own: Arg) -> tuple[Arg, ...]:
 
 IN_WORKSPACE = arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
                    help="only this workspace")
+SELECTED_WORKSPACE = arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
+                         help="the workspace (default: the selected one)")
 
 
 def source_arg(default: str) -> Arg:
@@ -315,6 +317,15 @@ def add_subcommand(sub: Any, name: str, add_common: AddCommon,
     add_common(p)
     p.set_defaults(func=run)
     return p
+
+
+def add_subcommand_group(sub: Any, name: str, add_common: AddCommon, **parser: Any) -> Any:
+    """Add the group ``name`` (``parser``: its ``help``, ``description``, ...) to the
+    subparsers ``sub``, with the common options; returns the group's subparsers, whose
+    ``ACTION`` lands in ``<name>_command``."""
+    group: argparse.ArgumentParser = sub.add_parser(name, **parser)
+    add_common(group)
+    return group.add_subparsers(dest=f"{name}_command", metavar="ACTION", required=True)
 
 
 def add_group(sub: Any, name: str, help: str, commands: Sequence[Command],

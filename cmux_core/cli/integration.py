@@ -19,18 +19,17 @@ import pwd
 from pathlib import Path
 from typing import Any
 
-from cmux_core.cli.common import AddCommon, add_subcommand, print_json
+from cmux_core.cli.common import AddCommon, add_subcommand, add_subcommand_group, print_json
 
 
 def add_integration_commands(subparsers: Any, add_common: AddCommon) -> None:
     """Add the ``integration`` command group to the ``cmux`` parser's subparsers."""
-    group = subparsers.add_parser(
-        "integration", help="list, install and uninstall agent integrations (hooks)",
+    sub = add_subcommand_group(
+        subparsers, "integration", add_common,
+        help="list, install and uninstall agent integrations (hooks)",
         description="List, inspect, install and uninstall the agent integrations plugins "
                     "register. Runs in this process, no server needed: the files changed "
                     "are those of the user running the command.")
-    add_common(group)
-    sub = group.add_subparsers(dest="integration_command", metavar="ACTION", required=True)
 
     p = add_subcommand(sub, "list", add_common, cmd_list,
                        help="every registered integration and whether it is installed")

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from cmux_core.cli.common import (
+    SELECTED_WORKSPACE,
     Command,
     Result,
     arg,
@@ -97,8 +98,7 @@ COMMANDS = [
                               "root ratio": r["layout"]["root"].get("ratio")}),
             params=ratio_params),
     Command("save", "layout.save", "save a workspace's layout under NAME",
-            (NAME, arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
-                       help="the workspace (default: the selected one)"),
+            (NAME, SELECTED_WORKSPACE,
              arg("--overwrite", action="store_true", help="replace a layout of that name")),
             show_key("path")),
     Command("list", "layout.list", "list the saved layouts", render=show_saved),

@@ -26,7 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cmux_core.cli.common import AddCommon, add_subcommand, print_json, run_and_print, table
+from cmux_core.cli.common import (
+    AddCommon,
+    add_subcommand,
+    add_subcommand_group,
+    print_json,
+    run_and_print,
+    table,
+)
 from cmux_core.detect.engine import (
     FALLBACK_IDLE,
     Classification,
@@ -213,12 +220,11 @@ def active_directories(registry: ManifestRegistry) -> list[Path]:
 
 def add_manifest_commands(subparsers: Any, add_common: AddCommon) -> None:
     """Add ``cmux manifests list|check|test`` to the ``cmux`` parser's subparsers."""
-    group = subparsers.add_parser("manifests", help="list, validate and test "
-                                  "agent-detection manifests (offline)",
-                                  description="List, validate and test agent-detection "
-                                  "manifests; no server needed.")
-    add_common(group)
-    sub = group.add_subparsers(dest="manifests_command", metavar="ACTION", required=True)
+    sub = add_subcommand_group(subparsers, "manifests", add_common,
+                               help="list, validate and test agent-detection manifests "
+                               "(offline)",
+                               description="List, validate and test agent-detection "
+                               "manifests; no server needed.")
 
     p = add_subcommand(sub, "list", add_common, cmd_list,
                        help="the active manifests: agent, version, rules, source",

@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from cmux_core.cli.common import AddCommon, Command, Result, add_group, arg
+from cmux_core.cli.common import SELECTED_WORKSPACE, AddCommon, Command, Result, add_group, arg
 
 
 def open_params(ns: argparse.Namespace) -> Result:
@@ -30,8 +30,7 @@ COMMANDS = [
     Command("open", "markdown.open",
             "show a file as a markdown tab beside the source surface (in its pane)",
             (arg("path", help="the file (relative to the current directory)"),
-             arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
-                 help="the workspace (default: the selected one)"),
+             SELECTED_WORKSPACE,
              arg("--surface", dest="surface_id", metavar="SURFACE",
                  help="the source surface: the tab goes into its pane, after it"),
              arg("--pane", dest="pane_id", metavar="PANE", help="the pane to open it in"),

@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from cmux_core.cli.common import AddCommon, add_subcommand, client, print_json
+from cmux_core.cli.common import AddCommon, add_subcommand, add_subcommand_group, client, print_json
 from cmux_core.cli.plugin_install import cmd_install, cmd_outdated, cmd_uninstall
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.version import __version__
@@ -24,11 +24,10 @@ _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 
 def add_plugin_commands(subparsers: Any, add_common: AddCommon) -> None:
     """Add the ``plugin`` command group to the ``cmux`` parser's subparsers."""
-    group = subparsers.add_parser("plugin", help="install, list, enable, link and scaffold "
-                                  "plugins", description="Install, list, enable, disable, "
-                                  "link and scaffold plugins.")
-    add_common(group)
-    sub = group.add_subparsers(dest="plugin_command", metavar="ACTION", required=True)
+    sub = add_subcommand_group(subparsers, "plugin", add_common,
+                               help="install, list, enable, link and scaffold plugins",
+                               description="Install, list, enable, disable, link and "
+                               "scaffold plugins.")
 
     p = add_subcommand(sub, "list", add_common, cmd_list,
                        help="every plugin: status, version, source, hooks, errors")

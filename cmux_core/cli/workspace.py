@@ -7,6 +7,7 @@ import argparse
 
 from cmux_core.cli.common import (
     FOCUS,
+    SELECTED_WORKSPACE,
     Command,
     Result,
     arg,
@@ -19,8 +20,6 @@ from cmux_core.cli.common import (
 WORKSPACE = arg("workspace_id", metavar="WORKSPACE", help="w1, workspace:1, UUID or number")
 IN_WINDOW = arg("--window", dest="window_id", metavar="WINDOW",
                 help="the window (default: the active one)")
-SELECTED_WORKSPACE = arg("--workspace", dest="workspace_id", metavar="WORKSPACE",
-                         help="the workspace (default: the selected one)")
 SELECTED = show_key("workspace_id")
 
 COMMANDS = [

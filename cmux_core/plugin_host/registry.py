@@ -56,12 +56,18 @@ Holder = Callable[[str, str], str | None]
 
 
 @dataclass(frozen=True, slots=True)
-class Integration:
-    """An installable agent integration; call its callables through
-    :meth:`cmux_core.plugin_host.host.PluginHost.invoke`."""
+class Contribution:
+    """What plugin ``plugin_id`` registered under ``name``, unique within its kind."""
 
     plugin_id: str
     name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Integration(Contribution):
+    """An installable agent integration; call its callables through
+    :meth:`cmux_core.plugin_host.host.PluginHost.invoke`."""
+
     install: Callable[..., Any]
     uninstall: Callable[..., Any]
     status: Callable[[], Any]
@@ -74,35 +80,35 @@ class Integration:
 
 
 @dataclass(frozen=True, slots=True)
-class ViewSort:
-    plugin_id: str
-    name: str
+class ViewSort(Contribution):
+    """A sort key for agent views: ``key(row)`` of one read-only agent row."""
+
     key: Callable[[Mapping[str, Any]], Any]
     description: str = ""
 
 
 @dataclass(frozen=True, slots=True)
-class ViewFilter:
-    plugin_id: str
-    name: str
+class ViewFilter(Contribution):
+    """A predicate for agent view filters: ``predicate(row)`` says whether the agent row
+    belongs in the view."""
+
     predicate: Callable[[Mapping[str, Any]], bool]
     description: str = ""
 
 
 @dataclass(frozen=True, slots=True)
-class GraphicsSource:
-    plugin_id: str
-    name: str
+class GraphicsSource(Contribution):
+    """A graphics stream source: ``open(pane_id, options)`` returns the async iterator of
+    its frames, pulled one at a time on the plugin's loop."""
+
     open: Callable[[str, Mapping[str, Any]], AsyncIterator[GraphicsFrame]]
     description: str = ""
 
 
 @dataclass(frozen=True, slots=True)
-class PluginMethod:
+class PluginMethod(Contribution):
     """A socket method a plugin added; ``name`` is the full ``plugin.<id>.<name>``."""
 
-    plugin_id: str
-    name: str
     handler: MethodHandler
     params: type[Params] | None
     doc: str = ""
