@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import functools
 import logging
 import os
@@ -280,8 +281,11 @@ class App:
     async def request(self, method: str, params: Mapping[str, Any],
                       connection: Any = None) -> dict[str, Any]:
         """Answer one socket API call in-process, as ``connection``'s client (None: the
-        server itself); raises CmuxError exactly as the client would see it."""
-        return await self.methods.call(method, dict(params), connection=connection)
+        server itself); raises CmuxError exactly as the client would see it. The result is
+        the caller's own (a deep copy): answers may hold rows the server keeps between
+        calls (:mod:`cmux_core.api.methods.shared.projections`)."""
+        return copy.deepcopy(await self.methods.call(method, dict(params),
+                                                     connection=connection))
 
     async def start(self) -> None:
         """Bind the socket, load plugins, restore the saved session (or create the default

@@ -13,7 +13,7 @@ from typing import Any
 
 from conftest import Api
 
-from cmux_core.testing import wait_until
+from cmux_core.testing import start_server, wait_until
 
 Row = dict[str, Any]
 WAIT_S = 10.0
@@ -178,3 +178,37 @@ def test_a_silent_directory_change_reaches_kept_rows(api: Api, tmp_path: Path) -
     api("pane.send_text", {"pane_id": quiet["pane_id"], "text": "go\n"})
     eventually(lambda: rows(api)[quiet["uuid"]].get("foreground_cwd") == str(target),
                "the new foreground directory in pane.list")
+
+
+SCRIBBLER = '''
+from cmux_core.hookspecs import hookimpl
+
+@hookimpl
+def cmux_register_methods(register):
+    async def scribble(call, params):
+        listed = await call.request("pane.list")
+        listed["panes"][0]["label"] = "scribbled"
+        tree = await call.request("system.tree")
+        tree["windows"][0]["workspaces"][0]["panes"][0]["surfaces"][0]["title"] = "scribbled"
+        return {"type": "ok"}
+    register("scribble", scribble)
+'''
+
+
+def test_a_plugin_changing_what_it_was_answered_changes_no_kept_row(tmp_path: Path) -> None:
+    """In-process answers are the plugin's own: the server keeps its rows between calls."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "scribbler.py").write_text(SCRIBBLER)
+    server = start_server(["--plugins-dir", str(plugins)])
+    try:
+        for _ in range(2):
+            server.call("pane.list")
+            server.call("system.tree")
+        server.call("plugin.scribbler.scribble")
+        assert server.call("pane.list")["panes"][0].get("label") != "scribbled"
+        tree = server.call("system.tree")
+        assert tree["windows"][0]["workspaces"][0]["panes"][0]["surfaces"][0].get(
+            "title") != "scribbled"
+    finally:
+        server.stop()

@@ -217,6 +217,9 @@ async def system_top(call: Call[SystemServices], p: TopParams) -> Result:
     everything: list[dict[str, Any]] = []
     for window in tree["windows"]:
         for ws_node in window["workspaces"]:
+            # The pane nodes are the tree's kept ones: copies get the process keys.
+            ws_node["panes"] = [{**node, "surfaces": [dict(s) for s in node["surfaces"]]}
+                                for node in ws_node["panes"]]
             for pane_node_ in ws_node["panes"]:
                 for row in pane_node_["surfaces"]:
                     surface = mux.surface(row["id"])

@@ -21,8 +21,13 @@ has passed (the first time a little earlier, spread over the rows) and the row r
 when it moved; an agent record with presentation metadata
 (whose fields expire) is never kept. A closed pane's row is dropped by the next call.
 
-Callers get copies (the row and, for a node, its surface rows), so a caller that adds keys
-(``system.top`` adds processes) never changes what is kept. ``index`` is set per call.
+Callers get the kept rows themselves, not copies: a list of a thousand panes then makes no
+new objects but the list, so it costs little and leaves the cycle collector little to
+promote (copies made per call used to fill the oldest generation, whose full passes held
+the loop for a hundred milliseconds and more). A caller must therefore never change a row;
+one that adds keys (``system.top`` adds processes) copies first. ``index`` is the row's
+position in the call's list: a row whose position moved is kept again as a copy with the
+new index, never changed in place (an answer being written may still hold the old one).
 """
 
 from __future__ import annotations
@@ -89,7 +94,8 @@ class RowCache:
         """Rows built (not reused) so far."""
 
     async def rows(self, mux: Mux, agents: AgentTracker, panes: list[Pane]) -> list[Row]:
-        """The row of each of ``panes`` (in order, ``index`` their position), each a copy.
+        """The row of each of ``panes`` (in order, ``index`` their position): the kept
+        rows themselves, which the caller must not change.
 
         Building many rows (the first call, or after a change to every pane) lets the loop
         serve others whenever :data:`STEP_S` has passed, counted across the calls a request
@@ -107,11 +113,9 @@ class RowCache:
                 continue
             built = self.built
             kept = self._row(mux, agents, pane, focus, now)
-            row = dict(kept.row)
-            row["index"] = len(out)
-            if self._surfaces:
-                row["surfaces"] = [dict(s) for s in row["surfaces"]]
-            out.append(row)
+            if kept.row["index"] != len(out):
+                kept.row = {**kept.row, "index": len(out)}
+            out.append(kept.row)
             if self.built != built and time.monotonic() >= self._until:
                 await asyncio.sleep(0)
                 focused = mux.focused_pane()
