@@ -7,11 +7,10 @@ active one, where calls without a ``window_id`` go. Results carry the window's U
 
 from __future__ import annotations
 
-from typing import Any
-
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result, services
 from cmux_core.api.methods.shared.creation import creation_focus, resolve_cwd
+from cmux_core.api.methods.shared.routing import window_keys
 from cmux_core.api.methods.shared.rows import window_row
 from cmux_core.config import Settings
 from cmux_core.errors import CmuxError, InvalidParams
@@ -28,10 +27,6 @@ class WindowServices:
 
 
 methods = MethodTable()
-
-
-def window_keys(window: Window) -> dict[str, Any]:
-    return {"window_id": window.uuid, "window_ref": window.ref}
 
 
 def required_window(mux: Mux, text: str | None) -> Window:

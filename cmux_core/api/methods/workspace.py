@@ -29,7 +29,7 @@ from cmux_core.api.methods.shared.creation import (
     trimmed,
 )
 from cmux_core.api.methods.shared.reports import check_source, check_tokens, check_ttl
-from cmux_core.api.methods.shared.routing import workspace_keys
+from cmux_core.api.methods.shared.routing import window_keys, workspace_keys
 from cmux_core.api.methods.shared.rows import workspace_row
 from cmux_core.api.methods.shared.services import ModelServices
 from cmux_core.api.methods.shared.workspace_routing import Routing as WorkspaceRouting
@@ -132,7 +132,7 @@ async def workspace_list(call: Call[WorkspaceServices], p: WorkspaceListParams) 
             if ws.window is window]
     result: dict[str, Any] = {"type": "workspace_list", "workspaces": rows}
     if window is not None:
-        result.update({"window_id": window.uuid, "window_ref": window.ref})
+        result.update(window_keys(window))
     return result
 
 
@@ -360,9 +360,8 @@ async def workspace_reorder_many(call: Call[WorkspaceServices], p: ReorderManyPa
     before = rest[0] if rest else None
     if not p.dry_run and arrange.move_workspace_block(mux, block, before):
         events.append("workspace_reordered")
-    return {"type": "workspace_reorder", "window_id": window.uuid, "window_ref": window.ref,
-            "dry_run": p.dry_run, "plan": _plan(old, new), "events": events,
-            "workspace_ids": [ws.uuid for ws in new]}
+    return {"type": "workspace_reorder", **window_keys(window), "dry_run": p.dry_run,
+            "plan": _plan(old, new), "events": events, "workspace_ids": [ws.uuid for ws in new]}
 
 
 WorkspaceAction = Literal[

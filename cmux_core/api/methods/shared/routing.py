@@ -118,11 +118,11 @@ def surface_tab_keys(surface: Surface) -> dict[str, Any]:
     return {"tab_id": surface.uuid, "tab_ref": "tab:" + surface.ref.split(":", 1)[1]}
 
 
-def window_keys(ws: Workspace) -> dict[str, Any]:
-    return {"window_id": ws.window.uuid, "window_ref": ws.window.ref}
+def window_keys(window: Window) -> dict[str, Any]:
+    return {"window_id": window.uuid, "window_ref": window.ref}
 
 
 def workspace_keys(ws: Workspace) -> dict[str, Any]:
-    return {"workspace_id": ws.uuid, "workspace_ref": ws.ref, **window_keys(ws)}
+    return {"workspace_id": ws.uuid, "workspace_ref": ws.ref, **window_keys(ws.window)}
 
 
