@@ -89,8 +89,7 @@ async def tab_focus(call: Call[TabServices], p: TabTarget) -> Result:
     return tab_result(call.ctx, tab)
 
 
-class TabRenameParams(Params):
-    tab_id: str
+class TabRenameParams(TabTarget):
     label: str = Field(max_length=256)
 
 
@@ -111,8 +110,7 @@ async def tab_close(call: Call[TabServices], p: TabTarget) -> Result:
     return {"type": "ok"}
 
 
-class TabMoveParams(Params):
-    tab_id: str
+class TabMoveParams(TabTarget):
     insert_index: int = Field(ge=0)
 
 
