@@ -103,10 +103,6 @@ START_TIMEOUT_MS = (3000, 300000)
 """``agent.start`` ``timeout_ms`` must lie in (low, high]."""
 
 
-class Empty(Params):
-    pass
-
-
 class AgentTarget(Params):
     target: str
 

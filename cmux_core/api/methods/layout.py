@@ -32,6 +32,7 @@ from cmux_core.api.methods.shared.creation import (
     resolve_cwd,
     trimmed,
 )
+from cmux_core.api.methods.shared.params import Empty
 from cmux_core.api.methods.shared.routing import herdr_workspace
 from cmux_core.api.methods.shared.services import ModelServices
 from cmux_core.api.methods.shared.workspace_routing import Routing as WorkspaceRouting
@@ -208,10 +209,6 @@ async def layout_save(call: Call[LayoutServices], p: SaveParams) -> Result:
     _write(path, doc)
     return {"type": "layout_saved", **_summary(name, doc), "path": str(path),
             "workspace_id": ws.uuid, "workspace_ref": ws.ref}
-
-
-class Empty(Params):
-    pass
 
 
 @methods.method("layout.list", Empty)

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result, services
+from cmux_core.api.methods.shared.params import Empty
 from cmux_core.api.methods.shared.routing import (
     Routing,
     given,
@@ -201,10 +202,6 @@ def show(mux: Mux, note: Notification) -> Result:
 async def notification_open(call: Call[NotificationServices], p: NoteTarget) -> Result:
     """Go to a notification's surface, as clicking it does (focus intent)."""
     return show(call.ctx.mux, one(call.ctx.notifications, p))
-
-
-class Empty(Params):
-    pass
 
 
 @methods.method("notification.jump_to_unread", Empty)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result, services
 from cmux_core.api.methods.shared.creation import creation_focus, resolve_cwd
+from cmux_core.api.methods.shared.params import Empty
 from cmux_core.api.methods.shared.routing import window_keys
 from cmux_core.api.methods.shared.rows import window_row
 from cmux_core.config import Settings
@@ -34,10 +35,6 @@ def required_window(mux: Mux, text: str | None) -> Window:
     if text is None or not text.strip():
         raise InvalidParams("window_id", "Missing or invalid window_id")
     return mux.window(text)
-
-
-class Empty(Params):
-    pass
 
 
 @methods.method("window.list", Empty)

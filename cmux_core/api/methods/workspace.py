@@ -57,10 +57,6 @@ PREVIEW_CHARS = 120
 """Characters of a submitted prompt echoed back in ``message_preview``."""
 
 
-class Empty(Params):
-    pass
-
-
 class WorkspaceCreateParams(Params):
     cwd: str | None = None
     working_directory: str | None = None
