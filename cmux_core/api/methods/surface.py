@@ -29,6 +29,7 @@ from cmux_core.api.methods.shared.creation import (
     split_direction,
     split_here,
     terminal_spec,
+    terminal_started,
     trimmed,
 )
 from cmux_core.api.methods.shared.input import key_bytes, write
@@ -203,9 +204,7 @@ async def surface_create(call: Call[SurfaceServices], p: SurfaceCreateParams) ->
                                        focus=creation_focus(call.ctx.settings, p.focus))
     except CmuxError as exc:
         raise spawn_error(exc, "surface_create_failed") from None
-    surface.requested_command = requested_command(p.initial_command, p.command)
-    if p.initial_input:
-        surface.terminal.write(p.initial_input.encode())
+    terminal_started(surface, p.initial_input, p.initial_command, p.command)
     return created(surface)
 
 

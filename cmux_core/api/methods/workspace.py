@@ -24,8 +24,8 @@ from cmux_core.api.methods.shared.creation import (
     create_from_layout,
     created_result,
     creation_focus,
-    requested_command,
     resolve_cwd,
+    terminal_started,
     trimmed,
 )
 from cmux_core.api.methods.shared.reports import check_source, check_tokens, check_ttl
@@ -108,9 +108,7 @@ async def workspace_create(call: Call[WorkspaceServices], p: WorkspaceCreatePara
         raise spawn_error(exc, "workspace_create_failed") from None
     if p.description:
         ws.description = p.description
-    pane.surface.requested_command = requested_command(p.command, p.initial_command)
-    if p.initial_input:
-        pane.terminal.write(p.initial_input.encode())
+    terminal_started(pane.surface, p.initial_input, p.command, p.initial_command)
     return created_result(mux, call.ctx.agents, ws)
 
 

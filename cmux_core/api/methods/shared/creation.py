@@ -77,6 +77,14 @@ def requested_command(*values: object) -> str | None:
     return next((v.strip() for v in values if isinstance(v, str) and v.strip()), None)
 
 
+def terminal_started(surface: Surface, initial_input: str | None, *commands: object) -> None:
+    """After a new terminal is spawned: keep the first of ``commands`` given as text (what
+    ``layout.save`` writes back) and type ``initial_input`` into it."""
+    surface.requested_command = requested_command(*commands)
+    if initial_input:
+        surface.terminal.write(initial_input.encode())
+
+
 def creation_focus(settings: Settings, focus: bool | None) -> bool:
     """Whether a cmux-family creating call takes focus: what the request says, else the
     server's ``[cmux] focus_on_create`` setting (off: cmux's current policy)."""
@@ -178,7 +186,5 @@ async def split_here(mux: Mux, settings: Settings, p: SurfaceSplitParams) -> Res
                               env=env, focus=creation_focus(settings, p.focus))
     except CmuxError as exc:
         raise spawn_error(exc, "surface_create_failed") from None
-    pane.surface.requested_command = requested_command(p.initial_command, p.command)
-    if p.initial_input:
-        pane.terminal.write(p.initial_input.encode())
+    terminal_started(pane.surface, p.initial_input, p.initial_command, p.command)
     return created(pane.surface)
