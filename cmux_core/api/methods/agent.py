@@ -40,6 +40,7 @@ from cmux_core.agents.views import (
 from cmux_core.api import wire
 from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result, services
+from cmux_core.api.methods.shared.creation import trimmed
 from cmux_core.api.methods.shared.reading import ReadOptions, read_result
 from cmux_core.api.methods.shared.waiting import (
     deadline_of,
@@ -174,7 +175,7 @@ async def agent_rename(call: Call[AgentServices], p: AgentRenameParams) -> Resul
     when the pane shows the agent's terminal (a background tab's name is its own)."""
     tracker = call.ctx.agents
     surface = resolve_agent_target(tracker, p.target)
-    name = (p.name or "").strip() or None
+    name = trimmed(p.name)
     if name is not None:
         check_agent_name(name)
         if tracker.name_taken(name, other_than=surface):

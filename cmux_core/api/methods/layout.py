@@ -100,7 +100,7 @@ async def layout_apply(call: Call[LayoutServices], p: ApplyParams) -> Result:
         raise CmuxError("invalid_target", "give either workspace_id or tab_id, not both")
     replace = mux.tab(p.tab_id) if p.tab_id is not None else None
     ws = replace.workspace if replace is not None else herdr_workspace(mux, p.workspace_id)
-    label = (p.tab_label or "").strip() or None
+    label = trimmed(p.tab_label)
     return {"type": "layout_apply",
             "layout": arrange.apply(mux, ws, p.root, replace=replace, tab_label=label,
                                     focus=p.focus)}

@@ -166,7 +166,7 @@ async def pane_rename(call: Call[LifecycleServices], p: PaneRenameParams) -> Res
     """Set the manual label (trimmed); empty or null clears it."""
     mux = call.ctx.mux
     pane = mux.pane(p.pane_id)
-    pane.label = (p.label or "").strip() or None
+    pane.label = trimmed(p.label)
     return pane_result(call.ctx, pane)
 
 
