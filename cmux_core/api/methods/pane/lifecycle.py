@@ -12,7 +12,6 @@ from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.shared.creation import (
     ExecString,
-    NewTerminalParams,
     SurfaceSplitParams,
     command_argv,
     creation_focus,
@@ -178,17 +177,15 @@ async def pane_close(call: Call[LifecycleServices], p: PaneTarget) -> Result:
     return {"type": "ok"}
 
 
-class PaneCreateParams(NewTerminalParams):
+class PaneCreateParams(SurfaceSplitParams):
     direction: str = "right"
-    initial_divider_position: float | None = Field(default=None, ge=0.1, le=0.9)
 
 
 @methods.method("pane.create", PaneCreateParams)
 async def pane_create(call: Call[LifecycleServices], p: PaneCreateParams) -> Result:
     """cmux's form of a split: a new pane with a new terminal beside the source surface
     (``surface_id``, default the focused one) on the ``direction`` side."""
-    return await split_here(call.ctx.mux, call.ctx.settings,
-                            SurfaceSplitParams.model_validate(p.model_dump()))
+    return await split_here(call.ctx.mux, call.ctx.settings, p)
 
 
 @methods.method("pane.surfaces", Routing)
