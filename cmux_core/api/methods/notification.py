@@ -15,6 +15,7 @@ from cmux_core.api.methods.shared.params import Empty
 from cmux_core.api.methods.shared.routing import (
     Routing,
     given,
+    surface_handle,
     surface_keys,
     workspace_keys,
     workspace_of,
@@ -56,7 +57,7 @@ class CreateParams(Routing):
 def target_of(mux: Mux, p: Routing) -> tuple[Workspace, Surface | None]:
     """The workspace and surface a notification is for: the named surface (or pane's),
     else the focused surface of the workspace the call means."""
-    sid = given(p.surface_id) or given(p.tab_id)
+    sid = surface_handle(p)
     if sid:
         surface = mux.surface(sid)
         return surface.pane.tab.workspace, surface

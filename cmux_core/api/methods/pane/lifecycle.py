@@ -24,6 +24,7 @@ from cmux_core.api.methods.shared.routing import (
     Routing,
     given,
     pane_of,
+    surface_handle,
     surface_keys,
     surface_of,
     workspace_keys,
@@ -244,7 +245,7 @@ async def pane_join(call: Call[LifecycleServices], p: PaneJoinParams) -> Result:
     ``target_pane_id`` as its last tab, selected there; an emptied pane closes."""
     mux = call.ctx.mux
     target = mux.pane(p.target_pane_id)
-    if not (given(p.surface_id) or given(p.tab_id) or given(p.pane_id)):
+    if not (surface_handle(p) or given(p.pane_id)):
         raise InvalidParams("surface_id", "give surface_id or pane_id")
     surface = surface_of(mux, p)
     if surface.pane is target:
