@@ -253,6 +253,13 @@ async def surface_close(call: Call[SurfaceServices], p: Routing) -> Result:
     return {"type": "ok", **keys}
 
 
+def index_beside(surface: Surface, anchor: Surface, *, before: bool) -> int:
+    """The index, among the other surfaces of ``anchor``'s pane, that puts ``surface``
+    just before (else just after) ``anchor``."""
+    others = [s for s in anchor.pane.surfaces if s is not surface]
+    return others.index(anchor) + (0 if before else 1)
+
+
 class SurfaceMoveParams(Routing):
     surface_id: str
     before_surface_id: str | None = None
@@ -278,8 +285,7 @@ async def surface_move(call: Call[SurfaceServices], p: SurfaceMoveParams) -> Res
             raise InvalidParams("before_surface_id" if before else "after_surface_id",
                                 "anchor is the moved surface")
         dest = anchor.pane
-        others = [s for s in dest.surfaces if s is not surface]
-        index = others.index(anchor) + (0 if before else 1)
+        index = index_beside(surface, anchor, before=bool(before))
     elif given(p.pane_id):
         dest = mux.pane(given(p.pane_id))
     elif given(p.workspace_id) or given(p.window_id):
@@ -323,8 +329,7 @@ async def surface_reorder(call: Call[SurfaceServices], p: SurfaceReorderParams) 
             raise InvalidParams("before_surface_id" if p.before_surface_id
                                 else "after_surface_id",
                                 "Anchor surface must be another surface of the same pane")
-        others = [s for s in pane.surfaces if s is not surface]
-        index = others.index(anchor) + (0 if given(p.before_surface_id) else 1)
+        index = index_beside(surface, anchor, before=bool(given(p.before_surface_id)))
     surfaces.reorder(mux, surface, index)
     if p.focus:
         mux.focus_surface(surface)
