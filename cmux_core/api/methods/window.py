@@ -13,6 +13,7 @@ from cmux_core.api.methods.shared.creation import creation_focus, resolve_cwd
 from cmux_core.api.methods.shared.params import Empty
 from cmux_core.api.methods.shared.routing import window_keys
 from cmux_core.api.methods.shared.rows import window_row
+from cmux_core.api.methods.shared.workspace_routing import Routing, route_window
 from cmux_core.config import Settings
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
@@ -45,24 +46,15 @@ async def window_list(call: Call[WindowServices], p: Empty) -> Result:
             "windows": [window_row(mux, w, i) for i, w in enumerate(mux.windows)]}
 
 
-class CurrentParams(Params):
-    window_id: str | None = None
-    workspace_id: str | None = None
+class CurrentParams(Routing):
+    pass
 
 
 @methods.method("window.current", CurrentParams)
 async def window_current(call: Call[WindowServices], p: CurrentParams) -> Result:
     """The window a call would be routed to: ``window_id``, the window holding
     ``workspace_id``, else the active window."""
-    mux = call.ctx.mux
-    if p.window_id:
-        window: Window | None = mux.window(p.window_id)
-    elif p.workspace_id:
-        window = mux.workspace(p.workspace_id).window
-    else:
-        window = mux.active_window
-    if window is None:
-        raise CmuxError("not_found", "Current window not found")
+    window = route_window(call.ctx.mux, p, missing="Current window not found")
     return {"type": "window", **window_keys(window)}
 
 
