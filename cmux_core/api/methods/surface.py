@@ -26,6 +26,7 @@ from cmux_core.api.methods.shared.creation import (
     creation_focus,
     requested_command,
     resolve_cwd,
+    spawning,
     split_direction,
     split_here,
     terminal_spec,
@@ -49,7 +50,7 @@ from cmux_core.api.methods.shared.surface_actions import SurfaceActionParams, ru
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.model import surfaces
 from cmux_core.model.events import PaneCwdChanged
-from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.mux import Mux
 from cmux_core.model.pane_io import surface_text
 from cmux_core.model.tree import Surface, Workspace
 
@@ -199,11 +200,9 @@ async def surface_create(call: Call[SurfaceServices], p: SurfaceCreateParams) ->
                                         focus=creation_focus(call.ctx.settings, p.focus))
         return created(surface)
     cwd, command, env = terminal_spec(mux, p, pane)
-    try:
+    with spawning("surface_create_failed"):
         surface = surfaces.add_surface(mux, pane, cwd=cwd, command=command, env=env,
                                        focus=creation_focus(call.ctx.settings, p.focus))
-    except CmuxError as exc:
-        raise spawn_error(exc, "surface_create_failed") from None
     terminal_started(surface, p.initial_input, p.initial_command, p.command)
     return created(surface)
 
@@ -440,10 +439,8 @@ async def surface_respawn(call: Call[SurfaceServices], p: RespawnParams) -> Resu
     cwd = resolve_cwd(p.working_directory, "working_directory") or surface.launch_cwd
     command = command_argv(p.command, "command") or command_argv(p.initial_command,
                                                                  "initial_command")
-    try:
+    with spawning("surface_respawn_failed"):
         surfaces.respawn(mux, surface, command=command, cwd=cwd)
-    except CmuxError as exc:
-        raise spawn_error(exc, "surface_respawn_failed") from None
     surface.requested_command = requested_command(p.command, p.initial_command)
     if p.focus:
         mux.focus_surface(surface)

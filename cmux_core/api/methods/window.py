@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result, services
-from cmux_core.api.methods.shared.creation import creation_focus, resolve_cwd
+from cmux_core.api.methods.shared.creation import creation_focus, resolve_cwd, spawning
 from cmux_core.api.methods.shared.params import Empty
 from cmux_core.api.methods.shared.routing import window_keys
 from cmux_core.api.methods.shared.rows import window_row
 from cmux_core.api.methods.shared.workspace_routing import Routing, route_window
 from cmux_core.config import Settings
-from cmux_core.errors import CmuxError, InvalidParams
+from cmux_core.errors import InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model import windows
-from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Window
 
 
@@ -70,11 +70,9 @@ async def window_create(call: Call[WindowServices], p: CreateParams) -> Result:
     (or ``[cmux] focus_on_create``)."""
     mux = call.ctx.mux
     cwd = resolve_cwd(p.cwd, "cwd") or resolve_cwd(p.working_directory, "working_directory")
-    try:
+    with spawning("window_create_failed"):
         window = windows.create_window(mux, cwd=cwd, focus=creation_focus(call.ctx.settings,
                                                                           p.focus))
-    except CmuxError as exc:
-        raise spawn_error(exc, "window_create_failed") from None
     ws = window.workspaces[0]
     return {"type": "window", **window_keys(window), "workspace_id": ws.uuid,
             "workspace_ref": ws.ref}

@@ -25,6 +25,7 @@ from cmux_core.api.methods.shared.creation import (
     created_result,
     creation_focus,
     resolve_cwd,
+    spawning,
     terminal_started,
     trimmed,
 )
@@ -38,7 +39,7 @@ from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model import arrange, cmux_v2_layout, windows
 from cmux_core.model.events import WorkspaceRenamed
-from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.mux import Mux
 from cmux_core.model.pane_io import launch_env
 from cmux_core.model.tree import Workspace
 
@@ -100,12 +101,10 @@ async def workspace_create(call: Call[WorkspaceServices], p: WorkspaceCreatePara
     command = command_argv(p.command, "command") or command_argv(p.initial_command,
                                                                  "initial_command")
     window = mux.window(p.window_id) if p.window_id else None
-    try:
+    with spawning("workspace_create_failed"):
         ws, _tab, pane = mux.create_workspace(
             cwd=cwd or wd, label=trimmed(p.label or p.title or p.name), env=env,
             pane_env=pane_env, command=command, focus=focus, window=window)
-    except CmuxError as exc:
-        raise spawn_error(exc, "workspace_create_failed") from None
     if p.description:
         ws.description = p.description
     terminal_started(pane.surface, p.initial_input, p.command, p.initial_command)

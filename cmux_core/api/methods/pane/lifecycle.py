@@ -16,6 +16,7 @@ from cmux_core.api.methods.shared.creation import (
     command_argv,
     creation_focus,
     resolve_cwd,
+    spawning,
     split_here,
     trimmed,
 )
@@ -36,7 +37,6 @@ from cmux_core.api.methods.shared.services import ModelServices
 from cmux_core.errors import CmuxError, InvalidParams, NotFound
 from cmux_core.hookspecs import Params
 from cmux_core.model import surfaces
-from cmux_core.model.mux import spawn_error
 from cmux_core.model.pane_io import launch_env
 from cmux_core.model.tree import Pane
 
@@ -89,11 +89,9 @@ async def pane_split(call: Call[LifecycleServices], p: PaneSplitParams) -> Resul
     env = launch_env(p.env)
     cwd = resolve_cwd(p.cwd if p.cwd is not None else p.location, "cwd")
     command = command_argv(p.command, "command")
-    try:
+    with spawning("pane_split_failed"):
         pane = mux.split_pane(target, p.direction, ratio=p.ratio, cwd=cwd, env=env,
                               command=command, focus=p.focus)
-    except CmuxError as exc:
-        raise spawn_error(exc, "pane_split_failed") from None
     return pane_result(call.ctx, pane)
 
 

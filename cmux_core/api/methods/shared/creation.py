@@ -5,6 +5,8 @@ working directory, whether the new thing takes focus.
 from __future__ import annotations
 
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -43,6 +45,16 @@ def resolve_cwd(value: str | None, field: str) -> str | None:
     if not stat.S_ISDIR(mode):
         raise InvalidParams(field, f"{value} is not a directory")
     return str(path)
+
+
+@contextmanager
+def spawning(code: str) -> Iterator[None]:
+    """Raise a spawn failure inside the block as ``code`` (e.g. ``tab_create_failed``), with
+    its message and data (:func:`~cmux_core.model.mux.spawn_error`); other errors pass."""
+    try:
+        yield
+    except CmuxError as exc:
+        raise spawn_error(exc, code) from None
 
 
 def _exec_string(value: str) -> str:
@@ -180,11 +192,9 @@ async def split_here(mux: Mux, settings: Settings, p: SurfaceSplitParams) -> Res
     direction = split_direction(p.direction)
     source = surface_of(mux, p)
     cwd, command, env = terminal_spec(mux, p, source.pane)
-    try:
+    with spawning("surface_create_failed"):
         pane = surfaces.split(mux, source.pane, direction,
                               ratio=p.initial_divider_position, cwd=cwd, command=command,
                               env=env, focus=creation_focus(settings, p.focus))
-    except CmuxError as exc:
-        raise spawn_error(exc, "surface_create_failed") from None
     terminal_started(pane.surface, p.initial_input, p.initial_command, p.command)
     return created(pane.surface)
