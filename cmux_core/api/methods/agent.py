@@ -40,6 +40,7 @@ from cmux_core.agents.views import (
 from cmux_core.api import wire
 from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result, services
+from cmux_core.api.methods.shared.creation import spawning, trimmed
 from cmux_core.api.methods.shared.reading import ReadOptions, read_result
 from cmux_core.api.methods.shared.waiting import (
     deadline_of,
@@ -52,7 +53,7 @@ from cmux_core.errors import CmuxError, WaitTimeout
 from cmux_core.events import EventHub, Published
 from cmux_core.hookspecs import Params
 from cmux_core.model.events import PaneUpdated
-from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.mux import Mux
 from cmux_core.model.pane_io import check_keys, keys_for, launch_env, paste_bytes
 from cmux_core.model.tree import Pane, Surface
 from cmux_core.plugin_host.host import PluginHost
@@ -101,10 +102,6 @@ READY_TIMEOUT_MS = 30000
 
 START_TIMEOUT_MS = (3000, 300000)
 """``agent.start`` ``timeout_ms`` must lie in (low, high]."""
-
-
-class Empty(Params):
-    pass
 
 
 class AgentTarget(Params):
@@ -178,7 +175,7 @@ async def agent_rename(call: Call[AgentServices], p: AgentRenameParams) -> Resul
     when the pane shows the agent's terminal (a background tab's name is its own)."""
     tracker = call.ctx.agents
     surface = resolve_agent_target(tracker, p.target)
-    name = (p.name or "").strip() or None
+    name = trimmed(p.name)
     if name is not None:
         check_agent_name(name)
         if tracker.name_taken(name, other_than=surface):
@@ -356,7 +353,7 @@ async def agent_start(call: Call[AgentServices], p: AgentStartParams) -> Result:
 def place_agent(mux: Mux, p: AgentStartParams, argv: list[str], env: dict[str, str],
                 cwd: str | None) -> Pane:
     """The seed's placement rules; spawn failures become ``agent_start_failed``."""
-    try:
+    with spawning("agent_start_failed"):
         if not any(True for _ in mux.workspaces()):
             _ws, _tab, pane = mux.create_workspace(cwd=cwd, command=argv, pane_env=env,
                                                    focus=p.focus)
@@ -378,8 +375,6 @@ def place_agent(mux: Mux, p: AgentStartParams, argv: list[str], env: dict[str, s
             tab = ws.active_tab
         source = mux.panes.get(tab.focused) or mux.tab_panes(tab)[0]
         return mux.split_pane(source, p.split, cwd=cwd, env=env, command=argv, focus=p.focus)
-    except CmuxError as exc:
-        raise spawn_error(exc, "agent_start_failed") from None
 
 
 def type_into_shell(mux: Mux, tracker: AgentTracker, pane_id: str, argv: list[str]) -> Pane:

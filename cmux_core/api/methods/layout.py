@@ -32,6 +32,7 @@ from cmux_core.api.methods.shared.creation import (
     resolve_cwd,
     trimmed,
 )
+from cmux_core.api.methods.shared.params import Empty
 from cmux_core.api.methods.shared.routing import herdr_workspace
 from cmux_core.api.methods.shared.services import ModelServices
 from cmux_core.api.methods.shared.workspace_routing import Routing as WorkspaceRouting
@@ -99,7 +100,7 @@ async def layout_apply(call: Call[LayoutServices], p: ApplyParams) -> Result:
         raise CmuxError("invalid_target", "give either workspace_id or tab_id, not both")
     replace = mux.tab(p.tab_id) if p.tab_id is not None else None
     ws = replace.workspace if replace is not None else herdr_workspace(mux, p.workspace_id)
-    label = (p.tab_label or "").strip() or None
+    label = trimmed(p.tab_label)
     return {"type": "layout_apply",
             "layout": arrange.apply(mux, ws, p.root, replace=replace, tab_label=label,
                                     focus=p.focus)}
@@ -208,10 +209,6 @@ async def layout_save(call: Call[LayoutServices], p: SaveParams) -> Result:
     _write(path, doc)
     return {"type": "layout_saved", **_summary(name, doc), "path": str(path),
             "workspace_id": ws.uuid, "workspace_ref": ws.ref}
-
-
-class Empty(Params):
-    pass
 
 
 @methods.method("layout.list", Empty)

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from cmux_core.api.context import Call, Peer
 from cmux_core.api.dispatch import MethodTable, Result
+from cmux_core.api.methods.shared.params import Empty
 from cmux_core.errors import CmuxError
 from cmux_core.hookspecs import Params
 
@@ -62,10 +63,6 @@ class MachineServices:
 
 
 methods = MethodTable()
-
-
-class Empty(Params):
-    pass
 
 
 class MachineName(Params):

@@ -11,9 +11,11 @@ from typing import Any, Literal
 
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result, services
+from cmux_core.api.methods.shared.params import Empty
 from cmux_core.api.methods.shared.routing import (
     Routing,
     given,
+    surface_handle,
     surface_keys,
     workspace_keys,
     workspace_of,
@@ -55,7 +57,7 @@ class CreateParams(Routing):
 def target_of(mux: Mux, p: Routing) -> tuple[Workspace, Surface | None]:
     """The workspace and surface a notification is for: the named surface (or pane's),
     else the focused surface of the workspace the call means."""
-    sid = given(p.surface_id) or given(p.tab_id)
+    sid = surface_handle(p)
     if sid:
         surface = mux.surface(sid)
         return surface.pane.tab.workspace, surface
@@ -201,10 +203,6 @@ def show(mux: Mux, note: Notification) -> Result:
 async def notification_open(call: Call[NotificationServices], p: NoteTarget) -> Result:
     """Go to a notification's surface, as clicking it does (focus intent)."""
     return show(call.ctx.mux, one(call.ctx.notifications, p))
-
-
-class Empty(Params):
-    pass
 
 
 @methods.method("notification.jump_to_unread", Empty)

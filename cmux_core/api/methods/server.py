@@ -17,6 +17,7 @@ from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call, ServerInfo
 from cmux_core.api.dispatch import MethodTable, Result, services
+from cmux_core.api.methods.shared.params import Empty
 from cmux_core.config import ConfigError
 from cmux_core.config_file import load_settings
 from cmux_core.events import EventHub
@@ -46,10 +47,6 @@ COLLECT_INTERVAL_S = 1.0
 
 
 _collected_at = -math.inf
-
-
-class Empty(Params):
-    pass
 
 
 @methods.method("ping", Empty)

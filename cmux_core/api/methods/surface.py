@@ -26,9 +26,11 @@ from cmux_core.api.methods.shared.creation import (
     creation_focus,
     requested_command,
     resolve_cwd,
+    spawning,
     split_direction,
     split_here,
     terminal_spec,
+    terminal_started,
     trimmed,
 )
 from cmux_core.api.methods.shared.input import key_bytes, write
@@ -48,7 +50,7 @@ from cmux_core.api.methods.shared.surface_actions import SurfaceActionParams, ru
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.model import surfaces
 from cmux_core.model.events import PaneCwdChanged
-from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.mux import Mux
 from cmux_core.model.pane_io import surface_text
 from cmux_core.model.tree import Surface, Workspace
 
@@ -198,14 +200,10 @@ async def surface_create(call: Call[SurfaceServices], p: SurfaceCreateParams) ->
                                         focus=creation_focus(call.ctx.settings, p.focus))
         return created(surface)
     cwd, command, env = terminal_spec(mux, p, pane)
-    try:
+    with spawning("surface_create_failed"):
         surface = surfaces.add_surface(mux, pane, cwd=cwd, command=command, env=env,
                                        focus=creation_focus(call.ctx.settings, p.focus))
-    except CmuxError as exc:
-        raise spawn_error(exc, "surface_create_failed") from None
-    surface.requested_command = requested_command(p.initial_command, p.command)
-    if p.initial_input:
-        surface.terminal.write(p.initial_input.encode())
+    terminal_started(surface, p.initial_input, p.initial_command, p.command)
     return created(surface)
 
 
@@ -254,6 +252,13 @@ async def surface_close(call: Call[SurfaceServices], p: Routing) -> Result:
     return {"type": "ok", **keys}
 
 
+def index_beside(surface: Surface, anchor: Surface, *, before: bool) -> int:
+    """The index, among the other surfaces of ``anchor``'s pane, that puts ``surface``
+    just before (else just after) ``anchor``."""
+    others = [s for s in anchor.pane.surfaces if s is not surface]
+    return others.index(anchor) + (0 if before else 1)
+
+
 class SurfaceMoveParams(Routing):
     surface_id: str
     before_surface_id: str | None = None
@@ -279,8 +284,7 @@ async def surface_move(call: Call[SurfaceServices], p: SurfaceMoveParams) -> Res
             raise InvalidParams("before_surface_id" if before else "after_surface_id",
                                 "anchor is the moved surface")
         dest = anchor.pane
-        others = [s for s in dest.surfaces if s is not surface]
-        index = others.index(anchor) + (0 if before else 1)
+        index = index_beside(surface, anchor, before=bool(before))
     elif given(p.pane_id):
         dest = mux.pane(given(p.pane_id))
     elif given(p.workspace_id) or given(p.window_id):
@@ -324,8 +328,7 @@ async def surface_reorder(call: Call[SurfaceServices], p: SurfaceReorderParams) 
             raise InvalidParams("before_surface_id" if p.before_surface_id
                                 else "after_surface_id",
                                 "Anchor surface must be another surface of the same pane")
-        others = [s for s in pane.surfaces if s is not surface]
-        index = others.index(anchor) + (0 if given(p.before_surface_id) else 1)
+        index = index_beside(surface, anchor, before=bool(given(p.before_surface_id)))
     surfaces.reorder(mux, surface, index)
     if p.focus:
         mux.focus_surface(surface)
@@ -436,10 +439,8 @@ async def surface_respawn(call: Call[SurfaceServices], p: RespawnParams) -> Resu
     cwd = resolve_cwd(p.working_directory, "working_directory") or surface.launch_cwd
     command = command_argv(p.command, "command") or command_argv(p.initial_command,
                                                                  "initial_command")
-    try:
+    with spawning("surface_respawn_failed"):
         surfaces.respawn(mux, surface, command=command, cwd=cwd)
-    except CmuxError as exc:
-        raise spawn_error(exc, "surface_respawn_failed") from None
     surface.requested_command = requested_command(p.command, p.initial_command)
     if p.focus:
         mux.focus_surface(surface)

@@ -21,6 +21,7 @@ from cmux_core.api.dispatch import MethodTable, Result, services
 from cmux_core.api.methods import herdr_extras
 from cmux_core.api.methods.cmux_v2_catalog import NOT_SUPPORTED
 from cmux_core.api.methods.shared.input import key_bytes, write
+from cmux_core.api.methods.shared.params import Empty
 from cmux_core.api.methods.shared.projections import row_cache
 from cmux_core.api.methods.shared.routing import (
     Routing,
@@ -55,10 +56,6 @@ class SystemServices:
 
 
 methods = MethodTable()
-
-
-class Empty(Params):
-    pass
 
 
 @methods.method("system.ping", Empty)

@@ -8,14 +8,18 @@ from pydantic import Field
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.shared.creation import ExecString, command_argv, resolve_cwd, trimmed
+from cmux_core.api.methods.shared.creation import (
+    ExecString,
+    command_argv,
+    resolve_cwd,
+    spawning,
+    trimmed,
+)
 from cmux_core.api.methods.shared.routing import herdr_workspace
 from cmux_core.api.methods.shared.services import ModelServices
 from cmux_core.api.methods.shared.surface_actions import SurfaceActionParams, run_action
-from cmux_core.errors import CmuxError
 from cmux_core.hookspecs import Params
 from cmux_core.model import arrange
-from cmux_core.model.mux import spawn_error
 from cmux_core.model.pane_io import launch_env
 from cmux_core.model.tree import Tab
 
@@ -48,11 +52,9 @@ async def tab_create(call: Call[TabServices], p: TabCreateParams) -> Result:
     env = launch_env(p.env)
     cwd = resolve_cwd(p.cwd, "cwd")
     command = command_argv(p.command, "command")
-    try:
+    with spawning("tab_create_failed"):
         tab, pane = mux.create_tab(ws, cwd=cwd, label=trimmed(p.label), env=env,
                                    command=command, focus=p.focus)
-    except CmuxError as exc:
-        raise spawn_error(exc, "tab_create_failed") from None
     return {"type": "tab_created", "tab": wire.tab_info(mux, call.ctx.agents, tab),
             "root_pane": wire.pane_info(mux, call.ctx.agents, pane)}
 
@@ -89,8 +91,7 @@ async def tab_focus(call: Call[TabServices], p: TabTarget) -> Result:
     return tab_result(call.ctx, tab)
 
 
-class TabRenameParams(Params):
-    tab_id: str
+class TabRenameParams(TabTarget):
     label: str = Field(max_length=256)
 
 
@@ -111,8 +112,7 @@ async def tab_close(call: Call[TabServices], p: TabTarget) -> Result:
     return {"type": "ok"}
 
 
-class TabMoveParams(Params):
-    tab_id: str
+class TabMoveParams(TabTarget):
     insert_index: int = Field(ge=0)
 
 

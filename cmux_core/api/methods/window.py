@@ -7,17 +7,18 @@ active one, where calls without a ``window_id`` go. Results carry the window's U
 
 from __future__ import annotations
 
-from typing import Any
-
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result, services
-from cmux_core.api.methods.shared.creation import creation_focus, resolve_cwd
+from cmux_core.api.methods.shared.creation import creation_focus, resolve_cwd, spawning
+from cmux_core.api.methods.shared.params import Empty
+from cmux_core.api.methods.shared.routing import window_keys
 from cmux_core.api.methods.shared.rows import window_row
+from cmux_core.api.methods.shared.workspace_routing import Routing, route_window
 from cmux_core.config import Settings
-from cmux_core.errors import CmuxError, InvalidParams
+from cmux_core.errors import InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model import windows
-from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.mux import Mux
 from cmux_core.model.tree import Window
 
 
@@ -30,19 +31,11 @@ class WindowServices:
 methods = MethodTable()
 
 
-def window_keys(window: Window) -> dict[str, Any]:
-    return {"window_id": window.uuid, "window_ref": window.ref}
-
-
 def required_window(mux: Mux, text: str | None) -> Window:
     """The window ``text`` names; ``invalid_params`` when it is absent or blank."""
     if text is None or not text.strip():
         raise InvalidParams("window_id", "Missing or invalid window_id")
     return mux.window(text)
-
-
-class Empty(Params):
-    pass
 
 
 @methods.method("window.list", Empty)
@@ -53,24 +46,15 @@ async def window_list(call: Call[WindowServices], p: Empty) -> Result:
             "windows": [window_row(mux, w, i) for i, w in enumerate(mux.windows)]}
 
 
-class CurrentParams(Params):
-    window_id: str | None = None
-    workspace_id: str | None = None
+class CurrentParams(Routing):
+    pass
 
 
 @methods.method("window.current", CurrentParams)
 async def window_current(call: Call[WindowServices], p: CurrentParams) -> Result:
     """The window a call would be routed to: ``window_id``, the window holding
     ``workspace_id``, else the active window."""
-    mux = call.ctx.mux
-    if p.window_id:
-        window: Window | None = mux.window(p.window_id)
-    elif p.workspace_id:
-        window = mux.workspace(p.workspace_id).window
-    else:
-        window = mux.active_window
-    if window is None:
-        raise CmuxError("not_found", "Current window not found")
+    window = route_window(call.ctx.mux, p, missing="Current window not found")
     return {"type": "window", **window_keys(window)}
 
 
@@ -86,11 +70,9 @@ async def window_create(call: Call[WindowServices], p: CreateParams) -> Result:
     (or ``[cmux] focus_on_create``)."""
     mux = call.ctx.mux
     cwd = resolve_cwd(p.cwd, "cwd") or resolve_cwd(p.working_directory, "working_directory")
-    try:
+    with spawning("window_create_failed"):
         window = windows.create_window(mux, cwd=cwd, focus=creation_focus(call.ctx.settings,
                                                                           p.focus))
-    except CmuxError as exc:
-        raise spawn_error(exc, "window_create_failed") from None
     ws = window.workspaces[0]
     return {"type": "window", **window_keys(window), "workspace_id": ws.uuid,
             "workspace_ref": ws.ref}

@@ -24,12 +24,13 @@ from cmux_core.api.methods.shared.creation import (
     create_from_layout,
     created_result,
     creation_focus,
-    requested_command,
     resolve_cwd,
+    spawning,
+    terminal_started,
     trimmed,
 )
 from cmux_core.api.methods.shared.reports import check_source, check_tokens, check_ttl
-from cmux_core.api.methods.shared.routing import workspace_keys
+from cmux_core.api.methods.shared.routing import window_keys, workspace_keys
 from cmux_core.api.methods.shared.rows import workspace_row
 from cmux_core.api.methods.shared.services import ModelServices
 from cmux_core.api.methods.shared.workspace_routing import Routing as WorkspaceRouting
@@ -38,7 +39,7 @@ from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.hookspecs import Params
 from cmux_core.model import arrange, cmux_v2_layout, windows
 from cmux_core.model.events import WorkspaceRenamed
-from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.mux import Mux
 from cmux_core.model.pane_io import launch_env
 from cmux_core.model.tree import Workspace
 
@@ -55,10 +56,6 @@ log = logging.getLogger(__name__)
 
 PREVIEW_CHARS = 120
 """Characters of a submitted prompt echoed back in ``message_preview``."""
-
-
-class Empty(Params):
-    pass
 
 
 class WorkspaceCreateParams(Params):
@@ -104,17 +101,13 @@ async def workspace_create(call: Call[WorkspaceServices], p: WorkspaceCreatePara
     command = command_argv(p.command, "command") or command_argv(p.initial_command,
                                                                  "initial_command")
     window = mux.window(p.window_id) if p.window_id else None
-    try:
+    with spawning("workspace_create_failed"):
         ws, _tab, pane = mux.create_workspace(
             cwd=cwd or wd, label=trimmed(p.label or p.title or p.name), env=env,
             pane_env=pane_env, command=command, focus=focus, window=window)
-    except CmuxError as exc:
-        raise spawn_error(exc, "workspace_create_failed") from None
     if p.description:
         ws.description = p.description
-    pane.surface.requested_command = requested_command(p.command, p.initial_command)
-    if p.initial_input:
-        pane.terminal.write(p.initial_input.encode())
+    terminal_started(pane.surface, p.initial_input, p.command, p.initial_command)
     return created_result(mux, call.ctx.agents, ws)
 
 
@@ -132,7 +125,7 @@ async def workspace_list(call: Call[WorkspaceServices], p: WorkspaceListParams) 
             if ws.window is window]
     result: dict[str, Any] = {"type": "workspace_list", "workspaces": rows}
     if window is not None:
-        result.update({"window_id": window.uuid, "window_ref": window.ref})
+        result.update(window_keys(window))
     return result
 
 
@@ -360,9 +353,8 @@ async def workspace_reorder_many(call: Call[WorkspaceServices], p: ReorderManyPa
     before = rest[0] if rest else None
     if not p.dry_run and arrange.move_workspace_block(mux, block, before):
         events.append("workspace_reordered")
-    return {"type": "workspace_reorder", "window_id": window.uuid, "window_ref": window.ref,
-            "dry_run": p.dry_run, "plan": _plan(old, new), "events": events,
-            "workspace_ids": [ws.uuid for ws in new]}
+    return {"type": "workspace_reorder", **window_keys(window), "dry_run": p.dry_run,
+            "plan": _plan(old, new), "events": events, "workspace_ids": [ws.uuid for ws in new]}
 
 
 WorkspaceAction = Literal[

@@ -16,6 +16,7 @@ from cmux_core.agents.tracker import AgentTracker
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result, services
+from cmux_core.api.methods.shared.creation import trimmed
 from cmux_core.api.methods.shared.routing import pane_keys
 from cmux_core.api.methods.shared.rows import NOMINAL_CELL_PX
 from cmux_core.errors import CmuxError, InvalidParams
@@ -201,9 +202,8 @@ def _destination(mux: Mux, d: ToTabDestination | ToNewTabDestination
         return arrange.ToTab(tab, target, d.split, ratio)
     if isinstance(d, ToNewTabDestination):
         ws = mux.workspace(d.workspace_id) if d.workspace_id is not None else source_ws
-        return arrange.ToNewTab(ws, (d.label or "").strip() or None)
-    return arrange.ToNewWorkspace((d.label or "").strip() or None,
-                                  (d.tab_label or "").strip() or None)
+        return arrange.ToNewTab(ws, trimmed(d.label))
+    return arrange.ToNewWorkspace(trimmed(d.label), trimmed(d.tab_label))
 
 
 @methods.method("pane.move", MoveParams)

@@ -12,11 +12,11 @@ from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.shared.creation import (
     ExecString,
-    NewTerminalParams,
     SurfaceSplitParams,
     command_argv,
     creation_focus,
     resolve_cwd,
+    spawning,
     split_here,
     trimmed,
 )
@@ -25,6 +25,7 @@ from cmux_core.api.methods.shared.routing import (
     Routing,
     given,
     pane_of,
+    surface_handle,
     surface_keys,
     surface_of,
     workspace_keys,
@@ -36,7 +37,6 @@ from cmux_core.api.methods.shared.services import ModelServices
 from cmux_core.errors import CmuxError, InvalidParams, NotFound
 from cmux_core.hookspecs import Params
 from cmux_core.model import surfaces
-from cmux_core.model.mux import spawn_error
 from cmux_core.model.pane_io import launch_env
 from cmux_core.model.tree import Pane
 
@@ -89,11 +89,9 @@ async def pane_split(call: Call[LifecycleServices], p: PaneSplitParams) -> Resul
     env = launch_env(p.env)
     cwd = resolve_cwd(p.cwd if p.cwd is not None else p.location, "cwd")
     command = command_argv(p.command, "command")
-    try:
+    with spawning("pane_split_failed"):
         pane = mux.split_pane(target, p.direction, ratio=p.ratio, cwd=cwd, env=env,
                               command=command, focus=p.focus)
-    except CmuxError as exc:
-        raise spawn_error(exc, "pane_split_failed") from None
     return pane_result(call.ctx, pane)
 
 
@@ -166,7 +164,7 @@ async def pane_rename(call: Call[LifecycleServices], p: PaneRenameParams) -> Res
     """Set the manual label (trimmed); empty or null clears it."""
     mux = call.ctx.mux
     pane = mux.pane(p.pane_id)
-    pane.label = (p.label or "").strip() or None
+    pane.label = trimmed(p.label)
     return pane_result(call.ctx, pane)
 
 
@@ -178,17 +176,15 @@ async def pane_close(call: Call[LifecycleServices], p: PaneTarget) -> Result:
     return {"type": "ok"}
 
 
-class PaneCreateParams(NewTerminalParams):
+class PaneCreateParams(SurfaceSplitParams):
     direction: str = "right"
-    initial_divider_position: float | None = Field(default=None, ge=0.1, le=0.9)
 
 
 @methods.method("pane.create", PaneCreateParams)
 async def pane_create(call: Call[LifecycleServices], p: PaneCreateParams) -> Result:
     """cmux's form of a split: a new pane with a new terminal beside the source surface
     (``surface_id``, default the focused one) on the ``direction`` side."""
-    return await split_here(call.ctx.mux, call.ctx.settings,
-                            SurfaceSplitParams.model_validate(p.model_dump()))
+    return await split_here(call.ctx.mux, call.ctx.settings, p)
 
 
 @methods.method("pane.surfaces", Routing)
@@ -247,7 +243,7 @@ async def pane_join(call: Call[LifecycleServices], p: PaneJoinParams) -> Result:
     ``target_pane_id`` as its last tab, selected there; an emptied pane closes."""
     mux = call.ctx.mux
     target = mux.pane(p.target_pane_id)
-    if not (given(p.surface_id) or given(p.tab_id) or given(p.pane_id)):
+    if not (surface_handle(p) or given(p.pane_id)):
         raise InvalidParams("surface_id", "give surface_id or pane_id")
     surface = surface_of(mux, p)
     if surface.pane is target:

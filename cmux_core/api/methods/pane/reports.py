@@ -85,8 +85,7 @@ def session_ref(source: str, agent: str, session_id: str | None,
     return None
 
 
-def report_target(call: Call[ReportServices], pane_id: str | None,
-                  surface_id: str | None) -> Surface:
+def report_target(call: Call[ReportServices], p: ReportTarget) -> Surface:
     """The terminal surface a hook report is about (module doc).
 
     ``surface_id`` wins over ``pane_id``: a surface moved to another pane keeps the
@@ -94,14 +93,14 @@ def report_target(call: Call[ReportServices], pane_id: str | None,
     ``invalid_params`` for a markdown surface or when neither id is given.
     """
     mux = call.ctx.mux
-    if surface_id is not None:
-        surface = mux.surface(surface_id)
+    if p.surface_id is not None:
+        surface = mux.surface(p.surface_id)
         if surface.term is None:
             raise InvalidParams("surface_id", "Surface is not a terminal")
         return surface
-    if pane_id is None:
+    if p.pane_id is None:
         raise InvalidParams("pane_id", "field required")
-    pane = mux.pane(pane_id)
+    pane = mux.pane(p.pane_id)
     pid = call.connection.peer_pid if call.connection is not None else None
     # Each live terminal by its process (the leader of its session); an exited one's pid
     # may belong to another process by now.
@@ -137,6 +136,12 @@ class SourceReport(ReportTarget):
     seq: int | None = Field(default=None, ge=0)
 
 
+def source_target(call: Call[ReportServices], p: SourceReport) -> tuple[Surface, str]:
+    """The terminal a source's report is about (:func:`report_target`) and the agent it
+    names, as the tracker labels agents."""
+    return report_target(call, p), call.ctx.agents.normalise_label(p.agent)
+
+
 class ReportAgentParams(SourceReport):
     state: AgentState
     message: str | None = None
@@ -154,8 +159,7 @@ class ReportAgentParams(SourceReport):
 async def pane_report_agent(call: Call[ReportServices], p: ReportAgentParams) -> Result:
     """Report an agent state from a hook; ``ok`` even when the report is ignored."""
     tracker = call.ctx.agents
-    surface = report_target(call, p.pane_id, p.surface_id)
-    agent = tracker.normalise_label(p.agent)
+    surface, agent = source_target(call, p)
     custom = clean_text(p.custom_status, MAX_CUSTOM_STATUS_CHARS) if p.custom_status else None
     accepted = tracker.report_agent(
         surface, source=p.source, agent=agent, state=p.state, seq=p.seq, message=p.message,
@@ -180,8 +184,7 @@ class ReportSessionParams(SourceReport):
 async def pane_report_agent_session(call: Call[ReportServices], p: ReportSessionParams) -> Result:
     """Record an agent's native session reference (declared sources only); never a state."""
     tracker = call.ctx.agents
-    surface = report_target(call, p.pane_id, p.surface_id)
-    agent = tracker.normalise_label(p.agent)
+    surface, agent = source_target(call, p)
     start = (p.session_start_source or "").strip()
     tracker.report_session(
         surface, source=p.source, agent=agent, seq=p.seq, replaces=start in START_SOURCES,
@@ -197,8 +200,7 @@ class ReleaseAgentParams(SourceReport):
 async def pane_release_agent(call: Call[ReportServices], p: ReleaseAgentParams) -> Result:
     """The agent gives the pane back: its authority, name and label go (custom sources)."""
     tracker = call.ctx.agents
-    surface = report_target(call, p.pane_id, p.surface_id)
-    agent = tracker.normalise_label(p.agent)
+    surface, agent = source_target(call, p)
     tracker.release_agent(surface, source=p.source, agent=agent, seq=p.seq)
     return {"type": "ok"}
 
@@ -212,7 +214,7 @@ class ClearAuthorityParams(ReportTarget):
 async def pane_clear_agent_authority(call: Call[ReportServices], p: ClearAuthorityParams) -> Result:
     """Drop the hook authority (of ``source`` when given); the screen decides again."""
     tracker = call.ctx.agents
-    surface = report_target(call, p.pane_id, p.surface_id)
+    surface = report_target(call, p)
     tracker.clear_authority(surface, source=p.source, seq=p.seq)
     return {"type": "ok"}
 
@@ -266,7 +268,7 @@ def metadata_patch(tracker: AgentTracker, p: ReportMetadataParams) -> MetadataPa
 async def pane_report_metadata(call: Call[ReportServices], p: ReportMetadataParams) -> Result:
     """Set or clear a pane's tokens and presentation (title, display agent, labels)."""
     tracker = call.ctx.agents
-    surface = report_target(call, p.pane_id, p.surface_id)
+    surface = report_target(call, p)
     patch = metadata_patch(tracker, p)
     if tracker.report_metadata(surface, patch):
         report = p.model_dump(exclude_none=True)
@@ -284,7 +286,7 @@ async def pane_open_report_socket(call: Call[ReportServices], p: OpenReportSocke
                                   ) -> Result:
     """Open a socket that accepts only hook reports for one terminal, until its pane closes
     or this connection ends; returns its path."""
-    surface = report_target(call, p.pane_id, p.surface_id)
+    surface = report_target(call, p)
     opened = await call.ctx.report_sockets.open(surface, call.connection)
     return {"type": "report_socket", "path": str(opened.path), "pane_id": surface.pane.id,
             "surface_id": surface.uuid}

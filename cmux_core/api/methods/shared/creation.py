@@ -5,6 +5,8 @@ working directory, whether the new thing takes focus.
 from __future__ import annotations
 
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -45,6 +47,16 @@ def resolve_cwd(value: str | None, field: str) -> str | None:
     return str(path)
 
 
+@contextmanager
+def spawning(code: str) -> Iterator[None]:
+    """Raise a spawn failure inside the block as ``code`` (e.g. ``tab_create_failed``), with
+    its message and data (:func:`~cmux_core.model.mux.spawn_error`); other errors pass."""
+    try:
+        yield
+    except CmuxError as exc:
+        raise spawn_error(exc, code) from None
+
+
 def _exec_string(value: str) -> str:
     if "\0" in value:
         raise ValueError("must not contain NUL")
@@ -75,6 +87,14 @@ def trimmed(value: str | None) -> str | None:
 def requested_command(*values: object) -> str | None:
     """The first command given as text, as written (what ``layout.save`` keeps)."""
     return next((v.strip() for v in values if isinstance(v, str) and v.strip()), None)
+
+
+def terminal_started(surface: Surface, initial_input: str | None, *commands: object) -> None:
+    """After a new terminal is spawned: keep the first of ``commands`` given as text (what
+    ``layout.save`` writes back) and type ``initial_input`` into it."""
+    surface.requested_command = requested_command(*commands)
+    if initial_input:
+        surface.terminal.write(initial_input.encode())
 
 
 def creation_focus(settings: Settings, focus: bool | None) -> bool:
@@ -172,13 +192,9 @@ async def split_here(mux: Mux, settings: Settings, p: SurfaceSplitParams) -> Res
     direction = split_direction(p.direction)
     source = surface_of(mux, p)
     cwd, command, env = terminal_spec(mux, p, source.pane)
-    try:
+    with spawning("surface_create_failed"):
         pane = surfaces.split(mux, source.pane, direction,
                               ratio=p.initial_divider_position, cwd=cwd, command=command,
                               env=env, focus=creation_focus(settings, p.focus))
-    except CmuxError as exc:
-        raise spawn_error(exc, "surface_create_failed") from None
-    pane.surface.requested_command = requested_command(p.initial_command, p.command)
-    if p.initial_input:
-        pane.terminal.write(p.initial_input.encode())
+    terminal_started(pane.surface, p.initial_input, p.initial_command, p.command)
     return created(pane.surface)

@@ -38,6 +38,11 @@ def given(text: str | None) -> str | None:
     return None if not text or text.isdigit() else text
 
 
+def surface_handle(p: Routing) -> str | None:
+    """The surface handle a call gives: ``surface_id``, else its ``tab_id`` alias."""
+    return given(p.surface_id) or given(p.tab_id)
+
+
 def window_of(mux: Mux, p: Routing) -> Window | None:
     text = given(p.window_id)
     return mux.window(text) if text else mux.active_window
@@ -49,7 +54,7 @@ def workspace_of(mux: Mux, p: Routing) -> Workspace:
     text = given(p.workspace_id)
     if text:
         return mux.workspace(text)
-    sid = given(p.surface_id) or given(p.tab_id)
+    sid = surface_handle(p)
     if sid:
         return mux.surface(sid).pane.tab.workspace
     pid = given(p.pane_id)
@@ -67,7 +72,7 @@ def pane_of(mux: Mux, p: Routing) -> Pane:
     pid = given(p.pane_id)
     if pid:
         return mux.pane(pid)
-    sid = given(p.surface_id) or given(p.tab_id)
+    sid = surface_handle(p)
     if sid:
         return mux.surface(sid).pane
     ws = workspace_of(mux, p)
@@ -79,7 +84,7 @@ def pane_of(mux: Mux, p: Routing) -> Pane:
 
 def surface_of(mux: Mux, p: Routing) -> Surface:
     """The named surface, or the selected surface of the pane the call means."""
-    sid = given(p.surface_id) or given(p.tab_id)
+    sid = surface_handle(p)
     if sid:
         return mux.surface(sid)
     if given(p.pane_id):
@@ -118,11 +123,11 @@ def surface_tab_keys(surface: Surface) -> dict[str, Any]:
     return {"tab_id": surface.uuid, "tab_ref": "tab:" + surface.ref.split(":", 1)[1]}
 
 
-def window_keys(ws: Workspace) -> dict[str, Any]:
-    return {"window_id": ws.window.uuid, "window_ref": ws.window.ref}
+def window_keys(window: Window) -> dict[str, Any]:
+    return {"window_id": window.uuid, "window_ref": window.ref}
 
 
 def workspace_keys(ws: Workspace) -> dict[str, Any]:
-    return {"workspace_id": ws.uuid, "workspace_ref": ws.ref, **window_keys(ws)}
+    return {"workspace_id": ws.uuid, "workspace_ref": ws.ref, **window_keys(ws.window)}
 
 

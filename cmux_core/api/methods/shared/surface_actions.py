@@ -9,13 +9,13 @@ from typing import Any
 from pydantic import ConfigDict
 
 from cmux_core.api.dispatch import Result
-from cmux_core.api.methods.shared.creation import creation_focus, trimmed
+from cmux_core.api.methods.shared.creation import creation_focus, spawning, trimmed
 from cmux_core.api.methods.shared.routing import Routing, surface_keys, surface_of, surface_tab_keys
 from cmux_core.api.methods.shared.rows import surface_title
 from cmux_core.config import Settings
 from cmux_core.errors import CmuxError, InvalidParams
 from cmux_core.model import surfaces
-from cmux_core.model.mux import Mux, spawn_error
+from cmux_core.model.mux import Mux
 
 ACTIONS = ("rename", "clear_name", "close_left", "close_right", "close_others",
            "new_terminal_right", "duplicate", "pin", "unpin", "mark_unread", "mark_read",
@@ -76,12 +76,10 @@ async def run_action(mux: Mux, settings: Settings, p: SurfaceActionParams) -> Re
     elif action in ("new_terminal_right", "duplicate"):
         command = surface.command if action == "duplicate" else None
         cwd = mux.pane_cwd(pane) or pane.tab.workspace.cwd
-        try:
+        with spawning("surface_create_failed"):
             new = surfaces.add_surface(mux, pane, cwd=cwd, command=command,
                                        focus=creation_focus(settings, p.focus),
                                        index=pane.surfaces.index(surface) + 1)
-        except CmuxError as exc:
-            raise spawn_error(exc, "surface_create_failed") from None
         out.update({"created_surface_id": new.uuid, "created_surface_ref": new.ref})
     elif action == "move_to_new_workspace":
         moved_to = surfaces.break_out(mux, surface, title=trimmed(p.title),

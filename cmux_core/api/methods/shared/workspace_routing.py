@@ -17,13 +17,15 @@ class Routing(Params):
     workspace_id: str | None = None
 
 
-def route_window(mux: Mux, p: Routing) -> Window:
+def route_window(mux: Mux, p: Routing, missing: str = "No window") -> Window:
+    """The routed window; ``not_found`` with the message ``missing`` when the call names
+    none and there is no active window."""
     if p.window_id:
         return mux.window(p.window_id)
     if p.workspace_id:
         return mux.workspace(p.workspace_id).window
     if mux.active_window is None:
-        raise CmuxError("not_found", "No window")
+        raise CmuxError("not_found", missing)
     return mux.active_window
 
 
