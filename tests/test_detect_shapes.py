@@ -228,6 +228,21 @@ def test_an_input_box_inside_a_dialog_box_and_a_command_awaiting_input() -> None
             assert (result.state, result.matched_rule) == ("blocked", "dialog_shape")
 
 
+def test_an_unboxed_field_line_under_its_label_with_a_back_hint() -> None:
+    """Claude Code 2.1.337 draws its sign-in code field as a bare '>' line under its label,
+    where 2.1.332 drew a box; 'Esc to go back' alone below it still makes it a dialog."""
+    for field in (" >", " > 4f9c-code", " ❯", " › typed"):
+        found = input_dialog([" Hold Shift while selecting to copy", "",
+                              " Paste code here if prompted", field, "", " Esc to go back"])
+        assert found is not None and found.heading == "Paste code here if prompted", field
+    assert input_dialog([" Paste code here if prompted", " >", "", " ? for shortcuts"]) is None, \
+        "a field line whose hints do not go back is a prompt"
+    assert input_dialog(["⏺ Done.", " >", "", " Esc to go back"]) is None, \
+        "a transcript line is no label"
+    assert input_dialog([" > earlier prompt", " >", "", " Esc to cancel"]) is None, \
+        "a prompt line is no label"
+
+
 @pytest.mark.parametrize("hint", ["Press Enter to continue", "Enter to continue",
                                   "↵ to dismiss", "Hit the return key to proceed",
                                   "Usage limit has reset · Press enter to continue"])

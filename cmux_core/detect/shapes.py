@@ -10,9 +10,10 @@ numbered or not, drawn inside a box or not, and say anything.
 
 An *input dialog* is a field inside a box (or between two horizontal rules) with a hint
 below it that both submits and cancels (``Enter to submit · Esc to cancel``), or a field
-box under its label with a hint line right below that only goes back (``Paste code here
-if prompted`` / box / ``Esc to go back``): a key or code entry box of a sign-in flow, as
-opposed to an agent's own prompt box, whose hints neither submit nor cancel.
+under its label (a box, or an unboxed line starting with a prompt mark, ``> ``) with a hint
+line right below that only goes back (``Paste code here if prompted`` / field / ``Esc to go
+back``): a key or code entry of a sign-in flow, as opposed to an agent's own prompt box,
+whose hints neither submit nor cancel.
 
 A *notice* waits for one key before anything goes on: ``Press Enter to continue``, a
 yes/no question on the last line (``Run it? (Y)es/(N)o [Yes]:``), or a status line saying
@@ -46,6 +47,9 @@ _PARTS = re.compile(r"\s+[·•|—–]\s+")
 continue``)."""
 _BACK_HINT = re.compile(r"(?i)^(?:press\s+)?(?:esc|escape)\s+to\s+(?:cancel|go\s+back|back)\W*$")
 """A hint line that only cancels or goes back (``Esc to go back``)."""
+_FIELD_LINE = re.compile(rf"^\s*[{CURSORS.replace('●', '')}](?:\s.*)?$")
+"""An unboxed entry field: a prompt mark alone or before what was typed (``> ``,
+``> sk-…``)."""
 _NOTICE = re.compile(r"(?i)^\W*(?:(?:press|hit)\s+)?(?:the\s+)?(?:enter|return|any key|[↵⏎])"
                      r"(?:\s+key)?\s+to\s+(?:continue|proceed|dismiss|acknowledge|go on)\b")
 """A line waiting for one key: ``Press Enter to continue``, ``Enter to continue``,
@@ -211,20 +215,25 @@ def input_dialog(lines: list[str]) -> Dialog | None:
 
 
 def _labelled_field(lines: list[str]) -> Dialog | None:
-    """A field box under its label with a hint line right below that only goes back
-    (``Paste code here if prompted`` / box / ``Esc to go back``); the label is its heading."""
-    for at in range(len(lines) - 1, 2, -1):
+    """A field under its label with a hint line right below that only goes back
+    (``Paste code here if prompted`` / field / ``Esc to go back``); the label is its heading.
+    The field is a box, or one unboxed line that starts with a prompt mark (``> ``)."""
+    for at in range(len(lines) - 1, 1, -1):
         if not _BACK_HINT.match(_strip(lines[at])):
             continue
         bottom = next((i for i in range(at - 1, max(-1, at - 3), -1) if _strip(lines[i])), None)
-        if bottom is None or not _BOX_EDGE.match(lines[bottom]):
+        if bottom is None:
             continue
-        top = next((i for i in range(bottom - 1, max(-1, bottom - 6), -1)
-                    if _BOX_EDGE.match(lines[i])), None)
+        if _BOX_EDGE.match(lines[bottom]):
+            top = next((i for i in range(bottom - 1, max(-1, bottom - 6), -1)
+                        if _BOX_EDGE.match(lines[i])), None)
+        else:
+            top = bottom if _FIELD_LINE.match(lines[bottom]) else None
         if top is None or top == 0:
             continue
         label = _strip(lines[top - 1])
-        if label and not _BOX_EDGE.match(lines[top - 1]) and not _MARKER.match(label):
+        if label and not _BOX_EDGE.match(lines[top - 1]) and not _MARKER.match(label) \
+                and not _FIELD_LINE.match(lines[top - 1]):
             return Dialog("input_dialog", top, label)
     return None
 
