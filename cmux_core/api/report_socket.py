@@ -92,16 +92,15 @@ class ReportGate:
         return result
 
 
+@dataclass(eq=False)
 class ReportSocket:
     """One open report socket: its path, its gate, its server and who opened it."""
 
-    def __init__(self, path: Path, gate: ReportGate, server: Server, owner: str | None
-                 ) -> None:
-        self.path = path
-        self.gate = gate
-        self.server = server
-        self.owner = owner
-        """The ``client_id`` of the connection that opened it (None: the server itself)."""
+    path: Path
+    gate: ReportGate
+    server: Server
+    owner: str | None
+    """The ``client_id`` of the connection that opened it (None: the server itself)."""
 
 
 @dataclass(eq=False)
