@@ -191,22 +191,22 @@ class PaneDetection:
         self.next_probe.cancel()
 
 
+@dataclass(eq=False)
 class DetectionScheduler:
     """Runs agent detection for every pane of ``mux``, reporting to ``tracker`` with the
     manifests of ``registry``; all methods run on the loop."""
 
-    def __init__(self, mux: Mux, tracker: AgentTracker, registry: ManifestRegistry,
-                 events: EventHub) -> None:
-        self.mux = mux
-        self.tracker = tracker
-        self.events = events
-        self.registry = registry
-        self.panes: dict[str, PaneDetection] = {}
-        """Detection state by terminal surface uuid."""
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._safety: asyncio.TimerHandle | None = None
-        self._running = False
-        self._processes = ProcessReader(groups_max_age=GROUPS_CACHE_S)
+    mux: Mux
+    tracker: AgentTracker
+    registry: ManifestRegistry
+    events: EventHub
+    panes: dict[str, PaneDetection] = field(init=False, default_factory=dict)
+    """Detection state by terminal surface uuid."""
+    _loop: asyncio.AbstractEventLoop | None = field(init=False, default=None)
+    _safety: asyncio.TimerHandle | None = field(init=False, default=None)
+    _running: bool = field(init=False, default=False)
+    _processes: ProcessReader = field(
+        init=False, default_factory=lambda: ProcessReader(groups_max_age=GROUPS_CACHE_S))
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import itertools
 import json
 import logging
+from dataclasses import KW_ONLY, asdict, dataclass, field
 from typing import Protocol
 
 from cmux_core.model import layout
@@ -64,7 +64,7 @@ def rows_frame(last: ScreenImage | None, image: ScreenImage) -> bytes:
     return frame("rows", columns=image.columns, lines=image.lines, whole=whole,
                  cursor=list(image.cursor), cursor_visible=image.cursor_visible,
                  title=image.title, bracketed_paste=image.modes.bracketed_paste,
-                 modes=dataclasses.asdict(image.modes), rows=rows)
+                 modes=asdict(image.modes), rows=rows)
 
 
 def frame(kind: str, payload: bytes = b"", **fields: object) -> bytes:
@@ -75,27 +75,29 @@ def frame(kind: str, payload: bytes = b"", **fields: object) -> bytes:
     return json.dumps(header, separators=(",", ":")).encode() + b"\n" + payload
 
 
+@dataclass(eq=False)
 class AttachSession:
     """One connection showing one pane; runs until the pane closes or exits, the client
     detaches, or the connection ends (its task is then cancelled)."""
 
-    def __init__(self, book: AttachBook, mux: Mux, pane: Pane, peer: Peer, *,
-                 columns: int, lines: int, read_only: bool, resize: bool,
-                 rows: bool = False) -> None:
-        self.book = book
-        self.mux = mux
-        self.pane = pane
-        self.peer = peer
-        self.columns = columns
-        self.lines = lines
-        self.read_only = read_only
-        self.resize = resize
-        self.active = next(_activity)
-        self.painter = Painter(columns, lines)
-        self.rows = rows
-        self._image: ScreenImage | None = None
-        self.wake = asyncio.Event()
-        self.ending: str | None = None
+    book: AttachBook
+    mux: Mux
+    pane: Pane
+    peer: Peer
+    _: KW_ONLY
+    columns: int
+    lines: int
+    read_only: bool
+    resize: bool
+    rows: bool = False
+    active: int = field(init=False, default_factory=lambda: next(_activity))
+    painter: Painter = field(init=False)
+    _image: ScreenImage | None = field(init=False, default=None)
+    wake: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+    ending: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.painter = Painter(self.columns, self.lines)
 
     @property
     def sizes_pane(self) -> bool:

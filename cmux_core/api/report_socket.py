@@ -19,6 +19,7 @@ import logging
 import secrets
 import shutil
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,9 +65,9 @@ class ReportGate:
         """``params`` about this gate's terminal, or ``forbidden`` when they name another."""
         out = dict(params)
         pane_id, surface_id = out.pop("pane_id", None), out.pop("surface_id", None)
-        for field, value in (("pane_id", pane_id), ("surface_id", surface_id)):
+        for key, value in (("pane_id", pane_id), ("surface_id", surface_id)):
             if value is not None and not isinstance(value, str):
-                raise InvalidParams(field, "input should be a valid string")
+                raise InvalidParams(key, "input should be a valid string")
         try:
             if pane_id is not None and pane_id != self.pane_id and (
                     self.mux.pane(pane_id) is not self.surface.pane):
@@ -91,31 +92,29 @@ class ReportGate:
         return result
 
 
+@dataclass(eq=False)
 class ReportSocket:
     """One open report socket: its path, its gate, its server and who opened it."""
 
-    def __init__(self, path: Path, gate: ReportGate, server: Server, owner: str | None
-                 ) -> None:
-        self.path = path
-        self.gate = gate
-        self.server = server
-        self.owner = owner
-        """The ``client_id`` of the connection that opened it (None: the server itself)."""
+    path: Path
+    gate: ReportGate
+    server: Server
+    owner: str | None
+    """The ``client_id`` of the connection that opened it (None: the server itself)."""
 
 
+@dataclass(eq=False)
 class ReportSockets:
     """Every open report socket of a server; the composition root hands it the server's
     method table and feeds it pane and connection ends."""
 
-    def __init__(self, events: EventHub, methods: MethodTable, mux: Mux, agents: AgentTracker,
-                 socket_path: Path) -> None:
-        self.events = events
-        self.methods = methods
-        self.mux = mux
-        self.agents = agents
-        self.socket_path = socket_path
-        self.open_sockets: list[ReportSocket] = []
-        self._dir: Path | None = None
+    events: EventHub
+    methods: MethodTable
+    mux: Mux
+    agents: AgentTracker
+    socket_path: Path
+    open_sockets: list[ReportSocket] = field(init=False, default_factory=list)
+    _dir: Path | None = field(init=False, default=None)
 
     def directory(self) -> Path:
         """The private directory (``0700``, made on first use) beside the main socket."""

@@ -32,6 +32,7 @@ import sys
 import termios
 import tty
 from collections.abc import Iterator
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from cmux_core.cli.common import AddCommon, add_subcommand
@@ -223,6 +224,7 @@ def raw_terminal(fd: int) -> Iterator[None]:
             termios.tcsetattr(fd, termios.TCSAFLUSH, saved)
 
 
+@dataclass(eq=False)
 class AttachClient:
     """One attach session from this terminal: call :meth:`run`, then :meth:`close`.
 
@@ -232,22 +234,26 @@ class AttachClient:
     :attr:`signals` (its name).
     """
 
-    def __init__(self, sock: socket.socket, pending: bytes, renderer: TerminalRenderer,
-                 in_fd: int, *, detach: tuple[bytes, ...], read_only: bool,
-                 pane_id: str | None = None) -> None:
-        self.sock = sock
-        self.pane_id = pane_id
-        self.renderer = renderer
-        self.in_fd = in_fd
-        self.detach = detach
-        self.read_only = read_only
-        self.frames = FrameReader()
-        self.pending = pending
-        self.reason: str | None = None
-        self.error: str | None = None
-        self.signals = EndSignals(renderer.out, self._wake)
-        """Install (``with``) around everything done in raw mode."""
-        self._detach_re = re.compile(b"|".join(re.escape(s) for s in detach))
+    sock: socket.socket
+    pending: bytes
+    renderer: TerminalRenderer
+    in_fd: int
+    _: KW_ONLY
+    detach: tuple[bytes, ...]
+    read_only: bool
+    pane_id: str | None = None
+    frames: FrameReader = field(init=False, default_factory=FrameReader)
+    reason: str | None = field(init=False, default=None)
+    error: str | None = field(init=False, default=None)
+    signals: EndSignals = field(init=False)
+    """Install (``with``) around everything done in raw mode."""
+    _detach_re: re.Pattern[bytes] = field(init=False)
+    _wake_r: int = field(init=False)
+    _wake_w: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.signals = EndSignals(self.renderer.out, self._wake)
+        self._detach_re = re.compile(b"|".join(re.escape(s) for s in self.detach))
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
 

@@ -33,7 +33,7 @@ import time
 import tty
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, TextIO
 
 from cmux_core.cli.common import AddCommon, add_subcommand
@@ -575,27 +575,29 @@ def _json_list(client: Client, view: bool | str, machines: Machines) -> dict[str
     return listed
 
 
+@dataclass(eq=False)
 class Sidebar:
     """The ``--watch`` screen: one request connection, one event stream, one terminal."""
 
-    def __init__(self, path: str, columns: list[Column], view: bool | str,
-                 params: dict[str, Any] | None, out: TextIO = sys.stdout, *,
-                 machines: Machines = None) -> None:
-        self.path = path
-        self.machines = machines
-        self.columns = columns
-        self.view = view
-        self.params = params
-        self.out = out
-        self.board = Board([], 0)
-        self.selected: str | None = None
-        self.notice = ""
-        self.stale = True
-        self.wake = asyncio.Event()
-        self.stopping = False
-        self.exit_code = 0
-        self.last_frame: list[str] = []
-        self.requests = AsyncClient(path)
+    path: str
+    columns: list[Column]
+    view: bool | str
+    params: dict[str, Any] | None
+    out: TextIO = sys.stdout
+    _: KW_ONLY
+    machines: Machines = None
+    board: Board = field(init=False, default_factory=lambda: Board([], 0))
+    selected: str | None = field(init=False, default=None)
+    notice: str = field(init=False, default="")
+    stale: bool = field(init=False, default=True)
+    wake: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+    stopping: bool = field(init=False, default=False)
+    exit_code: int = field(init=False, default=0)
+    last_frame: list[str] = field(init=False, default_factory=list)
+    requests: AsyncClient = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.requests = AsyncClient(self.path)
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()

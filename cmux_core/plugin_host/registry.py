@@ -143,6 +143,7 @@ class Registrations:
         return {k for k in self.KINDS if self.table(k) or other.table(k)}
 
 
+@dataclass(eq=False)
 class Registrar:
     """The ``register`` callback for one contribution hookimpl call of ``plugin_id``.
 
@@ -152,15 +153,16 @@ class Registrar:
     for methods, in the server's method table under another owner.
     """
 
-    def __init__(self, plugin_id: str, hook: str, staged: Registrations, holder: Holder,
-                 methods: MethodSink) -> None:
-        self.plugin_id = plugin_id
-        self.hook = hook
-        self.staged = staged
-        self.holder = holder
-        self.methods = methods
-        self.bucket = Registrations()
-        self.closed = False
+    plugin_id: str
+    hook: str
+    staged: Registrations
+    holder: Holder
+    methods: MethodSink
+    bucket: Registrations = field(init=False, default_factory=Registrations)
+    closed: bool = field(init=False, default=False)
+    register: Callable[..., None] = field(init=False)
+
+    def __post_init__(self) -> None:
         by_hook: dict[str, Callable[..., None]] = {
             "cmux_register_manifests": self.manifest,
             "cmux_register_integrations": self.integration,
@@ -169,7 +171,7 @@ class Registrar:
             "cmux_register_graphics_sources": self.graphics_source,
             "cmux_register_methods": self.method,
         }
-        self.register = by_hook[hook]
+        self.register = by_hook[self.hook]
 
     def _claim(self, kind: str, name: str) -> None:
         if self.closed:
