@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 from typing import Any, get_args
 
@@ -569,3 +570,20 @@ def test_resize_moves_one_divider_in_the_asked_direction(
         for key in moved:
             grew = after[key] > before[key]
             assert grew == (direction in ("right", "down"))
+
+
+def test_placing_a_tree_leaves_no_garbage_for_the_cycle_collector() -> None:
+    """Rects are placed on every list call: the walk must be freed by reference
+    counting (a closure that calls itself is a cycle only the collector frees)."""
+    tree: Node = Leaf("a")
+    for i, name in enumerate("bcdef"):
+        tree = split(tree, "a", name, "right" if i % 2 else "down")
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(10):
+            rects(tree, Rect(0, 0, 200, 60))
+            split_rects(tree, Rect(0, 0, 200, 60))
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

@@ -306,15 +306,17 @@ def build(mux: Mux, spec: Spec, *, window: Window | None, cwd: str,
 def describe(mux: Mux, tab: Tab) -> dict[str, Any]:
     """``tab``'s split tree as a cmux v2 layout node: each surface with its title, its
     directory and its command, when it was started with one."""
+    return _describe_node(mux, tab.tree)
 
-    def node(tree: layout.Node) -> dict[str, Any]:
-        if isinstance(tree, layout.Leaf):
-            pane = mux.panes[tree.pane]
-            return {"pane": {"surfaces": [_surface_node(mux, s) for s in pane.surfaces]}}
-        return {"direction": NAMES[tree.direction], "split": tree.ratio,
-                "children": [node(tree.first), node(tree.second)]}
 
-    return node(tab.tree)
+def _describe_node(mux: Mux, tree: layout.Node) -> dict[str, Any]:
+    # A module function, not a closure calling itself: such a closure is a reference cycle
+    # that only the cycle collector frees.
+    if isinstance(tree, layout.Leaf):
+        pane = mux.panes[tree.pane]
+        return {"pane": {"surfaces": [_surface_node(mux, s) for s in pane.surfaces]}}
+    return {"direction": NAMES[tree.direction], "split": tree.ratio,
+            "children": [_describe_node(mux, tree.first), _describe_node(mux, tree.second)]}
 
 
 def _surface_node(mux: Mux, surface: Surface) -> dict[str, Any]:

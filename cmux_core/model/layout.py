@@ -363,25 +363,28 @@ def _place(tree: Node, area: Rect) -> Iterator[_Placed]:
     """Every node with its rect, in pre-order."""
     mins: dict[int, tuple[int, int]] = {}
     _min_sizes(tree, mins)
+    return _walk(tree, area, (), mins)
 
-    def walk(node: Node, rect: Rect, path: tuple[bool, ...]) -> Iterator[_Placed]:
-        if isinstance(node, Leaf):
-            yield _Placed(node, rect, path, None)
-            return
-        first_min, second_min = mins[id(node.first)], mins[id(node.second)]
-        if node.direction == "right":
-            w1 = _first_extent(rect.width, node.ratio, first_min[0], second_min[0])
-            first = Rect(rect.x, rect.y, w1, rect.height)
-            second = Rect(rect.x + w1, rect.y, rect.width - w1, rect.height)
-        else:
-            h1 = _first_extent(rect.height, node.ratio, first_min[1], second_min[1])
-            first = Rect(rect.x, rect.y, rect.width, h1)
-            second = Rect(rect.x, rect.y + h1, rect.width, rect.height - h1)
-        yield _Placed(node, rect, path, first)
-        yield from walk(node.first, first, (*path, False))
-        yield from walk(node.second, second, (*path, True))
 
-    return walk(tree, area, ())
+def _walk(node: Node, rect: Rect, path: tuple[bool, ...], mins: dict[int, tuple[int, int]]
+          ) -> Iterator[_Placed]:
+    # A module function, not a closure calling itself: such a closure is a reference cycle
+    # that only the cycle collector frees, and rects are placed on every list call.
+    if isinstance(node, Leaf):
+        yield _Placed(node, rect, path, None)
+        return
+    first_min, second_min = mins[id(node.first)], mins[id(node.second)]
+    if node.direction == "right":
+        w1 = _first_extent(rect.width, node.ratio, first_min[0], second_min[0])
+        first = Rect(rect.x, rect.y, w1, rect.height)
+        second = Rect(rect.x + w1, rect.y, rect.width - w1, rect.height)
+    else:
+        h1 = _first_extent(rect.height, node.ratio, first_min[1], second_min[1])
+        first = Rect(rect.x, rect.y, rect.width, h1)
+        second = Rect(rect.x, rect.y + h1, rect.width, rect.height - h1)
+    yield _Placed(node, rect, path, first)
+    yield from _walk(node.first, first, (*path, False), mins)
+    yield from _walk(node.second, second, (*path, True), mins)
 
 
 def rects(tree: Node, area: Rect) -> dict[str, Rect]:

@@ -177,17 +177,19 @@ class _Walk:
             last_prompt_at=ws.last_prompt_at)
 
     def tab(self, tab: Tab) -> TabState:
-        def node(tree: layout.Node) -> Node:
-            if isinstance(tree, layout.Leaf):
-                return self.pane(self.mux.panes[tree.pane])
-            return SplitState(type="split", direction=tree.direction, ratio=tree.ratio,
-                              first=node(tree.first), second=node(tree.second))
-
         previous = self.mux.panes.get(tab.previous_focus) if tab.previous_focus else None
-        return TabState(uuid=tab.uuid, number=tab.number, root=node(tab.tree),
+        return TabState(uuid=tab.uuid, number=tab.number, root=self.node(tab.tree),
                         focused=self.mux.panes[tab.focused].number,
                         previous_focus=previous.number if previous is not None else None,
                         zoomed=tab.zoomed, label=tab.label)
+
+    def node(self, tree: layout.Node) -> Node:
+        # A method, not a closure calling itself: such a closure is a reference cycle that
+        # only the cycle collector frees, one per tab and save.
+        if isinstance(tree, layout.Leaf):
+            return self.pane(self.mux.panes[tree.pane])
+        return SplitState(type="split", direction=tree.direction, ratio=tree.ratio,
+                          first=self.node(tree.first), second=self.node(tree.second))
 
     def pane(self, pane: Pane) -> PaneState:
         shown = pane.terminal_surface
