@@ -45,6 +45,7 @@ from cmux_core.graphics.layers import GraphicsBook, Layer
 from cmux_core.graphics.leases import FrameDirectory
 from cmux_core.graphics.program import ProgramGraphics
 from cmux_core.graphics.sources import SourceRunner
+from cmux_core.heap import HeapKeeper
 from cmux_core.model.events import (
     LayoutUpdated,
     PaneClosed,
@@ -139,12 +140,14 @@ class App:
             restore=settings.restore, text_lines=settings.restore_text_lines,
             notifications=self.notifications)
         self.loop_monitor = LoopMonitor()
+        self.heap = HeapKeeper()
         self._restore_signals: Callable[[], None] = lambda: None
         self.info = ServerInfo(__version__, socket_path, session,
                                connection_count=self._connection_count,
                                loop_lag=self.loop_monitor.summary,
                                method_names=self.methods.names,
-                               session_saves=self._session_saves)
+                               session_saves=self._session_saves,
+                               collect_garbage=self.heap.collect, heap=self.heap.summary)
         self.graphics = GraphicsBook(
             on_reclaimed=self._layer_reclaimed,
             make_frames=(functools.partial(FrameDirectory.create, socket_path)
@@ -178,6 +181,8 @@ class App:
         on(TabViewed, lambda notice: self.notifications.on_view(notice.tab))
         on(PluginUnloaded, self._plugin_unloaded)
         on(PaneClosed, self._pane_closed)
+        on(PaneCreated, lambda event: self.heap.grown())
+        on(PaneClosed, lambda event: self.heap.released())
         on(PaneClosed, self.report_sockets.pane_changed)
         on(PaneUpdated, self.report_sockets.pane_changed)
         if self.settings.kitty_graphics:
@@ -262,6 +267,7 @@ class App:
     def _plugin_unloaded(self, event: PluginUnloaded) -> None:
         self.views.plugin_unloaded(event.plugin.plugin_id, event.reason)
         self.graphics_sources.plugin_unloaded(event.plugin.plugin_id)
+        self.heap.released()
 
     def _pane_closed(self, event: PaneClosed) -> None:
         self.graphics.pane_closed(event.pane.key)
@@ -311,6 +317,7 @@ class App:
         await self.server.listen()
         self.keeper.restore(fresh=self._fresh_session)
         self.loop_monitor.start()
+        self.heap.start(loop)
         await self.plugins.start()
         await self.detection.start()
         self.keeper.start()
@@ -334,6 +341,7 @@ class App:
         """Stop accepting, stop plugins and detection, close the report sockets, SIGHUP every
         pane, reap the children, remove the graphics frame directory, unlink the socket."""
         self.loop_monitor.stop()
+        self.heap.stop()
         self.server.stop_accepting()
         await self.fleet.stop()
         await self.keeper.stop()

@@ -7,8 +7,11 @@ still holds shows up there.
 
 from __future__ import annotations
 
+import time
+
 from conftest import Api
 
+from cmux_core.heap import RELEASE_S, SETTLE_S
 from cmux_core.testing import wait_until
 
 LINES = 3000
@@ -56,3 +59,25 @@ def test_a_status_subscription_does_not_keep_its_closed_pane(api: Api) -> None:
         assert stats["panes"] == 1
     finally:
         listener.close()
+
+
+def test_the_settled_heap_is_frozen_and_a_close_frees_its_pane_without_being_asked(
+        api: Api) -> None:
+    """The long-lived heap is frozen once the session is quiet, so routine full passes of
+    the cycle collector walk only new objects; closing a pane asks for one full pass over
+    everything a moment later, which frees the closed pane without ``server.stats``
+    having to ask for it (it asks only while a closed pane is still counted)."""
+    freezes = api("server.stats")["heap"]["freezes"]
+    panes = [api.run(["sh", "-c", f"seq {LINES}; exec sleep 60"]) for _ in range(3)]
+    for pane in panes:
+        api.wait_text(pane, str(LINES))
+    before = wait_until(lambda: (h := api("server.stats")["heap"])["freezes"] > freezes and h,
+                        SETTLE_S + 10, message="the heap frozen once the new panes settle")
+    assert before["frozen"] > 1000
+    for pane in panes:
+        api("pane.close", {"pane_id": pane})
+    time.sleep(RELEASE_S + 1.5)
+    stats = api("server.stats")
+    assert stats["heap"]["full_passes"]["released"] == before["full_passes"]["released"] + 1
+    assert stats["heap"]["full_passes"]["asked"] == before["full_passes"]["asked"]
+    assert stats["live_panes"] == stats["panes"]

@@ -9,6 +9,7 @@ facts (version, socket path, connection count, the stop switch) are in :class:`S
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -38,6 +39,10 @@ class ServerInfo:
     loop_lag: Callable[[], dict[str, float]] = dict
     method_names: Callable[[], list[str]] = list
     session_saves: Callable[[], dict[str, int]] = dict
+    collect_garbage: Callable[[], object] = gc.collect
+    """A full pass of the cycle collector over every object (frozen ones too)."""
+    heap: Callable[[], dict[str, object]] = dict
+    """The cycle collector's figures (:meth:`cmux_core.heap.HeapKeeper.summary`)."""
     """The session keeper's ``checks`` (captures compared with the last save) and
     ``saves`` (files written) since start."""
 

@@ -4,7 +4,6 @@ manifests' status and reload, and herdr's config reload.
 
 from __future__ import annotations
 
-import gc
 import math
 import os
 import time
@@ -68,9 +67,10 @@ async def server_stats(call: Call[ServerServices], p: Empty) -> Result:
     """Health figures: uptime, counts, memory, and how long the loop was ever stalled.
 
     ``live_panes`` counts pane objects still in memory, open or closed. Closed panes are
-    freed by the cycle collector, so when there are more than the open panes it is run
-    first, at most once every :data:`COLLECT_INTERVAL_S` (a full collection stalls the
-    loop): a closed pane still counted after that is one something holds on to.
+    freed by the cycle collector, so when there are more than the open panes a full pass
+    over every object is made first, at most once every :data:`COLLECT_INTERVAL_S` (it
+    stalls the loop): a closed pane still counted after that is one something holds on to.
+    ``heap`` gives the collector's figures (:class:`cmux_core.heap.HeapKeeper`).
     """
     global _collected_at
     ctx, info = call.ctx, call.ctx.info
@@ -78,7 +78,7 @@ async def server_stats(call: Call[ServerServices], p: Empty) -> Result:
     now = time.monotonic()
     if len(LIVE_PANES) > len(panes) and now - _collected_at >= COLLECT_INTERVAL_S:
         _collected_at = now
-        gc.collect()
+        info.collect_garbage()
     backends: dict[str, int] = {}
     for pane in panes:
         name = pane.terminal.emulator.backend
@@ -93,7 +93,7 @@ async def server_stats(call: Call[ServerServices], p: Empty) -> Result:
             "closing_terminals": ctx.mux.closing_count(),
             "emulators": backends, "event_loop": info.event_loop,
             "rss_bytes": server_rss_bytes(),
-            "loop_lag": info.loop_lag(), "session": info.session_saves(),
+            "loop_lag": info.loop_lag(), "session": info.session_saves(), "heap": info.heap(),
             "event_seq": ctx.events.seq}
 
 
