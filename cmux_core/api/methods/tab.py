@@ -8,19 +8,12 @@ from pydantic import Field
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.shared.creation import (
-    ExecString,
-    command_argv,
-    resolve_cwd,
-    spawning,
-    trimmed,
-)
+from cmux_core.api.methods.shared.creation import ExecString, herdr_launch, spawning, trimmed
 from cmux_core.api.methods.shared.routing import herdr_workspace
 from cmux_core.api.methods.shared.services import ModelServices
 from cmux_core.api.methods.shared.surface_actions import SurfaceActionParams, run_action
 from cmux_core.hookspecs import Params
 from cmux_core.model import arrange
-from cmux_core.model.pane_io import launch_env
 from cmux_core.model.tree import Tab
 
 
@@ -49,9 +42,7 @@ async def tab_create(call: Call[TabServices], p: TabCreateParams) -> Result:
     """Append a tab with one pane to a workspace (default: the active one)."""
     mux = call.ctx.mux
     ws = herdr_workspace(mux, p.workspace_id)
-    env = launch_env(p.env)
-    cwd = resolve_cwd(p.cwd, "cwd")
-    command = command_argv(p.command, "command")
+    cwd, command, env = herdr_launch(p.cwd, p.env, p.command)
     with spawning("tab_create_failed"):
         tab, pane = mux.create_tab(ws, cwd=cwd, label=trimmed(p.label), env=env,
                                    command=command, focus=p.focus)
