@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pydantic import Field
 
 from cmux_core.api import wire
@@ -26,6 +28,10 @@ methods = MethodTable()
 
 def tab_result(ctx: TabServices, tab: Tab) -> Result:
     return {"type": "tab_info", "tab": wire.tab_info(ctx.mux, ctx.agents, tab)}
+
+
+def tabs_result(ctx: TabServices, tabs: Iterable[Tab]) -> Result:
+    return {"type": "tab_list", "tabs": [wire.tab_info(ctx.mux, ctx.agents, t) for t in tabs]}
 
 
 class TabCreateParams(Params):
@@ -61,7 +67,7 @@ async def tab_list(call: Call[TabServices], p: TabListParams) -> Result:
         tabs = mux.workspace(p.workspace_id).tabs
     else:
         tabs = list(mux.all_tabs())
-    return {"type": "tab_list", "tabs": [wire.tab_info(mux, call.ctx.agents, t) for t in tabs]}
+    return tabs_result(call.ctx, tabs)
 
 
 class TabTarget(Params):
@@ -113,8 +119,7 @@ async def tab_move(call: Call[TabServices], p: TabMoveParams) -> Result:
     mux = call.ctx.mux
     tab = mux.tab(p.tab_id)
     arrange.move_tab(mux, tab, p.insert_index)
-    agents = call.ctx.agents
-    return {"type": "tab_list", "tabs": [wire.tab_info(mux, agents, t) for t in tab.workspace.tabs]}
+    return tabs_result(call.ctx, tab.workspace.tabs)
 
 
 @methods.method("tab.action", SurfaceActionParams)
