@@ -27,7 +27,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import pluggy
@@ -54,6 +54,7 @@ class HookOutcome:
     error: str | None = None
 
 
+@dataclass(eq=False)
 class PluginCaller:
     """Runs plugin callables for the host and records what goes wrong.
 
@@ -64,17 +65,17 @@ class PluginCaller:
     ``label`` on ``worker`` outlasts the budget. All methods run on the server loop.
     """
 
-    def __init__(self, *, slow_after: float, budget: float, max_failures: int,
-                 publish: Publish | None, serving: Callable[[object], Plugin | None],
-                 failing: Callable[[Plugin], None],
-                 hanging: Callable[[Plugin, PluginWorker, str], None]) -> None:
-        self.slow_after = slow_after
-        self.budget = budget
-        self.max_failures = max_failures
-        self._publish = publish
-        self._serving = serving
-        self._failing = failing
-        self._hanging = hanging
+    _: KW_ONLY
+    slow_after: float
+    budget: float
+    max_failures: int
+    publish: Publish | None
+    serving: Callable[[object], Plugin | None]
+    failing: Callable[[Plugin], None]
+    hanging: Callable[[Plugin, PluginWorker, str], None]
+    trace: bool = field(init=False)
+
+    def __post_init__(self) -> None:
         self.trace = os.environ.get("CMUX_TRACE_PLUGINS", "") not in ("", "0")
         if self.trace and not trace_log.handlers and not logging.getLogger().handlers:
             trace_log.addHandler(logging.StreamHandler(sys.stderr))
@@ -113,13 +114,13 @@ class PluginCaller:
             raise
         except TimeoutError:
             message = f"timed out after {self.budget:g}s"
-            if self._serving(impl.plugin) is plugin:
+            if self.serving(impl.plugin) is plugin:
                 self.fault(plugin, hook, message)
             return False, message
         except Exception as exc:
             message = describe(exc)
             # a version withdrawn while this call ran no longer counts against the plugin
-            if self._serving(impl.plugin) is plugin:
+            if self.serving(impl.plugin) is plugin:
                 self.fault(plugin, hook, message, exc=exc)
             return False, message
         plugin.failures = 0
@@ -154,7 +155,7 @@ class PluginCaller:
             outcome = "ok"
             return result
         except TimeoutError:
-            self._hanging(plugin, worker, label)
+            self.hanging(plugin, worker, label)
             raise
         finally:
             elapsed = time.monotonic() - started
@@ -178,7 +179,7 @@ class PluginCaller:
         if count:
             plugin.failures += 1
             if plugin.failures >= self.max_failures and plugin.status == "loaded":
-                self._failing(plugin)
+                self.failing(plugin)
 
     def warn(self, plugin: Plugin, message: str) -> None:
         plugin.warnings.append(message)
@@ -187,10 +188,10 @@ class PluginCaller:
 
     def emit(self, event: PluginEvent) -> None:
         """Publish ``event``; a failing publisher is logged, never raised."""
-        if self._publish is None:
+        if self.publish is None:
             return
         try:
-            self._publish(event)
+            self.publish(event)
         except Exception:
             log.exception("publishing %s failed", event.kind)
 

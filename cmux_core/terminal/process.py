@@ -29,6 +29,7 @@ import termios
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmux_core.errors import CmuxError, InvalidEnv
@@ -112,6 +113,8 @@ def not_on_path(program: str, path: str) -> CmuxError:
                      f"or start the server with it on PATH): {shown}",
                      {"program": program, "path": path})
 
+
+@dataclass(eq=False)
 class Terminal:
     """A process on a PTY plus its screen. Created by :meth:`spawn`; owned by one pane.
 
@@ -120,42 +123,44 @@ class Terminal:
     has exited and its remaining output was read.
     """
 
-    def __init__(self, terminal_id: str, argv: list[str], cwd: str, columns: int, rows: int,
-                 emulator: Emulator) -> None:
-        self.id = terminal_id
-        self.argv = argv
-        self.cwd = cwd
-        self.columns = columns
-        self.rows = rows
-        self.emulator = emulator
-        self.pid = 0
-        self.fd = -1
-        self.exit_code: int | None = None
-        self.exited = False
-        self.created_at = time.time()
-        self.output_seq = 0
-        self.on_output: Callable[[Terminal], None] | None = None
-        self.on_signal: Callable[[Terminal, TerminalSignal], None] | None = None
-        self.on_exit: Callable[[Terminal], None] | None = None
-        self.output_hook: Callable[[bytes, Callable[[bytes], None]], None] | None = None
-        """Called with each slice of output and the screen's ``feed`` instead of feeding
-        the screen directly (pane graphics take kitty graphics commands out this way)."""
-        self._loop = asyncio.get_running_loop()
-        self._backlog: deque[bytes] = deque()
-        self._backlog_size = 0
-        self._reading = False
-        self._drain_scheduled = False
-        self._out: bytearray = bytearray()
-        self._writing = False
-        self._pidfd = -1
-        self._process_done = False
-        self._eof = False
-        self._closed = False
-        self._kill_timer: asyncio.TimerHandle | None = None
-        self._compact_timer: asyncio.TimerHandle | None = None
-        self._compact_due = 0.0
-        self._feed_failed = False
-        self._reads: dict[tuple[str, int | None, str], tuple[int, int, int, str, bool]] = {}
+    id: str
+    argv: list[str]
+    cwd: str
+    columns: int
+    rows: int
+    emulator: Emulator
+    pid: int = field(init=False, default=0)
+    fd: int = field(init=False, default=-1)
+    exit_code: int | None = field(init=False, default=None)
+    exited: bool = field(init=False, default=False)
+    created_at: float = field(init=False, default_factory=time.time)
+    output_seq: int = field(init=False, default=0)
+    on_output: Callable[[Terminal], None] | None = field(init=False, default=None)
+    on_signal: Callable[[Terminal, TerminalSignal], None] | None = field(init=False,
+                                                                         default=None)
+    on_exit: Callable[[Terminal], None] | None = field(init=False, default=None)
+    output_hook: Callable[[bytes, Callable[[bytes], None]], None] | None = field(
+        init=False, default=None)
+    """Called with each slice of output and the screen's ``feed`` instead of feeding
+    the screen directly (pane graphics take kitty graphics commands out this way)."""
+    _loop: asyncio.AbstractEventLoop = field(init=False,
+                                             default_factory=asyncio.get_running_loop)
+    _backlog: deque[bytes] = field(init=False, default_factory=deque)
+    _backlog_size: int = field(init=False, default=0)
+    _reading: bool = field(init=False, default=False)
+    _drain_scheduled: bool = field(init=False, default=False)
+    _out: bytearray = field(init=False, default_factory=bytearray)
+    _writing: bool = field(init=False, default=False)
+    _pidfd: int = field(init=False, default=-1)
+    _process_done: bool = field(init=False, default=False)
+    _eof: bool = field(init=False, default=False)
+    _closed: bool = field(init=False, default=False)
+    _kill_timer: asyncio.TimerHandle | None = field(init=False, default=None)
+    _compact_timer: asyncio.TimerHandle | None = field(init=False, default=None)
+    _compact_due: float = field(init=False, default=0.0)
+    _feed_failed: bool = field(init=False, default=False)
+    _reads: dict[tuple[str, int | None, str], tuple[int, int, int, str, bool]] = field(
+        init=False, default_factory=dict)
 
     @classmethod
     def spawn(cls, terminal_id: str, argv: list[str], *, cwd: str, env: Mapping[str, str],

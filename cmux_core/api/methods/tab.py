@@ -3,24 +3,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pydantic import Field
 
 from cmux_core.api import wire
 from cmux_core.api.context import Call
 from cmux_core.api.dispatch import MethodTable, Result
-from cmux_core.api.methods.shared.creation import (
-    ExecString,
-    command_argv,
-    resolve_cwd,
-    spawning,
-    trimmed,
-)
+from cmux_core.api.methods.shared.creation import ExecString, herdr_launch, spawning, trimmed
 from cmux_core.api.methods.shared.routing import herdr_workspace
 from cmux_core.api.methods.shared.services import ModelServices
 from cmux_core.api.methods.shared.surface_actions import SurfaceActionParams, run_action
 from cmux_core.hookspecs import Params
 from cmux_core.model import arrange
-from cmux_core.model.pane_io import launch_env
 from cmux_core.model.tree import Tab
 
 
@@ -33,6 +28,10 @@ methods = MethodTable()
 
 def tab_result(ctx: TabServices, tab: Tab) -> Result:
     return {"type": "tab_info", "tab": wire.tab_info(ctx.mux, ctx.agents, tab)}
+
+
+def tabs_result(ctx: TabServices, tabs: Iterable[Tab]) -> Result:
+    return {"type": "tab_list", "tabs": [wire.tab_info(ctx.mux, ctx.agents, t) for t in tabs]}
 
 
 class TabCreateParams(Params):
@@ -49,9 +48,7 @@ async def tab_create(call: Call[TabServices], p: TabCreateParams) -> Result:
     """Append a tab with one pane to a workspace (default: the active one)."""
     mux = call.ctx.mux
     ws = herdr_workspace(mux, p.workspace_id)
-    env = launch_env(p.env)
-    cwd = resolve_cwd(p.cwd, "cwd")
-    command = command_argv(p.command, "command")
+    cwd, command, env = herdr_launch(p.cwd, p.env, p.command)
     with spawning("tab_create_failed"):
         tab, pane = mux.create_tab(ws, cwd=cwd, label=trimmed(p.label), env=env,
                                    command=command, focus=p.focus)
@@ -70,7 +67,7 @@ async def tab_list(call: Call[TabServices], p: TabListParams) -> Result:
         tabs = mux.workspace(p.workspace_id).tabs
     else:
         tabs = list(mux.all_tabs())
-    return {"type": "tab_list", "tabs": [wire.tab_info(mux, call.ctx.agents, t) for t in tabs]}
+    return tabs_result(call.ctx, tabs)
 
 
 class TabTarget(Params):
@@ -122,8 +119,7 @@ async def tab_move(call: Call[TabServices], p: TabMoveParams) -> Result:
     mux = call.ctx.mux
     tab = mux.tab(p.tab_id)
     arrange.move_tab(mux, tab, p.insert_index)
-    agents = call.ctx.agents
-    return {"type": "tab_list", "tabs": [wire.tab_info(mux, agents, t) for t in tab.workspace.tabs]}
+    return tabs_result(call.ctx, tab.workspace.tabs)
 
 
 @methods.method("tab.action", SurfaceActionParams)

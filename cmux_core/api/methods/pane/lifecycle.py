@@ -13,9 +13,8 @@ from cmux_core.api.dispatch import MethodTable, Result
 from cmux_core.api.methods.shared.creation import (
     ExecString,
     SurfaceSplitParams,
-    command_argv,
     creation_focus,
-    resolve_cwd,
+    herdr_launch,
     spawning,
     split_here,
     trimmed,
@@ -37,7 +36,6 @@ from cmux_core.api.methods.shared.services import ModelServices
 from cmux_core.errors import CmuxError, InvalidParams, NotFound
 from cmux_core.hookspecs import Params
 from cmux_core.model import surfaces
-from cmux_core.model.pane_io import launch_env
 from cmux_core.model.tree import Pane
 
 
@@ -86,9 +84,8 @@ async def pane_split(call: Call[LifecycleServices], p: PaneSplitParams) -> Resul
         target = focused
     else:
         target = mux.pane(None)
-    env = launch_env(p.env)
-    cwd = resolve_cwd(p.cwd if p.cwd is not None else p.location, "cwd")
-    command = command_argv(p.command, "command")
+    cwd, command, env = herdr_launch(p.cwd if p.cwd is not None else p.location, p.env,
+                                     p.command)
     with spawning("pane_split_failed"):
         pane = mux.split_pane(target, p.direction, ratio=p.ratio, cwd=cwd, env=env,
                               command=command, focus=p.focus)

@@ -176,6 +176,14 @@ def terminal_spec(mux: Mux, p: NewTerminalParams, near: Pane
     return cwd, command, env or None
 
 
+def herdr_launch(cwd: str | None, env: dict[str, str] | None, command: list[str] | None
+                 ) -> tuple[str | None, list[str] | None, dict[str, str]]:
+    """cwd, argv and env of a herdr ``tab.create`` or ``pane.split`` from its ``cwd``,
+    ``env`` and ``command`` params; a bad ``env`` is named before a bad ``cwd``."""
+    launch = launch_env(env)
+    return resolve_cwd(cwd, "cwd"), command_argv(command, "command"), launch
+
+
 def created(surface: Surface) -> dict[str, Any]:
     out = {"type": surface.kind, **surface_keys(surface), "surface_type": surface.kind}
     if surface.path is not None:
