@@ -431,6 +431,10 @@ class Methods(Protocol):
                    ) -> dict[str, Any]: ...
 
 
+def _nothing(_: object) -> None:
+    """The default of a callback a server is not given."""
+
+
 class Server:
     """Serves ``methods`` on a Unix socket; each method answers with the context it was
     bound to; ``events`` feeds the connections' subscriptions.
@@ -447,8 +451,8 @@ class Server:
         self.methods = methods
         self.events = events
         self.socket_path = socket_path
-        self._on_request = on_request
-        self._on_close = on_close
+        self._on_request: Callable[[str], None] = on_request or _nothing
+        self._on_close: Callable[[Connection], None] = on_close or _nothing
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[Any]] = set()
         self._client_ids = itertools.count(1)
@@ -457,14 +461,11 @@ class Server:
         return len(self._connections)
 
     async def call(self, request: Request, connection: Connection | None) -> dict[str, Any]:
-        if self._on_request is not None:
-            self._on_request(request.method)
+        self._on_request(request.method)
         return await self.methods.call(request.method, request.params, connection=connection,
                                        request_id=request.id)
 
     def connection_closed(self, conn: Connection) -> None:
-        if self._on_close is None:
-            return
         try:
             self._on_close(conn)
         except Exception:
