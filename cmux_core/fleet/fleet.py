@@ -213,11 +213,17 @@ class Fleet:
         """Install or update the running cmux on ``name`` (see
         :func:`~cmux_core.fleet.install.install`; ``plugins`` as there, None for every
         installed plugin distribution), over ``ssh`` with the machine's options and through
-        its master when one is up, in a worker thread; then reconnect the link at once and
-        return what the install did beside the machine's status. Errors of the install (no
-        python3 there, a failed pip, ...) are raised as they come."""
+        its master when the link is connected, in a worker thread; then reconnect the link
+        at once and return what the install did beside the machine's status. Errors of the
+        install (no python3 there, a failed pip, ...) are raised as they come.
+
+        A link that is not connected (no cmux there yet, an old one) keeps retrying
+        meanwhile, and each try starts a master that ends when the remote cannot serve:
+        the install then connects by itself, so none of its commands rides on such a
+        master and dies with it (ssh's exit 255, with nothing said)."""
         link = self.link(name)
-        runner = CommandRunner(ssh_argv(link.machine, link.control, master=False)[:-1])
+        control = link.control if link.status.state == LinkState.CONNECTED else None
+        runner = CommandRunner(ssh_argv(link.machine, control, master=False)[:-1])
         report = await asyncio.to_thread(install, runner, plugins=plugins)
         link.retry_now()
         return {"version": report.version, "copied": report.copied, "venv": report.venv,

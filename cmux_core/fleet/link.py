@@ -80,14 +80,16 @@ def remote_command(machine: Machine) -> str:
             f'{{ echo "{MISSING_MARK}" >&2; exit 127; }}; exec "$c" {bridge}')
 
 
-def ssh_argv(machine: Machine, control: Path, *, master: bool,
+def ssh_argv(machine: Machine, control: Path | None, *, master: bool,
              only_through_master: bool = False) -> list[str]:
     """``ssh`` and its options for ``machine``; the user's own config is read as usual and
     the machine's options come after ours, so only the control options cannot be changed.
     Without ``master``, ssh uses the master when it is up and else connects by itself,
     unless ``only_through_master``: then a proxy that fails at once stands in for that
-    connection of its own (the options given first win, and ours come first)."""
-    argv = ["ssh", "-S", str(control), "-o", "BatchMode=yes", "-T"]
+    connection of its own (the options given first win, and ours come first). A
+    ``control`` of None never uses a master (``-S none``)."""
+    argv = ["ssh", "-S", "none" if control is None else str(control), "-o", "BatchMode=yes",
+            "-T"]
     if master:
         argv += ["-M", "-o", "ControlPersist=no", "-o", f"ServerAliveInterval={KEEPALIVE_S}",
                  "-o", "ServerAliveCountMax=3", "-o", "ConnectTimeout=10"]
