@@ -44,7 +44,9 @@ def test_an_overflow_is_warned_as_it_starts_and_as_it_ends_with_the_count(
                 "pane_id": pane, "source": "queue-test", "custom_status": f"step {i}"})
         full = gated(server)
         # One call is being delivered, a full queue waits behind it, the rest were dropped.
-        assert full["dropped_calls"] >= REPORTS - OBSERVER_QUEUE_LIMIT - 1
+        # On a loaded machine the first delivery can outlive its budget while the reports
+        # are still being made; the next one then starts, and one more report finds room.
+        assert full["dropped_calls"] >= REPORTS - OBSERVER_QUEUE_LIMIT - 2
         assert [w for w in full["warnings"] if "observer queue" in w] == [
             f"observer queue full ({OBSERVER_QUEUE_LIMIT} calls); "
             f"dropping calls until it drains to {OBSERVER_RESUME}"]
